@@ -1,0 +1,275 @@
+"""A throwaway PostgreSQL cluster the lab creates, configures, restarts and removes.
+
+The postmaster runs as our child in its own session (so a terminal's Ctrl-C reaches only the
+lab, which then shuts it down cleanly), with PR_SET_PDEATHSIG so that even a SIGKILLed lab
+takes its server down; a resumed run also removes what a killed run left (see `reap_stale`).
+"""
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+from pgcachelab.clusters.binaries import PgInstall
+from pgcachelab.clusters.guc import setting_value_text
+from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
+
+LAB_SUPERUSER = "lab"
+SETTINGS_FILE = "pgcachelab.conf"
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0
+_PR_SET_PDEATHSIG = 1
+
+
+class ClusterError(Exception):
+    """The server would not initialise, start or stop; the message is the reason to record."""
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGQUIT)  # SIGQUIT: immediate shutdown
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def quote_conf_value(value) -> str:
+    """A postgresql.conf value in single quotes, with embedded quotes doubled."""
+    return "'" + setting_value_text(value).replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+class ManagedCluster:
+    """One cluster in a private work directory: pgdata, a 0700 socket directory and a log."""
+
+    def __init__(self, install: PgInstall, work_dir: Path, user: OsUser, listen_tcp: bool = False):
+        self.install = install
+        self.work_dir = work_dir
+        self.user = user
+        self.listen_tcp = listen_tcp
+        self.data_dir = work_dir / "pgdata"
+        self.socket_dir = work_dir / "socket"
+        self.log_path = work_dir / "postgres.log"
+        self.port = free_port()
+        self.settings: dict[str, str] = {}
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+
+    @classmethod
+    def create(
+        cls, install: PgInstall, user: OsUser, parent_dir: Path | None = None, **kwargs
+    ) -> "ManagedCluster":
+        """Make the work directory (owned by the server user) and run initdb in it."""
+        work_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-", dir=parent_dir))
+        cluster = cls(install, work_dir, user, **kwargs)
+        try:
+            os.chown(work_dir, user.uid, user.gid)
+            work_dir.chmod(0o700)
+            cluster.socket_dir.mkdir(mode=0o700)
+            os.chown(cluster.socket_dir, user.uid, user.gid)
+            cluster._initdb()
+        except BaseException:
+            cluster.destroy()
+            raise
+        return cluster
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _run_as_server_user(self, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            args, cwd=self.work_dir, capture_output=True, text=True,
+            **run_as_kwargs(self.user), **kwargs,
+        )  # fmt: skip
+
+    def _initdb(self) -> None:
+        result = self._run_as_server_user(
+            [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
+             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"],
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise ClusterError(f"initdb failed: {_last_lines(result.stderr)}")
+        # The seed's way of configuring: an included file we rewrite for each point.
+        with open(self.data_dir / "postgresql.conf", "a") as conf:
+            conf.write(f"\ninclude_if_exists = '{SETTINGS_FILE}'\n")
+        self._write_settings_file({})
+
+    def _base_settings(self) -> dict[str, str]:
+        return {
+            "port": str(self.port),
+            "listen_addresses": "localhost" if self.listen_tcp else "",
+            "unix_socket_directories": str(self.socket_dir),
+        }
+
+    def _write_settings_file(self, settings: dict[str, str]) -> None:
+        lines = ["# written by pgcachelab for the current point; rewritten at every point"]
+        for name, value in {**self._base_settings(), **settings}.items():
+            lines.append(f"{name} = {quote_conf_value(value)}")
+        path = self.data_dir / SETTINGS_FILE
+        path.write_text("\n".join(lines) + "\n")
+        os.chown(path, self.user.uid, self.user.gid)
+        self.settings = dict(settings)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [str(self.install.tool("postgres")), "-D", str(self.data_dir)],
+                cwd=self.work_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_die_with_parent, **run_as_kwargs(self.user),
+            )  # fmt: skip
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.process.poll() is not None:
+                self.process = None
+                raise ClusterError(f"server did not start: {self._log_errors()}")
+            try:
+                with self.connect(connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise ClusterError(
+                        f"server not ready after {START_TIMEOUT_S:.0f} s: {self._log_errors()}"
+                    ) from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT); immediate, then SIGKILL of the whole group if it hangs."""
+        if self.process is None:
+            return
+        process, self.process = self.process, None
+        for sig, wait_s in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGQUIT, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, sig)
+            try:
+                process.wait(timeout=wait_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+        self.restarts += 1
+
+    def destroy(self) -> None:
+        """Stop the server and remove the work directory: nothing of the cluster is left."""
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def __enter__(self) -> "ManagedCluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()
+
+    # -- settings --------------------------------------------------------------------------
+
+    def apply_settings(self, settings: dict) -> str:
+        """Make `settings` the point's settings; returns 'none', 'reload', 'restart' or 'start'.
+
+        Restarts only when a changed setting has pg_settings.context = 'postmaster'.
+        """
+        wanted = {name: setting_value_text(value) for name, value in settings.items()}
+        if not self.running:
+            self._write_settings_file(wanted)
+            self.start()
+            return "start"
+        changed = {
+            n for n in wanted.keys() | self.settings.keys() if wanted.get(n) != self.settings.get(n)
+        }
+        if not changed:
+            return "none"
+        with self.connect() as conn:
+            contexts = dict(
+                conn.execute(
+                    "select name, context from pg_settings where name = any(%s)", [list(changed)]
+                ).fetchall()
+            )
+            loaded_before = conn.execute("select pg_conf_load_time()").fetchone()[0]
+        self._write_settings_file(wanted)
+        if any(contexts.get(name) == "postmaster" for name in changed):
+            self.restart()
+            return "restart"
+        self._reload(loaded_before)
+        return "reload"
+
+    def _reload(self, loaded_before) -> None:
+        """SIGHUP is asynchronous: wait until new sessions see the reloaded file."""
+        with self.connect() as conn:
+            conn.execute("select pg_reload_conf()")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with self.connect() as conn:
+                if conn.execute("select pg_conf_load_time()").fetchone()[0] > loaded_before:
+                    return
+            time.sleep(0.02)
+        raise ClusterError("server did not reload its configuration within 10 s")
+
+    # -- connections -----------------------------------------------------------------------
+
+    def conninfo(self, dbname: str = "postgres") -> dict:
+        return {
+            "host": str(self.socket_dir),
+            "port": self.port,
+            "user": LAB_SUPERUSER,
+            "dbname": dbname,
+        }
+
+    def connect(self, dbname: str = "postgres", **kwargs) -> psycopg.Connection:
+        return psycopg.connect(**self.conninfo(dbname), autocommit=True, **kwargs)
+
+    def _log_errors(self) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "no server log"
+        errors = [line for line in text.splitlines() if "FATAL" in line or "ERROR" in line]
+        return _last_lines("\n".join(errors) or text)
+
+
+def _last_lines(text: str, count: int = 3) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-count:]) or "(no output)"
+
+
+def reap_stale(work_dir: Path) -> bool:
+    """Stop a postmaster a killed lab left in `work_dir` and remove the directory.
+
+    Returns True when a server was still running there.
+    """
+    found = False
+    pid_file = work_dir / "pgdata" / "postmaster.pid"
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        pid = int(pid_file.read_text().splitlines()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if str(work_dir).encode() in cmdline:
+            found = True
+            os.kill(pid, signal.SIGQUIT)
+            for _ in range(200):
+                if not Path(f"/proc/{pid}").exists():
+                    break
+                time.sleep(0.05)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return found
