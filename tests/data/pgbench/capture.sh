@@ -60,8 +60,7 @@ runuser -u "$user" -- "$bindir/pg_ctl" -D "$data" -w -l "$tmp/server.log" \
 mkdir -p "$out"
 pgb=("$bindir/pgbench" -h "$sock" -p "$port" -U lab)
 
-# Run one capture; pgbench's exit status is kept in the file's neighbour so failed runs
-# (which we capture on purpose) do not stop the script.
+# Run one capture. A failing pgbench (some runs fail on purpose) does not stop the script.
 capture() {
   local name=$1
   shift
@@ -77,7 +76,10 @@ capture simple_update_report -N -T 3 -c 2 -r postgres
 capture tpcb_transactions -t 200 -c 2 -r postgres
 capture weighted_scripts -f select.sql@7 -f update.sql@3 -r -T 3 -P 1 postgres
 capture failures_retries -f conflict.sql -c 8 --max-tries=3 --failures-detailed -T 3 -r postgres
+capture failures_progress -f conflict.sql -c 8 --max-tries=3 -T 3 -P 1 postgres
 capture rate_limited -R 100 -T 3 -c 2 -P 1 postgres
 capture latency_limit -R 200 -L 1 -T 2 -c 2 -M prepared postgres
 capture aborted_script -f broken.sql -t 5 -c 2 postgres
+capture partly_aborted -f partly_broken.sql -t 50 -c 3 postgres
+capture reconnect -C -S -T 2 -c 2 postgres
 capture no_database -T 1 -c 1 no_such_database

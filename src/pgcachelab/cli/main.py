@@ -1,0 +1,175 @@
+"""The `pgcachelab` command: a thin layer that parses options and calls one module per job."""
+
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pgcachelab.errors import UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="A laboratory for PostgreSQL performance and caches.",
+)
+
+LabDir = Annotated[
+    Path,
+    typer.Option("--lab-dir", envvar="PGCACHELAB_DIR", help="Where results and reports live."),
+]
+DEFAULT_LAB_DIR = Path("lab")
+
+
+def _store(lab_dir: Path):
+    from pgcachelab.store.sqlite import ResultStore
+
+    return ResultStore.in_lab_dir(lab_dir)
+
+
+def _existing_store(lab_dir: Path):
+    from pgcachelab.store.sqlite import STORE_FILE
+
+    if not (lab_dir / STORE_FILE).exists():
+        raise UserError(
+            f"--lab-dir: no results in {str(lab_dir)!r}",
+            "run an experiment first, or point --lab-dir at the directory it used",
+        )
+    return _store(lab_dir)
+
+
+def _run_of(store, run_id: str):
+    if run_id == "last":
+        runs = store.runs()
+        if not runs:
+            raise UserError(f"no runs in {store.path}", "run an experiment first")
+        return runs[-1]
+    run = store.run(run_id)
+    if run is None:
+        raise UserError(f"no run {run_id!r} in {store.path}", "list runs with: pgcachelab runs")
+    return run
+
+
+@app.command()
+def run(
+    spec: Annotated[Path | None, typer.Argument(help="Experiment TOML file.")] = None,
+    lab_dir: LabDir = DEFAULT_LAB_DIR,
+    pg_bin: Annotated[
+        str | None, typer.Option(help="bin directory of the PostgreSQL install to manage.")
+    ] = None,
+    dsn: Annotated[
+        str | None, typer.Option(help="Measure this existing server; it is never reconfigured.")
+    ] = None,
+    resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
+    report: Annotated[bool, typer.Option(help="Write the HTML report at the end.")] = True,
+) -> None:
+    """Run an experiment (or --resume one) and write its report."""
+    from pgcachelab.cli.progress import make_progress
+    from pgcachelab.experiments import runner
+    from pgcachelab.experiments.spec import load_spec
+
+    if (spec is None) == (resume is None):
+        raise UserError("give either a spec file or --resume RUN", "e.g. pgcachelab run x.toml")
+    store = _store(lab_dir)
+    progress = make_progress()
+    if resume:
+        run_id = runner.resume_run(resume, store, progress, pg_bin=pg_bin, dsn=dsn)
+    else:
+        experiment = load_spec(spec)
+        target = runner.make_target(experiment, pg_bin, dsn)
+        run_id = runner.start_run(experiment, target, store, progress)
+    typer.echo(f"run {run_id} finished", err=True)
+    if report:
+        _write_report(store, lab_dir, run_id)
+
+
+def _write_report(store, lab_dir: Path, run_id: str) -> None:
+    from pgcachelab.report.build import build_report
+
+    html = build_report(store, run_id, lab_dir / "reports" / run_id)
+    typer.echo(str(html.resolve()))
+
+
+@app.command("runs")
+def list_runs(lab_dir: LabDir = DEFAULT_LAB_DIR) -> None:
+    """List the runs in the lab directory."""
+    from pgcachelab.report.tables import runs_table
+
+    store = _existing_store(lab_dir)
+    typer.echo(runs_table(store))
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
+    lab_dir: LabDir = DEFAULT_LAB_DIR,
+) -> None:
+    """Print a run's points and measurements as a table."""
+    from pgcachelab.report.tables import run_table
+
+    store = _existing_store(lab_dir)
+    typer.echo(run_table(store, _run_of(store, run_id).run_id))
+
+
+@app.command()
+def export(
+    run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
+    format: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
+    lab_dir: LabDir = DEFAULT_LAB_DIR,
+) -> None:
+    """Write a run's measurements to stdout as CSV or JSON."""
+    from pgcachelab.report import export as exporters
+
+    if format not in exporters.FORMATS:
+        raise UserError(f"--format: unknown format {format!r}", "use csv or json")
+    store = _existing_store(lab_dir)
+    exporters.FORMATS[format](store, _run_of(store, run_id).run_id, sys.stdout)
+
+
+@app.command("report")
+def report_command(
+    run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
+    lab_dir: LabDir = DEFAULT_LAB_DIR,
+    output: Annotated[Path | None, typer.Option(help="Folder to write the report in.")] = None,
+) -> None:
+    """Write a run's report folder (PNG and SVG plots, one self-contained HTML page)."""
+    from pgcachelab.report.build import build_report
+
+    store = _existing_store(lab_dir)
+    run = _run_of(store, run_id)
+    html = build_report(store, run.run_id, output or lab_dir / "reports" / run.run_id)
+    typer.echo(str(html.resolve()))
+
+
+def _terminate_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    # SIGTERM takes the Ctrl-C path, so the server is stopped and the run marked interrupted.
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        app(standalone_mode=False)
+    except UserError as error:
+        print(f"pgcachelab: {error.message}", file=sys.stderr)
+        if error.hint:
+            print(f"hint: {error.hint}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("pgcachelab: interrupted; the server was stopped", file=sys.stderr)
+        sys.exit(130)
+    except Exception as error:  # click's usage errors
+        import click
+
+        if isinstance(error, click.exceptions.ClickException):
+            error.show()
+            sys.exit(2)
+        if isinstance(error, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Progress on stderr: a bar with ETA over measurements, one line per finished point.
+
+A null object stands in when stderr is not a terminal or NO_COLOR is set, so the runner never
+asks whether progress is wanted.
+"""
+
+import os
+import sys
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class LineProgress:
+    """Plain lines only: for logs and pipes."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def start(self, total: int, completed: int) -> None:
+        if completed:
+            print(f"resuming: {completed} of {total} measurements already done", file=self.stream)
+
+    def begin(self, description: str) -> None:
+        pass
+
+    def finished(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+    def note(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+
+class BarProgress(LineProgress):
+    def __init__(self):
+        super().__init__()
+        self.console = Console(stderr=True)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self.task = None
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+    def start(self, total: int, completed: int) -> None:
+        self.task = self.bar.add_task("measuring", total=total, completed=completed)
+        if completed:
+            self.note(f"resuming: {completed} of {total} measurements already done")
+
+    def begin(self, description: str) -> None:
+        self.bar.update(self.task, description=description)
+
+    def finished(self, line: str) -> None:
+        self.console.print(line, highlight=False, markup=False)
+        self.bar.advance(self.task)
+
+    def note(self, line: str) -> None:
+        self.console.print(line, highlight=False, markup=False)
+
+
+def make_progress() -> LineProgress:
+    if sys.stderr.isatty() and not os.environ.get("NO_COLOR"):
+        return BarProgress()
+    return LineProgress()

@@ -1,0 +1,145 @@
+"""The server a run measures: a managed throwaway cluster, or an existing one (--dsn).
+
+Both offer the same few verbs to the runner: open, apply a point's settings, connect, hand
+pgbench its target, close. An existing server is never reconfigured or restarted: the only
+settings it accepts are those a session may set, passed to pgbench through PGOPTIONS.
+"""
+
+import subprocess
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from pgcachelab.clusters.binaries import PgInstall, find_install, parse_version
+from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings, parse_describe_config
+from pgcachelab.clusters.managed import ManagedCluster
+from pgcachelab.clusters.osuser import install_usable_by, server_user
+from pgcachelab.errors import UserError
+from pgcachelab.probes.settings import catalogue_rows
+from pgcachelab.workloads.pgbench import PgbenchTarget
+
+SESSION_CONTEXTS = {"user", "superuser"}
+
+
+class ManagedTarget:
+    kind = "managed"
+
+    def __init__(self, pg_bin: str | None, listen_tcp: bool = False):
+        self.install: PgInstall = find_install(pg_bin)
+        self.listen_tcp = listen_tcp
+        self.cluster: ManagedCluster | None = None
+
+    @property
+    def server_major(self) -> int:
+        return self.install.major
+
+    @property
+    def server_version(self) -> str:
+        return self.install.version
+
+    def catalogue(self) -> dict[str, SettingInfo]:
+        # --describe-config needs no cluster and runs as root (main.c skips check_root for it).
+        output = subprocess.run(
+            [str(self.install.tool("postgres")), "--describe-config"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        return parse_describe_config(output)
+
+    def applicable_contexts(self) -> set[str] | None:
+        return None
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "bin_dir": str(self.install.bin_dir),
+                "source": self.install.source, "listen_tcp": self.listen_tcp}  # fmt: skip
+
+    def open(self) -> str:
+        """Create and initdb the cluster; returns its work directory."""
+        user = server_user()
+        install = install_usable_by(self.install, user)
+        self.cluster = ManagedCluster.create(install, user, listen_tcp=self.listen_tcp)
+        return str(self.cluster.work_dir)
+
+    def apply(self, settings: dict) -> str:
+        return self.cluster.apply_settings(settings)
+
+    def connect(self) -> psycopg.Connection:
+        return self.cluster.connect()
+
+    def pgbench_target(self, settings: dict) -> PgbenchTarget:
+        return PgbenchTarget(conninfo=self.cluster.conninfo())
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.destroy()
+            self.cluster = None
+
+
+class ExistingTarget:
+    kind = "existing"
+
+    def __init__(self, dsn: str):
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as error:
+            raise UserError(
+                f"--dsn: not a connection string: {error}",
+                'write e.g. "host=/var/run/postgresql dbname=bench" or postgresql://host/db',
+            ) from None
+        self.password = params.pop("password", None)
+        self.conninfo = {k: v for k, v in params.items() if v is not None}
+        try:
+            with self.connect() as conn:
+                self._server_version = conn.execute("show server_version").fetchone()[0]
+                self._catalogue = catalogue_from_pg_settings(catalogue_rows(conn))
+        except psycopg.OperationalError as error:
+            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
+            raise UserError(
+                f"--dsn: cannot connect to {self.safe_description()}: {reason}",
+                "check that the server runs and the connection string is right",
+            ) from None
+        _, self._major = parse_version(f"(PostgreSQL) {self._server_version}")
+
+    @property
+    def server_major(self) -> int:
+        return self._major
+
+    @property
+    def server_version(self) -> str:
+        return self._server_version
+
+    def safe_description(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in sorted(self.conninfo.items()))
+
+    def catalogue(self) -> dict[str, SettingInfo]:
+        return self._catalogue
+
+    def applicable_contexts(self) -> set[str] | None:
+        return SESSION_CONTEXTS
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "conninfo": self.conninfo}  # no password, ever
+
+    def open(self) -> None:
+        return None
+
+    def apply(self, settings: dict) -> str:
+        return "session" if settings else "none"
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(**self.conninfo, password=self.password, autocommit=True)
+
+    def pgbench_target(self, settings: dict) -> PgbenchTarget:
+        return PgbenchTarget(self.conninfo, self.password, session_options=settings or None)
+
+    def close(self) -> None:
+        return None
+
+
+def pgbench_for(target) -> Path:
+    """pgbench of the managed install, else the newest the lab has."""
+    from pgcachelab.clusters.binaries import find_pgbench
+
+    if isinstance(target, ManagedTarget):
+        return find_pgbench(target.install)
+    return find_pgbench(find_install(None))

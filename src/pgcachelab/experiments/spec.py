@@ -1,0 +1,475 @@
+"""Experiment specs: TOML in, validated points out. Pure logic, no servers.
+
+A spec names the workload, fixed server settings and workload parameters, the swept ones,
+repetitions and order. Every problem is one UserError naming file, key, value and the fix.
+"""
+
+import itertools
+import random
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
+from pgcachelab.errors import UserError
+from pgcachelab.units import parse_bytes, parse_seconds
+
+WORKLOADS = ("pgbench",)
+ORDERS = ("sequential", "interleaved", "random")
+PGBENCH_MODES = ("select-only", "simple-update", "tpcb-like", "custom")
+PROTOCOLS = ("simple", "extended", "prepared")
+INIT_STEP_LETTERS = set("dtgGvpf")
+SWEEPABLE_WORKLOAD_KEYS = ("scale", "clients", "threads", "duration", "transactions", "mode",
+                           "rate", "protocol")  # fmt: skip
+
+TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
+            "pgbench", "sweep", "report"}  # fmt: skip
+SERVER_KEYS = {"pg_bin", "listen_tcp", "settings"}
+REPORT_KEYS = {"title"}
+PGBENCH_DEFAULTS = {
+    "mode": "select-only",
+    "scripts": [],
+    "scale": 1,
+    "clients": 1,
+    "threads": 1,
+    "duration": "10s",
+    "transactions": None,
+    "progress": 1,
+    "per_statement": False,
+    "init_steps": None,  # None: server-side generation where the server has it (13+)
+    "warmup": "0s",
+    "rate": None,
+    "protocol": "simple",
+    "max_tries": None,
+}
+
+
+@dataclass(frozen=True)
+class Script:
+    file: Path
+    weight: int
+
+
+@dataclass(frozen=True)
+class Point:
+    """One combination of swept values: what to set on the server and what to run."""
+
+    index: int
+    workload: dict  # pgbench parameters, all resolved (durations in seconds)
+    settings: dict  # server settings as text, fixed ones merged with swept ones
+    swept: dict  # just the swept values, as written: what tells points apart
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{key}={value}" for key, value in self.swept.items()) or "single point"
+
+
+@dataclass
+class ExperimentSpec:
+    path: Path
+    text: str
+    name: str
+    description: str
+    workload: str
+    repetitions: int
+    order: str
+    seed: int
+    pg_bin: str | None
+    listen_tcp: bool
+    settings: dict[str, str]
+    pgbench: dict
+    sweep_workload: dict[str, list]
+    sweep_settings: dict[str, list]
+    report: dict = field(default_factory=dict)
+
+    def setting_names(self) -> set[str]:
+        return set(self.settings) | set(self.sweep_settings)
+
+    def points(self) -> list[Point]:
+        return expand_points(self)
+
+    def schedule(self) -> list[tuple[int, int]]:
+        """(point index, repetition) pairs in the order they run."""
+        return schedule(len(self.points()), self.repetitions, self.order, self.seed)
+
+
+class SpecProblem:
+    """Builds the one-line errors for one spec file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __call__(self, key: str, message: str, hint: str) -> UserError:
+        return UserError(f"{self.path}: {key}: {message}", hint)
+
+    def bad_value(self, key: str, value, why: str, hint: str) -> UserError:
+        return self(key, f"invalid value {_show(value)}: {why}", hint)
+
+
+def _show(value) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise UserError(
+            f"cannot read spec {str(path)!r}: {error.strerror}",
+            "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml",
+        ) from None
+    return parse_spec(text, path)
+
+
+def parse_spec(text: str, path: Path) -> ExperimentSpec:
+    problem = SpecProblem(path)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UserError(f"{path}: not valid TOML: {error}", "fix the TOML syntax") from None
+
+    _reject_unknown(problem, raw, TOP_KEYS, "")
+    server = _table(problem, raw, "server")
+    _reject_unknown(problem, server, SERVER_KEYS, "server.")
+    report = _table(problem, raw, "report")
+    _reject_unknown(problem, report, REPORT_KEYS, "report.")
+    pgbench_raw = _table(problem, raw, "pgbench")
+    _reject_unknown(problem, pgbench_raw, set(PGBENCH_DEFAULTS), "pgbench.")
+    sweep = _table(problem, raw, "sweep")
+    sweep_settings_raw = _table(problem, sweep, "settings", "sweep.")
+    sweep_workload_raw = {key: value for key, value in sweep.items() if key != "settings"}
+    for key in sweep_workload_raw:
+        if key not in SWEEPABLE_WORKLOAD_KEYS:
+            raise problem(
+                f"sweep.{key}",
+                "unknown sweep key",
+                f"sweep one of {', '.join(SWEEPABLE_WORKLOAD_KEYS)}, "
+                f"or a server setting under [sweep.settings]",
+            )
+
+    workload = raw.get("workload", "pgbench")
+    if workload not in WORKLOADS:
+        raise problem.bad_value("workload", workload, "unknown workload", "use pgbench")
+    repetitions = raw.get("repetitions", 1)
+    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
+        raise problem.bad_value(
+            "repetitions", repetitions, "not a positive integer", "use 1 or more"
+        )
+    order = raw.get("order", "sequential")
+    if order not in ORDERS:
+        raise problem.bad_value("order", order, "unknown order", f"use one of {', '.join(ORDERS)}")
+    seed = raw.get("seed", 1)
+    if not isinstance(seed, int):
+        raise problem.bad_value("seed", seed, "not an integer", "use an integer such as 1")
+
+    settings = {}
+    for name, value in _table(problem, server, "settings", "server.").items():
+        settings[name] = _setting_text(problem, f"server.settings.{name}", value)
+
+    pgbench = {**PGBENCH_DEFAULTS, **pgbench_raw}
+    pgbench = _resolve_workload(problem, pgbench, "pgbench.", path.parent)
+
+    sweep_workload = {}
+    for key, values in sweep_workload_raw.items():
+        values = _sweep_values(problem, f"sweep.{key}", values)
+        for value in values:
+            _resolve_workload(problem, {**pgbench, key: value}, "sweep.", path.parent, only=key)
+        sweep_workload[key] = values
+    sweep_settings = {}
+    for name, values in sweep_settings_raw.items():
+        values = _sweep_values(problem, f"sweep.settings.{name}", values)
+        sweep_settings[name] = [
+            _setting_text(problem, f"sweep.settings.{name}", value) for value in values
+        ]
+
+    pg_bin = server.get("pg_bin")
+    if pg_bin is not None and not isinstance(pg_bin, str):
+        raise problem.bad_value("server.pg_bin", pg_bin, "not a path", "give a bin directory")
+    listen_tcp = server.get("listen_tcp", False)
+    if not isinstance(listen_tcp, bool):
+        raise problem.bad_value("server.listen_tcp", listen_tcp, "not a boolean", "true or false")
+
+    return ExperimentSpec(
+        path=path,
+        text=text,
+        name=str(raw.get("name", path.stem)),
+        description=str(raw.get("description", "")),
+        workload=workload,
+        repetitions=repetitions,
+        order=order,
+        seed=seed,
+        pg_bin=pg_bin,
+        listen_tcp=listen_tcp,
+        settings=settings,
+        pgbench=pgbench,
+        sweep_workload=sweep_workload,
+        sweep_settings=sweep_settings,
+        report=report,
+    )
+
+
+def _reject_unknown(problem: SpecProblem, table: dict, allowed: set, prefix: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise problem(
+                f"{prefix}{key}",
+                "unknown key",
+                f"use one of {', '.join(sorted(allowed))}",
+            )
+
+
+def _table(problem: SpecProblem, raw: dict, key: str, prefix: str = "") -> dict:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise problem(f"{prefix}{key}", "must be a table", f"write it as [{prefix}{key}]")
+    return value
+
+
+def _memory(problem: SpecProblem, key: str, value) -> int:
+    try:
+        amount = parse_bytes(value)
+    except ValueError as error:
+        raise problem.bad_value(key, value, str(error), 'write a size such as "1GiB"') from None
+    if amount <= 0:
+        raise problem.bad_value(key, value, "must be positive", 'write a size such as "1GiB"')
+    return amount
+
+
+def _setting_text(problem: SpecProblem, key: str, value) -> str:
+    if isinstance(value, dict | list):
+        raise problem.bad_value(key, value, "not a setting value", "use a string, number or bool")
+    return setting_value_text(value)
+
+
+def _sweep_values(problem: SpecProblem, key: str, values) -> list:
+    """A list as written, or a range table {from, to, step} / {from, to, factor}."""
+    if isinstance(values, dict):
+        values = _expand_range(problem, key, values)
+    if not isinstance(values, list):
+        raise problem.bad_value(key, values, "a sweep needs a list", "write e.g. [1, 2, 4]")
+    if not values:
+        raise problem(key, "empty sweep", "list at least one value, or remove the key")
+    if len(set(map(str, values))) != len(values):
+        raise problem.bad_value(key, values, "repeats a value", "list each value once")
+    return values
+
+
+def _expand_range(problem: SpecProblem, key: str, table: dict) -> list:
+    allowed = {"from", "to", "step", "factor"}
+    unknown = set(table) - allowed
+    if unknown or "from" not in table or "to" not in table:
+        raise problem.bad_value(
+            key, table, "not a range", "write {from = 1, to = 50, step = 1} or {..., factor = 2}"
+        )
+    start, stop = table["from"], table["to"]
+    if not all(isinstance(v, int | float) for v in (start, stop)) or start <= 0 or stop < start:
+        raise problem.bad_value(key, table, "from/to must be numbers, 0 < from <= to", "fix them")
+    values = []
+    if "factor" in table:
+        factor = table["factor"]
+        if not isinstance(factor, int | float) or factor <= 1:
+            raise problem.bad_value(key, table, "factor must be > 1", "use e.g. factor = 2")
+        value = start
+        while value <= stop * (1 + 1e-9):
+            values.append(round(value) if isinstance(start, int) else value)
+            value *= factor
+        return sorted(set(values), key=values.index)
+    step = table.get("step", 1)
+    if not isinstance(step, int | float) or step <= 0:
+        raise problem.bad_value(key, table, "step must be positive", "use e.g. step = 1")
+    value = start
+    while value <= stop + 1e-9:
+        values.append(value)
+        value += step
+    return values
+
+
+def _positive_int(problem, key, value, minimum=1) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise problem.bad_value(
+            key, value, f"not an integer >= {minimum}", f"use {minimum} or more"
+        )
+    return value
+
+
+def _resolve_workload(
+    problem: SpecProblem, pgbench: dict, prefix: str, base_dir: Path, only: str | None = None
+) -> dict:
+    """Check pgbench parameters and resolve units; `only` limits checks to one swept key."""
+    resolved = dict(pgbench)
+
+    def check(key):
+        return only is None or only == key
+
+    if check("mode") and pgbench["mode"] not in PGBENCH_MODES:
+        raise problem.bad_value(
+            f"{prefix}mode",
+            pgbench["mode"],
+            "unknown mode",
+            f"use one of {', '.join(PGBENCH_MODES)}",
+        )
+    if check("protocol") and pgbench["protocol"] not in PROTOCOLS:
+        raise problem.bad_value(
+            f"{prefix}protocol", pgbench["protocol"], "unknown protocol",
+            f"use one of {', '.join(PROTOCOLS)}",
+        )  # fmt: skip
+    for key in ("scale", "clients", "threads"):
+        if check(key):
+            resolved[key] = _positive_int(problem, f"{prefix}{key}", pgbench[key])
+    if check("progress"):
+        resolved["progress"] = _positive_int(problem, f"{prefix}progress", pgbench["progress"], 0)
+    if check("transactions") and pgbench["transactions"] is not None:
+        _positive_int(problem, f"{prefix}transactions", pgbench["transactions"])
+    if check("max_tries") and pgbench["max_tries"] is not None:
+        _positive_int(problem, f"{prefix}max_tries", pgbench["max_tries"])
+    for key in ("duration", "warmup"):
+        if check(key):
+            resolved[key] = _seconds(problem, f"{prefix}{key}", pgbench[key], key == "warmup")
+    if check("rate") and pgbench["rate"] is not None:
+        rate = pgbench["rate"]
+        if not isinstance(rate, int | float) or isinstance(rate, bool) or rate <= 0:
+            raise problem.bad_value(f"{prefix}rate", rate, "not a positive rate", "tps, e.g. 500")
+    if check("per_statement") and not isinstance(pgbench["per_statement"], bool):
+        raise problem.bad_value(
+            f"{prefix}per_statement", pgbench["per_statement"], "not a boolean", "true or false"
+        )
+    steps = pgbench["init_steps"]
+    if (
+        check("init_steps")
+        and steps is not None
+        and (not isinstance(steps, str) or not steps or set(steps) - INIT_STEP_LETTERS)
+    ):
+        raise problem.bad_value(
+            f"{prefix}init_steps", steps, "not pgbench init steps", 'use letters of "dtgGvpf"'
+        )
+    if check("scripts") or check("mode"):
+        resolved["scripts"] = _scripts(problem, pgbench, prefix, base_dir)
+    return resolved
+
+
+def _seconds(problem, key, value, zero_ok) -> float:
+    try:
+        seconds = parse_seconds(value)
+    except ValueError as error:
+        raise problem.bad_value(key, value, str(error), 'write e.g. "20s" or "2min"') from None
+    if seconds < 0 or (seconds == 0 and not zero_ok) or seconds != int(seconds):
+        raise problem.bad_value(key, value, "must be a whole number of seconds > 0", 'e.g. "20s"')
+    return seconds
+
+
+def _scripts(problem, pgbench, prefix, base_dir) -> list[Script]:
+    raw_scripts = pgbench["scripts"]
+    if pgbench["mode"] != "custom":
+        if raw_scripts:
+            raise problem(
+                f"{prefix}scripts",
+                f'scripts are only run in mode "custom", not "{pgbench["mode"]}"',
+                'set mode = "custom" or remove scripts',
+            )
+        return []
+    if not isinstance(raw_scripts, list) or not raw_scripts:
+        raise problem(f"{prefix}scripts", "custom mode needs scripts",
+                      'list them: scripts = [{ file = "a.sql", weight = 1 }]')  # fmt: skip
+    scripts = []
+    for position, entry in enumerate(raw_scripts):
+        key = f"{prefix}scripts[{position}]"
+        if isinstance(entry, Script):
+            scripts.append(entry)
+            continue
+        if isinstance(entry, str):
+            entry = {"file": entry}
+        if not isinstance(entry, dict) or set(entry) - {"file", "weight"} or "file" not in entry:
+            raise problem.bad_value(
+                key, entry, "not a script", 'use { file = "a.sql", weight = 1 }'
+            )
+        file = (base_dir / entry["file"]).resolve()
+        if not file.is_file():
+            raise problem.bad_value(
+                f"{key}.file", entry["file"], "no such file", "paths are relative to the spec"
+            )
+        weight = _positive_int(problem, f"{key}.weight", entry.get("weight", 1), 0)
+        scripts.append(Script(file=file, weight=weight))
+    return scripts
+
+
+def validate_settings(
+    spec: ExperimentSpec,
+    catalogue: dict[str, SettingInfo],
+    applicable_contexts: set[str] | None = None,
+    target: str = "the server",
+) -> None:
+    """Check every setting name and value against the server's catalogue.
+
+    `applicable_contexts` limits which settings may be set at all (an existing server: only
+    those a session can set, since the lab never changes its configuration).
+    """
+    problem = SpecProblem(spec.path)
+    named = [(f"server.settings.{n}", n, [v]) for n, v in spec.settings.items()]
+    named += [(f"sweep.settings.{n}", n, vs) for n, vs in spec.sweep_settings.items()]
+    for key, name, values in named:
+        info = catalogue.get(name)
+        if info is None:
+            close = _close_names(name, catalogue)
+            raise problem(
+                key,
+                f'unknown server setting "{name}"',
+                f"did you mean {close}?" if close else "see pg_settings for the names",
+            )
+        if info.context == "internal":
+            raise problem(key, f'"{name}" is read-only (internal)', "remove it from the spec")
+        if applicable_contexts is not None and info.context not in applicable_contexts:
+            how = "a restart" if info.context == "postmaster" else "a configuration change"
+            raise problem(
+                key,
+                f'"{name}" needs {how} of {target}, which the lab never changes',
+                "run without --dsn so the lab manages its own cluster, or drop the setting",
+            )
+        for value in values:
+            why = check_setting_value(info, value)
+            if why:
+                raise problem.bad_value(key, value, why, "fix the value")
+
+
+def _close_names(name: str, catalogue: dict) -> str:
+    import difflib
+
+    return ", ".join(difflib.get_close_matches(name, catalogue, n=2))
+
+
+def expand_points(spec: ExperimentSpec) -> list[Point]:
+    """The product of all sweeps, first key outermost, workload sweeps before settings."""
+    axes = [("workload", k, v) for k, v in spec.sweep_workload.items()]
+    axes += [("settings", k, v) for k, v in spec.sweep_settings.items()]
+    points = []
+    combos = itertools.product(*(values for _, _, values in axes)) if axes else [()]
+    for index, combo in enumerate(combos):
+        workload = dict(spec.pgbench)
+        settings = dict(spec.settings)
+        swept = {}
+        for (kind, key, _), value in zip(axes, combo, strict=True):
+            swept[key] = value
+            if kind == "workload":
+                workload[key] = value
+            else:
+                settings[key] = value
+        workload["duration"] = parse_seconds(workload["duration"])
+        points.append(Point(index=index, workload=workload, settings=settings, swept=swept))
+    return points
+
+
+def schedule(point_count: int, repetitions: int, order: str, seed: int) -> list[tuple[int, int]]:
+    """Sequential: all repetitions of a point together; interleaved: every point once per round
+    (slow drift of the machine then spreads over all points); random: shuffled rounds."""
+    if order == "sequential":
+        return [(p, r) for p in range(point_count) for r in range(repetitions)]
+    rounds = []
+    rng = random.Random(seed)
+    for r in range(repetitions):
+        indexes = list(range(point_count))
+        if order == "random":
+            rng.shuffle(indexes)
+        rounds.extend((p, r) for p in indexes)
+    return rounds

@@ -1,0 +1,53 @@
+"""Checkpointer and background writer counters; the views split in PostgreSQL 17."""
+
+import psycopg
+
+
+class CheckpointerProbe:
+    name = "checkpointer"
+
+    def available(self, conn: psycopg.Connection) -> bool:
+        return True
+
+    def collect(self, conn: psycopg.Connection) -> dict:
+        if conn.info.server_version >= 170000:
+            checkpoints = conn.execute(
+                "select num_timed, num_requested, buffers_written from pg_stat_checkpointer"
+            ).fetchone()
+            writer = conn.execute(
+                "select buffers_clean, maxwritten_clean, buffers_alloc from pg_stat_bgwriter"
+            ).fetchone()
+            names = ("checkpoints_timed", "checkpoints_requested", "buffers_checkpoint",
+                     "buffers_clean", "maxwritten_clean", "buffers_alloc")  # fmt: skip
+            return dict(zip(names, (int(v) for v in checkpoints + writer), strict=True))
+        row = conn.execute(
+            "select checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean,"
+            " maxwritten_clean, buffers_alloc, buffers_backend from pg_stat_bgwriter"
+        ).fetchone()
+        names = (
+            "checkpoints_timed",
+            "checkpoints_requested",
+            "buffers_checkpoint",
+            "buffers_clean",
+            "maxwritten_clean",
+            "buffers_alloc",
+            "buffers_backend",
+        )
+        return dict(zip(names, (int(v) for v in row), strict=True))
+
+
+class WalProbe:
+    """WAL position in bytes since 0/0; 9.6 still calls it xlog."""
+
+    name = "wal"
+
+    def available(self, conn: psycopg.Connection) -> bool:
+        in_recovery = conn.execute("select pg_is_in_recovery()").fetchone()[0]
+        return not in_recovery
+
+    def collect(self, conn: psycopg.Connection) -> dict:
+        if conn.info.server_version >= 100000:
+            query = "select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
+        else:
+            query = "select pg_xlog_location_diff(pg_current_xlog_location(), '0/0')"
+        return {"bytes": int(conn.execute(query).fetchone()[0])}

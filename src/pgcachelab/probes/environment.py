@@ -1,0 +1,68 @@
+"""The context of a run: machine, kernel, versions, commit. Collected once per run."""
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pgcachelab
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _git_commit() -> str | None:
+    source_dir = Path(pgcachelab.__file__).resolve().parent
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(source_dir), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def _tool_version(path: str) -> str | None:
+    try:
+        return subprocess.run([path, "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return None
+
+
+def collect_environment(server_version: str, pgbench_path: str, server_source: str) -> dict:
+    return {
+        "server_version": server_version,
+        "server_source": server_source,
+        "pgbench": pgbench_path,
+        "pgbench_version": _tool_version(pgbench_path),
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_total_bytes": _memory_total_bytes(),
+        "python": sys.version.split()[0],
+        "lab_version": pgcachelab.__version__,
+        "git_commit": _git_commit(),
+        "hostname": platform.node(),
+        "collected_at": time.time(),
+    }

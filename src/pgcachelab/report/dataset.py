@@ -1,0 +1,76 @@
+"""A run as the renderers see it: points with their measurements and summaries, from the store.
+
+Renderers only read this; it is rebuilt from the store alone.
+"""
+
+from dataclasses import dataclass
+
+from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
+from pgcachelab.store.sqlite import Measurement, ResultStore, Run, StoredPoint
+
+
+@dataclass
+class PointResult:
+    point: StoredPoint
+    measurements: list[Measurement]
+    tps: Summary | None
+    latency_ms: Summary | None
+    database_size_bytes: float | None
+    blks_hit_ratio: float | None
+    shared_buffers_bytes: float | None
+
+    @property
+    def ok(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.status == "ok"]
+
+    @property
+    def failures(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.status != "ok"]
+
+
+@dataclass
+class RunData:
+    run: Run
+    points: list[PointResult]
+
+    @property
+    def swept_keys(self) -> list[str]:
+        keys: list[str] = []
+        for result in self.points:
+            keys += [k for k in result.point.swept if k not in keys]
+        return keys
+
+    @property
+    def memory_available_bytes(self) -> float | None:
+        return self.run.environment.get("memory_total_bytes")
+
+
+def load_run(store: ResultStore, run_id: str) -> RunData:
+    run = store.run(run_id)
+    measurements = store.measurements(run_id)
+    server_settings = store.server_settings(run_id)
+    results = []
+    for point in store.points(run_id):
+        mine = [m for m in measurements if m.point_index == point.point_index]
+        ok = [m for m in mine if m.status == "ok"]
+        sizes = [m.metrics.get("database_size_bytes") for m in ok]
+        sizes = [s for s in sizes if s is not None]
+        hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
+        reads = sum(_probe(m, "blks_read") or 0 for m in ok)
+        shared_buffers = server_settings.get(point.point_index, {}).get("shared_buffers", {})
+        results.append(
+            PointResult(
+                point=point,
+                measurements=mine,
+                tps=summarise([m.tps for m in ok]),
+                latency_ms=summarise([m.latency_avg_ms for m in ok]),
+                database_size_bytes=max(sizes) if sizes else None,
+                blks_hit_ratio=hit_ratio(hits, reads) if ok else None,
+                shared_buffers_bytes=shared_buffers.get("normalised"),
+            )
+        )
+    return RunData(run=run, points=results)
+
+
+def _probe(measurement: Measurement, counter: str):
+    return measurement.metrics.get("probes", {}).get("database", {}).get(counter)

@@ -1,0 +1,56 @@
+"""Exporters of one run's measurements: one function per format."""
+
+import csv
+import json
+
+from pgcachelab.store.sqlite import ResultStore
+
+CSV_COLUMNS = ["run_id", "point_index", "label", "repetition", "status", "reason", "tps",
+               "latency_avg_ms", "latency_stddev_ms", "wall_s", "server_action",
+               "database_size_bytes", "started_at"]  # fmt: skip
+
+
+def _rows(store: ResultStore, run_id: str):
+    points = {p.point_index: p for p in store.points(run_id)}
+    for m in store.measurements(run_id):
+        point = points[m.point_index]
+        yield point, m
+
+
+def export_csv(store: ResultStore, run_id: str, out) -> None:
+    """One row per measurement; each swept parameter gets a column of its own."""
+    swept_keys: list[str] = []
+    for point in store.points(run_id):
+        swept_keys += [k for k in point.swept if k not in swept_keys]
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS + swept_keys)
+    for point, m in _rows(store, run_id):
+        writer.writerow([
+            run_id, m.point_index, point.label, m.repetition, m.status, m.reason or "", m.tps,
+            m.latency_avg_ms, m.latency_stddev_ms, round(m.wall_s, 3), m.server_action,
+            m.metrics.get("database_size_bytes"), m.started_at,
+        ] + [point.swept.get(k, "") for k in swept_keys])  # fmt: skip
+
+
+def export_json(store: ResultStore, run_id: str, out) -> None:
+    """The whole run: its context, points, every measurement with all metrics."""
+    run = store.run(run_id)
+    document = {
+        "format": "pgcachelab-run/1",
+        "run": {
+            "run_id": run.run_id, "name": run.name, "status": run.status,
+            "created_at": run.created_at, "finished_at": run.finished_at,
+            "spec": run.spec_text, "target": run.target, "environment": run.environment,
+        },
+        "points": [
+            {"point_index": p.point_index, "label": p.label, "swept": p.swept,
+             "workload": p.workload, "settings": p.settings}
+            for p in store.points(run_id)
+        ],
+        "measurements": [m.__dict__ for _, m in _rows(store, run_id)],
+    }  # fmt: skip
+    json.dump(document, out, indent=1, default=str)
+    out.write("\n")
+
+
+FORMATS = {"csv": export_csv, "json": export_json}

@@ -1,0 +1,211 @@
+"""Plots of a run, as PNG and SVG files. They read a RunData and nothing else."""
+
+import itertools
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.units import format_bytes  # noqa: E402
+
+MIB = 1024 * 1024
+
+
+def _numeric(values) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def x_axis_key(data: RunData) -> str | None:
+    """The swept parameter to put on the x axis: scale if swept, else the first numeric one."""
+    keys = data.swept_keys
+    for key in ["scale", *keys]:
+        if key in keys and _numeric([r.point.swept.get(key) for r in data.points]):
+            return key
+    return None
+
+
+def series(data: RunData, x_key: str) -> dict[str, list[PointResult]]:
+    """Points grouped by the values of every other swept parameter, ordered along x."""
+    groups: dict[str, list[PointResult]] = {}
+    for result in data.points:
+        others = {k: v for k, v in result.point.swept.items() if k != x_key}
+        name = ", ".join(f"{k}={v}" for k, v in others.items()) or "tps"
+        groups.setdefault(name, []).append(result)
+    for members in groups.values():
+        members.sort(key=lambda r: r.point.swept[x_key])
+    return groups
+
+
+def _scatter_and_median(axis, xs_of, results: list[PointResult], label: str, color) -> None:
+    xs, medians = [], []
+    for result in results:
+        x = xs_of(result)
+        if x is None or result.tps is None:
+            continue
+        values = [m.tps for m in result.ok]
+        axis.scatter([x] * len(values), values, s=12, color=color, alpha=0.45, linewidths=0)
+        xs.append(x)
+        medians.append(result.tps.median)
+    axis.plot(xs, medians, marker="o", markersize=4, color=color, label=label)
+
+
+def _save(figure, out_dir: Path, name: str) -> list[Path]:
+    paths = []
+    for extension in ("png", "svg"):
+        path = out_dir / f"{name}.{extension}"
+        figure.savefig(path, dpi=110, bbox_inches="tight")
+        paths.append(path)
+    plt.close(figure)
+    return paths
+
+
+def _colors():
+    return itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+
+
+def _boundary_marker(axis, x, text, color, x_limit) -> None:
+    if x <= x_limit:
+        axis.axvline(x, color=color, linestyle="--", linewidth=1)
+        axis.annotate(text, (x, 1), xycoords=("data", "axes fraction"), rotation=90,
+                      va="top", ha="right", fontsize=8, color=color)  # fmt: skip
+    else:
+        axis.annotate(f"{text} →", (1, 0.98), xycoords="axes fraction", ha="right", va="top",
+                      fontsize=8, color=color)  # fmt: skip
+
+
+def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
+        _scatter_and_median(axis, lambda r: r.point.swept[x_key], results, name, color)
+    axis.set_xlabel(x_key)
+    axis.set_ylabel("tps (dots: repetitions, line: median)")
+    axis.set_title(f"{data.run.name}: throughput against {x_key}")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    if x_key == "scale":
+        _scale_boundaries(axis, data)
+    axis.legend(fontsize=8)
+    return _save(figure, out_dir, f"tps-by-{x_key}")
+
+
+def _scale_boundaries(axis, data: RunData) -> None:
+    """Where the database outgrows shared_buffers / memory, in scale units (interpolated)."""
+    known = sorted(
+        (r.point.swept["scale"], r.database_size_bytes)
+        for r in data.points
+        if r.database_size_bytes
+    )
+    if len(known) < 2:
+        return
+    x_limit = known[-1][0]
+    for size, text, color in _boundaries(data):
+        scale = _interpolate_scale(known, size)
+        if scale is not None:
+            _boundary_marker(axis, scale, text, color, x_limit)
+        else:
+            _boundary_marker(axis, x_limit * 10, text, color, x_limit)
+
+
+def _interpolate_scale(known: list[tuple[float, float]], size: float) -> float | None:
+    for (s0, b0), (s1, b1) in itertools.pairwise(known):
+        if b0 <= size <= b1 and b1 > b0:
+            return s0 + (size - b0) * (s1 - s0) / (b1 - b0)
+    if size < known[0][1]:
+        return known[0][0] * size / known[0][1]
+    return None
+
+
+def _boundaries(data: RunData) -> list[tuple[float, str, str]]:
+    shared = {r.shared_buffers_bytes for r in data.points if r.shared_buffers_bytes}
+    marks = []
+    if len(shared) == 1:
+        size = shared.pop()
+        marks.append((size, f"shared_buffers {format_bytes(size)}", "tab:red"))
+    memory = data.memory_available_bytes
+    if memory:
+        marks.append((memory, f"memory available {format_bytes(memory)}", "tab:purple"))
+    return marks
+
+
+def size_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """tps against database size, with the cache boundaries the seed talks about."""
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    x_key = x_axis_key(data)
+    groups = series(data, x_key) if x_key else {"tps": data.points}
+    sizes = [r.database_size_bytes / MIB for r in data.points if r.database_size_bytes]
+    for (name, results), color in zip(groups.items(), _colors(), strict=False):
+        results = sorted(results, key=lambda r: r.database_size_bytes or 0)
+        _scatter_and_median(
+            axis,
+            lambda r: r.database_size_bytes / MIB if r.database_size_bytes else None,
+            results, name, color,
+        )  # fmt: skip
+    axis.set_xscale("log")
+    axis.set_xlabel("database size (MiB, log scale)")
+    axis.set_ylabel("tps")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3, which="both")
+    axis.set_title(f"{data.run.name}: throughput against database size")
+    if sizes:
+        for size, text, color in _boundaries(data):
+            _boundary_marker(axis, size / MIB, text, color, max(sizes) * 1.5)
+    axis.legend(fontsize=8)
+    return _save(figure, out_dir, "tps-by-size")
+
+
+def latency_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
+        xs = [r.point.swept[x_key] for r in results if r.latency_ms]
+        ys = [r.latency_ms.median for r in results if r.latency_ms]
+        axis.plot(xs, ys, marker="o", markersize=4, color=color, label=name)
+    axis.set_xlabel(x_key)
+    axis.set_ylabel("latency average (ms, median of repetitions)")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    axis.set_title(f"{data.run.name}: latency against {x_key}")
+    axis.legend(fontsize=8)
+    return _save(figure, out_dir, f"latency-by-{x_key}")
+
+
+def progress_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """Per-second tps of each point's first repetition (pgbench --progress)."""
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    drawn = 0
+    colormap = plt.get_cmap("viridis")
+    for position, result in enumerate(data.points):
+        ok = result.ok
+        samples = ok[0].metrics.get("pgbench", {}).get("progress", []) if ok else []
+        if not samples:
+            continue
+        axis.plot([s["elapsed_s"] for s in samples], [s["tps"] for s in samples],
+                  color=colormap(position / max(1, len(data.points) - 1)), linewidth=1,
+                  label=result.point.label)  # fmt: skip
+        drawn += 1
+    if not drawn:
+        plt.close(figure)
+        return []
+    axis.set_xlabel("seconds into the measurement")
+    axis.set_ylabel("tps (pgbench --progress)")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    axis.set_title(f"{data.run.name}: throughput over time, per point")
+    if drawn <= 12:
+        axis.legend(fontsize=7, ncol=2)
+    return _save(figure, out_dir, "tps-over-time")
+
+
+def all_plots(data: RunData, out_dir: Path) -> list[Path]:
+    paths = []
+    x_key = x_axis_key(data)
+    if x_key:
+        paths += throughput_plot(data, x_key, out_dir)
+    if any(r.database_size_bytes for r in data.points) and x_key == "scale":
+        paths += size_plot(data, out_dir)
+    if x_key:
+        paths += latency_plot(data, x_key, out_dir)
+    paths += progress_plot(data, out_dir)
+    return paths

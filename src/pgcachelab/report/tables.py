@@ -1,0 +1,56 @@
+"""Plain-text tables for the terminal: `runs` and `show`."""
+
+import time
+
+from pgcachelab.report.dataset import load_run
+from pgcachelab.store.sqlite import ResultStore
+from pgcachelab.units import format_bytes
+
+
+def _format_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def runs_table(store: ResultStore) -> str:
+    rows = []
+    for run in store.runs():
+        measured = store.measurements(run.run_id)
+        ok = sum(1 for m in measured if m.status == "ok")
+        rows.append([
+            run.run_id, run.name, run.status,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at)),
+            f"{ok}/{len(measured)}", run.environment.get("server_version", "?"),
+        ])  # fmt: skip
+    return _format_table(["run", "name", "status", "started", "ok/measured", "server"], rows)
+
+
+def _number(value, digits=0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def run_table(store: ResultStore, run_id: str) -> str:
+    data = load_run(store, run_id)
+    rows = []
+    for result in data.points:
+        tps, latency = result.tps, result.latency_ms
+        ci = f"{_number(tps.ci_low)}..{_number(tps.ci_high)}" if tps and tps.ci_low else "-"
+        reasons = "; ".join(sorted({m.reason or "" for m in result.failures}))
+        rows.append([
+            result.point.point_index, result.point.label,
+            f"{len(result.ok)}/{len(result.measurements)}",
+            _number(tps.median if tps else None), ci,
+            _number(latency.median if latency else None, 3),
+            format_bytes(result.database_size_bytes) if result.database_size_bytes else "-",
+            _number(result.blks_hit_ratio * 100 if result.blks_hit_ratio is not None else None, 1),
+            reasons,
+        ])  # fmt: skip
+    header = ["#", "point", "ok", "tps (median)", "tps 95% CI", "latency ms", "db size",
+              "hit %", "failures"]  # fmt: skip
+    run = data.run
+    title = f"run {run.run_id} ({run.name}, {run.status})"
+    return title + "\n" + _format_table(header, rows)

@@ -1,0 +1,168 @@
+"""Running pgbench, the load engine: building its command lines (pure) and calling it."""
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from psycopg.conninfo import make_conninfo
+
+from pgcachelab.workloads.pgbench_output import (
+    PgbenchOutputError,
+    PgbenchResult,
+    parse_pgbench_output,
+)
+
+BUILTIN_SCRIPTS = {"select-only": "select-only", "simple-update": "simple-update",
+                   "tpcb-like": "tpcb-like"}  # fmt: skip
+PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_history", "pgbench_tellers")
+
+
+class PgbenchError(Exception):
+    """pgbench failed; the message is the reason recorded for the point."""
+
+
+@dataclass(frozen=True)
+class PgbenchTarget:
+    """How pgbench reaches the server. The password travels only in the environment."""
+
+    conninfo: dict  # host, port, user, dbname, ... without password
+    password: str | None = None
+    session_options: dict | None = None  # settings applied per session through PGOPTIONS
+
+    def connection_string(self) -> str:
+        return make_conninfo(**self.conninfo)
+
+    def environment(self) -> dict:
+        env = dict(os.environ)
+        env.pop("PGPASSWORD", None)
+        if self.password is not None:
+            env["PGPASSWORD"] = self.password
+        if self.session_options:
+            env["PGOPTIONS"] = pgoptions(self.session_options)
+        return env
+
+
+def pgoptions(settings: dict) -> str:
+    """PGOPTIONS text for `-c name=value` per setting; spaces and backslashes escaped (libpq)."""
+    parts = []
+    for name, value in settings.items():
+        escaped = str(value).replace("\\", "\\\\").replace(" ", "\\ ")
+        parts.append(f"-c {name}={escaped}")
+    return " ".join(parts)
+
+
+def default_init_steps(server_major: int) -> str:
+    """Server-side generation ('G') exists from PostgreSQL 13; older servers get 'g'."""
+    return "dtGvp" if server_major >= 13 else "dtgvp"
+
+
+def init_args(scale: int, init_steps: str | None, server_major: int) -> list[str]:
+    steps = init_steps or default_init_steps(server_major)
+    return ["-i", "-s", str(scale), "-I", steps]
+
+
+def run_args(workload: dict, duration_s: float | None = None, with_reports: bool = True) -> list:
+    """pgbench options for one measurement; `duration_s` overrides (warm-up runs)."""
+    args = []
+    mode = workload["mode"]
+    if mode == "custom":
+        for script in workload["scripts"]:
+            args += ["-f", f"{_script_file(script)}@{_script_weight(script)}"]
+        args.append("-n")  # custom scripts need not have pgbench's tables to vacuum
+    else:
+        args += ["-b", BUILTIN_SCRIPTS[mode]]
+    clients = int(workload["clients"])
+    threads = min(int(workload["threads"]), clients)  # pgbench refuses more threads than clients
+    args += ["-c", str(clients), "-j", str(threads)]
+    if duration_s is not None:
+        args += ["-T", str(int(duration_s))]
+    elif workload.get("transactions"):
+        args += ["-t", str(int(workload["transactions"]))]
+    else:
+        args += ["-T", str(int(workload["duration"]))]
+    if workload.get("rate"):
+        args += ["-R", str(workload["rate"])]
+    if workload.get("protocol", "simple") != "simple":
+        args += ["-M", workload["protocol"]]
+    if workload.get("max_tries"):
+        args += ["--max-tries", str(workload["max_tries"])]
+    if with_reports:
+        if workload.get("progress"):
+            args += ["-P", str(int(workload["progress"]))]
+        if workload.get("per_statement"):
+            args.append("-r")
+    return args
+
+
+def _script_file(script) -> str:
+    return str(script.file if hasattr(script, "file") else script["file"])
+
+
+def _script_weight(script) -> int:
+    return int(script.weight if hasattr(script, "weight") else script.get("weight", 1))
+
+
+@dataclass
+class PgbenchRun:
+    args: list[str]
+    output: str
+    wall_s: float
+    result: PgbenchResult
+
+
+def run_pgbench(
+    pgbench: Path,
+    args: list[str],
+    target: PgbenchTarget,
+    on_line: Callable[[str], None] | None = None,
+    timeout_s: float | None = None,
+) -> PgbenchRun:
+    """Run pgbench to the end, feeding each output line to `on_line`; parse what it printed."""
+    command = [str(pgbench), *args, target.connection_string()]
+    started = time.monotonic()
+    lines = []
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=target.environment(),
+    ) as process:
+        for line in process.stdout:
+            lines.append(line)
+            if on_line:
+                on_line(line)
+            if timeout_s and time.monotonic() - started > timeout_s:
+                process.kill()
+        returncode = process.wait()
+    wall_s = time.monotonic() - started
+    output = "".join(lines)
+    if returncode != 0:
+        raise PgbenchError(f"pgbench exited with {returncode}: {_last_line(output)}")
+    try:
+        result = parse_pgbench_output(output)
+    except PgbenchOutputError as error:
+        raise PgbenchError(str(error)) from None
+    return PgbenchRun(args=args, output=output, wall_s=wall_s, result=result)
+
+
+def run_pgbench_init(pgbench: Path, args: list[str], target: PgbenchTarget) -> tuple[str, float]:
+    """`pgbench -i ...`; returns its output and wall time."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(pgbench), *args, target.connection_string()],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=target.environment(),
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise PgbenchError(f"pgbench -i exited with {result.returncode}: {_last_line(output)}")
+    return output, time.monotonic() - started
+
+
+def _last_line(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
