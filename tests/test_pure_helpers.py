@@ -1,0 +1,84 @@
+"""Pure pieces: probe deltas, statistics, pgbench command lines."""
+
+import math
+from pathlib import Path
+
+from pgcachelab.analysis.summary import hit_ratio, summarise, t95
+from pgcachelab.experiments.spec import Script
+from pgcachelab.probes.base import delta
+from pgcachelab.workloads.pgbench import (
+    PgbenchTarget,
+    default_init_steps,
+    init_args,
+    pgoptions,
+    run_args,
+)
+
+WORKLOAD = {"mode": "select-only", "scripts": [], "clients": 40, "threads": 4, "duration": 20.0,
+            "transactions": None, "progress": 1, "per_statement": False, "rate": None,
+            "protocol": "simple", "max_tries": None}  # fmt: skip
+
+
+def test_delta_of_nested_counters():
+    before = {"database": {"blks_hit": 10, "size_bytes": 100}, "wal": {"absent": True}}
+    after = {"database": {"blks_hit": 25, "size_bytes": 90}, "wal": {"absent": True}}
+    assert delta(before, after) == {
+        "database": {"blks_hit": 15, "size_bytes": None},
+        "wal": {"absent": True},
+    }
+    assert delta({}, {"x": {"y": 3}}) == {"x": {"y": None}}
+
+
+def test_summary_with_confidence_interval():
+    summary = summarise([100.0, 110.0, 90.0, 100.0])
+    assert summary.median == 100.0
+    assert summary.n == 4
+    half = t95(3) * summary.stdev / 2
+    assert math.isclose(summary.ci_low, 100 - half)
+    assert summarise([5.0]).ci_low is None
+    assert summarise([]) is None
+    assert hit_ratio(90, 10) == 0.9
+    assert hit_ratio(0, 0) is None
+
+
+def test_run_args_for_the_seed_command():
+    assert run_args(WORKLOAD) == ["-b", "select-only", "-c", "40", "-j", "4", "-T", "20", "-P", "1"]
+
+
+def test_run_args_threads_capped_and_options():
+    workload = {**WORKLOAD, "mode": "simple-update", "clients": 2, "threads": 4,
+                "transactions": 100, "per_statement": True, "protocol": "prepared",
+                "rate": 500, "max_tries": 3}  # fmt: skip
+    args = run_args(workload)
+    assert args[:6] == ["-b", "simple-update", "-c", "2", "-j", "2"]
+    assert "-t" in args and "-T" not in args
+    assert args[args.index("-M") + 1] == "prepared"
+    assert args[args.index("-R") + 1] == "500"
+    assert "-r" in args and "--max-tries" in args
+
+
+def test_warmup_args_have_no_reports():
+    assert run_args(WORKLOAD, duration_s=5, with_reports=False)[-2:] == ["-T", "5"]
+
+
+def test_custom_scripts_with_weights():
+    workload = {**WORKLOAD, "mode": "custom",
+                "scripts": [Script(Path("/s/a.sql"), 7), Script(Path("/s/b.sql"), 3)]}  # fmt: skip
+    args = run_args(workload)
+    assert args[:5] == ["-f", "/s/a.sql@7", "-f", "/s/b.sql@3", "-n"]
+
+
+def test_init_args_use_server_side_generation_from_13():
+    assert default_init_steps(13) == "dtGvp"
+    assert default_init_steps(12) == "dtgvp"
+    assert init_args(5, None, 18) == ["-i", "-s", "5", "-I", "dtGvp"]
+
+
+def test_passwords_only_in_the_environment():
+    target = PgbenchTarget({"host": "/tmp/s", "dbname": "bench"}, password="sekrit",
+                           session_options={"work_mem": "64MB", "search_path": "a b"})  # fmt: skip
+    assert "sekrit" not in target.connection_string()
+    env = target.environment()
+    assert env["PGPASSWORD"] == "sekrit"
+    assert env["PGOPTIONS"] == "-c work_mem=64MB -c search_path=a\\ b"
+    assert pgoptions({}) == ""

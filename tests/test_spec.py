@@ -1,0 +1,127 @@
+"""Spec parsing, validation and expansion: pure, no server."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pgcachelab.clusters.guc import parse_describe_config
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.spec import parse_spec, schedule, validate_settings
+
+DATA = Path(__file__).parent / "data"
+CATALOGUE_18 = parse_describe_config((DATA / "server" / "describe-config-18.txt").read_text())
+REPO = Path(__file__).parent.parent
+
+
+def spec(text: str, path: Path = Path("exp.toml")):
+    return parse_spec(text, path)
+
+
+def error_of(text: str) -> UserError:
+    with pytest.raises(UserError) as caught:
+        parsed = spec(text)
+        validate_settings(parsed, CATALOGUE_18)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "hint"),
+    [
+        ("colour = 1", r"exp.toml: colour: unknown key", r"use one of"),
+        ("[pgbench]\nclinets = 4", r"pgbench.clinets: unknown key", r"clients"),
+        ("[sweep]\nscale = []", r"sweep.scale: empty sweep", r"at least one value"),
+        ("[sweep]\nfoo = [1]", r"sweep.foo: unknown sweep key", r"sweep.settings"),
+        ('[server.settings]\nshared_buffers = "12XB"',
+         r'server.settings.shared_buffers: invalid value "12XB": unknown unit', r"fix the value"),
+        ('[sweep.settings]\nshared_bufers = ["1MB"]',
+         r'sweep.settings.shared_bufers: unknown server setting "shared_bufers"',
+         r"did you mean shared_buffers"),
+        ('[sweep.settings]\nwork_mem = ["1MB", "1MB"]', r"repeats a value", r"once"),
+        ('[pgbench]\nmode = "read-only"', r'pgbench.mode: invalid value "read-only"',
+         r"select-only"),
+        ('[pgbench]\nduration = "ten"', r'pgbench.duration: invalid value "ten"', r"20s"),
+        ("[pgbench]\nclients = 0", r"pgbench.clients: invalid value 0", r"1 or more"),
+        ("repetitions = -1", r"repetitions: invalid value -1", r"1 or more"),
+        ('order = "backwards"', r'order: invalid value "backwards"', r"interleaved"),
+        ('[server.settings]\nfsync = "maybe"', r"fsync is a boolean", r"fix the value"),
+        ("[sweep.settings]\nshared_buffers = [4]", r"below its minimum 16", r"fix the value"),
+        ('[pgbench]\nmode = "custom"', r"custom mode needs scripts", r"scripts ="),
+        ("name = [", r"not valid TOML", r"syntax"),
+    ],
+)  # fmt: skip
+def test_bad_specs_name_key_value_and_fix(text, message, hint):
+    error = error_of(text)
+    assert "\n" not in error.message
+    assert re.search(message, error.message), error.message
+    assert re.search(hint, error.hint), error.hint
+
+
+def test_session_only_target_refuses_restart_settings():
+    parsed = spec('[sweep.settings]\nshared_buffers = ["16MB", "32MB"]')
+    with pytest.raises(UserError, match="needs a restart of the server given by --dsn"):
+        validate_settings(
+            parsed, CATALOGUE_18, {"user", "superuser"}, target="the server given by --dsn"
+        )
+    validate_settings(spec('[sweep.settings]\nwork_mem = ["4MB"]'), CATALOGUE_18, {"user"})
+
+
+def test_product_expansion_first_key_outermost():
+    parsed = spec(
+        '[pgbench]\nduration = "5s"\n[sweep]\nscale = [1, 2]\nclients = [1, 4]\n'
+        '[sweep.settings]\nshared_buffers = ["16MB", "64MB"]'
+    )
+    points = parsed.points()
+    assert len(points) == 8
+    assert [p.swept for p in points[:3]] == [
+        {"scale": 1, "clients": 1, "shared_buffers": "16MB"},
+        {"scale": 1, "clients": 1, "shared_buffers": "64MB"},
+        {"scale": 1, "clients": 4, "shared_buffers": "16MB"},
+    ]
+    assert points[2].workload["clients"] == 4 and points[2].workload["duration"] == 5.0
+    assert points[2].settings == {"shared_buffers": "16MB"}
+    assert points[2].label == "scale=1, clients=4, shared_buffers=16MB"
+
+
+def test_ranges_expand():
+    parsed = spec(
+        "[sweep]\nscale = { from = 1, to = 16, factor = 2 }\n"
+        "clients = { from = 2, to = 6, step = 2 }"
+    )
+    assert parsed.sweep_workload == {"scale": [1, 2, 4, 8, 16], "clients": [2, 4, 6]}
+
+
+def test_schedules():
+    assert schedule(2, 2, "sequential", 1) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert schedule(2, 2, "interleaved", 1) == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    shuffled = schedule(5, 3, "random", 7)
+    assert sorted(shuffled) == sorted(schedule(5, 3, "sequential", 1))
+    assert shuffled == schedule(5, 3, "random", 7)  # reproducible from the seed
+
+
+@pytest.mark.parametrize("name", ["big-cache.toml", "big-cache-quick.toml"])
+def test_shipped_experiments_are_valid(name):
+    parsed = parse_spec((REPO / "experiments" / name).read_text(), REPO / "experiments" / name)
+    validate_settings(parsed, CATALOGUE_18)
+    assert parsed.sweep_workload["scale"][0] == 1
+    assert parsed.pgbench["mode"] == "select-only"
+
+
+def test_full_big_cache_is_the_seed():
+    parsed = parse_spec((REPO / "experiments" / "big-cache.toml").read_text(), Path("x.toml"))
+    assert parsed.sweep_workload["scale"] == list(range(1, 51))
+    assert parsed.settings == {"shared_buffers": "64MB"}
+    assert (parsed.pgbench["clients"], parsed.pgbench["threads"]) == (40, 4)
+    assert parsed.pgbench["duration"] == 20
+
+
+def test_custom_scripts_resolve_relative_to_the_spec(tmp_path):
+    (tmp_path / "a.sql").write_text("select 1;\n")
+    parsed = spec(
+        '[pgbench]\nmode = "custom"\nscripts = [{ file = "a.sql", weight = 7 }]',
+        tmp_path / "exp.toml",
+    )
+    assert parsed.pgbench["scripts"][0].file == tmp_path / "a.sql"
+    assert parsed.pgbench["scripts"][0].weight == 7
+    with pytest.raises(UserError, match=r'scripts\[0\].file: invalid value "b.sql": no such'):
+        spec('[pgbench]\nmode = "custom"\nscripts = ["b.sql"]', tmp_path / "exp.toml")
