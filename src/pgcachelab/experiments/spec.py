@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
 from pgcachelab.errors import UserError
-from pgcachelab.units import parse_bytes, parse_seconds
+from pgcachelab.units import parse_seconds
 
 WORKLOADS = ("pgbench",)
 ORDERS = ("sequential", "interleaved", "random")
@@ -226,16 +226,6 @@ def _table(problem: SpecProblem, raw: dict, key: str, prefix: str = "") -> dict:
     if not isinstance(value, dict):
         raise problem(f"{prefix}{key}", "must be a table", f"write it as [{prefix}{key}]")
     return value
-
-
-def _memory(problem: SpecProblem, key: str, value) -> int:
-    try:
-        amount = parse_bytes(value)
-    except ValueError as error:
-        raise problem.bad_value(key, value, str(error), 'write a size such as "1GiB"') from None
-    if amount <= 0:
-        raise problem.bad_value(key, value, "must be positive", 'write a size such as "1GiB"')
-    return amount
 
 
 def _setting_text(problem: SpecProblem, key: str, value) -> str:

@@ -32,7 +32,7 @@ def series(data: RunData, x_key: str) -> dict[str, list[PointResult]]:
     groups: dict[str, list[PointResult]] = {}
     for result in data.points:
         others = {k: v for k, v in result.point.swept.items() if k != x_key}
-        name = ", ".join(f"{k}={v}" for k, v in others.items()) or "tps"
+        name = ", ".join(f"{k}={v}" for k, v in others.items()) or "measured"
         groups.setdefault(name, []).append(result)
     for members in groups.values():
         members.sort(key=lambda r: r.point.swept[x_key])
@@ -134,7 +134,7 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
     """tps against database size, with the cache boundaries the seed talks about."""
     figure, axis = plt.subplots(figsize=(8, 4.5))
     x_key = x_axis_key(data)
-    groups = series(data, x_key) if x_key else {"tps": data.points}
+    groups = series(data, x_key) if x_key else {"measured": data.points}
     sizes = [r.database_size_bytes / MIB for r in data.points if r.database_size_bytes]
     for (name, results), color in zip(groups.items(), _colors(), strict=False):
         results = sorted(results, key=lambda r: r.database_size_bytes or 0)
@@ -169,6 +169,29 @@ def latency_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     axis.set_title(f"{data.run.name}: latency against {x_key}")
     axis.legend(fontsize=8)
     return _save(figure, out_dir, f"latency-by-{x_key}")
+
+
+def hit_ratio_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
+    """shared_buffers hit ratio during the measurements: why tps moves where it does."""
+    figure, axis = plt.subplots(figsize=(8, 3.5))
+    drawn = False
+    for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
+        xs = [r.point.swept[x_key] for r in results if r.blks_hit_ratio is not None]
+        ys = [r.blks_hit_ratio * 100 for r in results if r.blks_hit_ratio is not None]
+        drawn = drawn or bool(xs)
+        axis.plot(xs, ys, marker="o", markersize=4, color=color, label=name)
+    if not drawn:
+        plt.close(figure)
+        return []
+    axis.set_xlabel(x_key)
+    axis.set_ylabel("shared_buffers hit ratio (%)")
+    axis.set_ylim(top=100.5)
+    axis.grid(alpha=0.3)
+    axis.set_title(f"{data.run.name}: blks_hit / (blks_hit + blks_read) during the measurements")
+    if x_key == "scale":
+        _scale_boundaries(axis, data)
+    axis.legend(fontsize=8)
+    return _save(figure, out_dir, f"hit-ratio-by-{x_key}")
 
 
 def progress_plot(data: RunData, out_dir: Path) -> list[Path]:
@@ -206,6 +229,7 @@ def all_plots(data: RunData, out_dir: Path) -> list[Path]:
     if any(r.database_size_bytes for r in data.points) and x_key == "scale":
         paths += size_plot(data, out_dir)
     if x_key:
+        paths += hit_ratio_plot(data, x_key, out_dir)
         paths += latency_plot(data, x_key, out_dir)
     paths += progress_plot(data, out_dir)
     return paths
