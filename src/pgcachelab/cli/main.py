@@ -147,28 +147,40 @@ def _terminate_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _exit_interrupted() -> None:
+    print("pgcachelab: interrupted; the server was stopped", file=sys.stderr)
+    sys.exit(130)
+
+
 def main() -> None:
     # SIGTERM takes the Ctrl-C path, so the server is stopped and the run marked interrupted.
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        app(standalone_mode=False)
+        exit_code = app(standalone_mode=False)
     except UserError as error:
         print(f"pgcachelab: {error.message}", file=sys.stderr)
         if error.hint:
             print(f"hint: {error.hint}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
-        print("pgcachelab: interrupted; the server was stopped", file=sys.stderr)
-        sys.exit(130)
+        _exit_interrupted()
     except Exception as error:  # click's usage errors
-        import click
+        try:
+            from click.exceptions import ClickException
+        except ModuleNotFoundError:  # typer >= 0.2x vendors click as typer._click
+            from typer._click.exceptions import ClickException
 
-        if isinstance(error, click.exceptions.ClickException):
+        if isinstance(error, ClickException):
             error.show()
             sys.exit(2)
-        if isinstance(error, click.exceptions.Abort):
-            sys.exit(130)
+        if isinstance(error, typer.Abort):  # older click's form of Ctrl-C
+            _exit_interrupted()
         raise
+    # Without standalone mode typer turns Ctrl-C into Exit(130) and returns that code.
+    if isinstance(exit_code, int) and exit_code:
+        if exit_code == 130:
+            _exit_interrupted()
+        sys.exit(exit_code)
 
 
 if __name__ == "__main__":

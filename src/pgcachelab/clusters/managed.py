@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -27,6 +28,9 @@ SETTINGS_FILE = "pgcachelab.conf"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 _PR_SET_PDEATHSIG = 1
+# Log lines that say why a start failed; a bad value in the conf file is only a LOG line
+# ("invalid value for parameter ...") followed by a FATAL that does not name it.
+_LOG_REASONS = ("FATAL", "ERROR", "invalid value", "unrecognized configuration parameter")
 
 
 class ClusterError(Exception):
@@ -64,15 +68,27 @@ class ManagedCluster:
         self.settings: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
         self.restarts = 0
+        self._log_start_offset = 0  # where the current start's lines begin in the log
 
     @classmethod
     def create(
-        cls, install: PgInstall, user: OsUser, parent_dir: Path | None = None, **kwargs
+        cls,
+        install: PgInstall,
+        user: OsUser,
+        parent_dir: Path | None = None,
+        on_work_dir: Callable[[str], None] | None = None,
+        **kwargs,
     ) -> "ManagedCluster":
-        """Make the work directory (owned by the server user) and run initdb in it."""
+        """Make the work directory (owned by the server user) and run initdb in it.
+
+        `on_work_dir` learns the directory before initdb, so a lab killed during initdb
+        leaves a directory the next run knows to remove.
+        """
         work_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-", dir=parent_dir))
         cluster = cls(install, work_dir, user, **kwargs)
         try:
+            if on_work_dir:
+                on_work_dir(str(work_dir))
             os.chown(work_dir, user.uid, user.gid)
             work_dir.chmod(0o700)
             cluster.socket_dir.mkdir(mode=0o700)
@@ -85,10 +101,10 @@ class ManagedCluster:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def _run_as_server_user(self, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    def _run_as_server_user(self, args: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run(
             args, cwd=self.work_dir, capture_output=True, text=True,
-            **run_as_kwargs(self.user), **kwargs,
+            preexec_fn=_die_with_parent, **run_as_kwargs(self.user),
         )  # fmt: skip
 
     def _initdb(self) -> None:
@@ -125,6 +141,8 @@ class ManagedCluster:
 
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
+            # The log accumulates every start: report only this start's errors, not earlier ones.
+            self._log_start_offset = log.tell()
             self.process = subprocess.Popen(
                 [str(self.install.tool("postgres")), "-D", str(self.data_dir)],
                 cwd=self.work_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -239,10 +257,12 @@ class ManagedCluster:
 
     def _log_errors(self) -> str:
         try:
-            text = self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_start_offset)
+                text = log.read().decode(errors="replace")
         except OSError:
             return "no server log"
-        errors = [line for line in text.splitlines() if "FATAL" in line or "ERROR" in line]
+        errors = [line for line in text.splitlines() if any(m in line for m in _LOG_REASONS)]
         return _last_lines("\n".join(errors) or text)
 
 

@@ -6,6 +6,7 @@ settings it accepts are those a session may set, passed to pgbench through PGOPT
 """
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -17,7 +18,7 @@ from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.errors import UserError
 from pgcachelab.probes.settings import catalogue_rows
-from pgcachelab.workloads.pgbench import PgbenchTarget
+from pgcachelab.workloads.pgbench import PgbenchTarget, pgoptions
 
 SESSION_CONTEXTS = {"user", "superuser"}
 
@@ -53,18 +54,19 @@ class ManagedTarget:
         return {"kind": self.kind, "bin_dir": str(self.install.bin_dir),
                 "source": self.install.source, "listen_tcp": self.listen_tcp}  # fmt: skip
 
-    def open(self) -> str:
-        """Create and initdb the cluster; returns its work directory."""
+    def open(self, record_work_dir: Callable[[str], None]) -> None:
+        """Create and initdb the cluster, telling `record_work_dir` where before initdb runs."""
         user = server_user()
         install = install_usable_by(self.install, user)
-        self.cluster = ManagedCluster.create(install, user, listen_tcp=self.listen_tcp)
-        return str(self.cluster.work_dir)
+        self.cluster = ManagedCluster.create(
+            install, user, listen_tcp=self.listen_tcp, on_work_dir=record_work_dir
+        )
 
     def apply(self, settings: dict) -> str:
         return self.cluster.apply_settings(settings)
 
-    def connect(self) -> psycopg.Connection:
-        return self.cluster.connect()
+    def connect(self, settings: dict | None = None) -> psycopg.Connection:
+        return self.cluster.connect()  # the point's settings are the server's own
 
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
         return PgbenchTarget(conninfo=self.cluster.conninfo())
@@ -120,14 +122,18 @@ class ExistingTarget:
     def describe(self) -> dict:
         return {"kind": self.kind, "conninfo": self.conninfo}  # no password, ever
 
-    def open(self) -> None:
+    def open(self, record_work_dir: Callable[[str], None]) -> None:
         return None
 
     def apply(self, settings: dict) -> str:
         return "session" if settings else "none"
 
-    def connect(self) -> psycopg.Connection:
-        return psycopg.connect(**self.conninfo, password=self.password, autocommit=True)
+    def connect(self, settings: dict | None = None) -> psycopg.Connection:
+        """A session with the point's settings, as pgbench's sessions get them (PGOPTIONS)."""
+        options = {"options": pgoptions(settings)} if settings else {}
+        return psycopg.connect(
+            **{**self.conninfo, **options}, password=self.password, autocommit=True
+        )
 
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
         return PgbenchTarget(self.conninfo, self.password, session_options=settings or None)

@@ -119,7 +119,7 @@ def execute(ctx: RunContext) -> None:
         with ctx.progress:
             ctx.progress.start(len(schedule), len(schedule) - len(todo))
             if todo:
-                ctx.store.set_work_dir(ctx.run_id, ctx.target.open())
+                ctx.target.open(lambda work_dir: ctx.store.set_work_dir(ctx.run_id, work_dir))
             for point_index, repetition in todo:
                 measure(ctx, points[point_index], repetition)
     except KeyboardInterrupt:
@@ -143,7 +143,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     try:
         action = ctx.target.apply(point.settings)
         metrics["data"] = ensure_data(ctx, point)
-        with ctx.target.connect() as conn:
+        with ctx.target.connect(point.settings) as conn:
             if point.index not in ctx.settings_recorded:
                 ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
                 ctx.settings_recorded.add(point.index)

