@@ -4,71 +4,27 @@ The lab runs as a real `pgcachelab run` subprocess; the tests watch its store as
 would, and kill or interrupt it part-way through tests/data/specs/six-points.toml.
 """
 
-import contextlib
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import (
     CLI_TIMEOUT_S,
     SPECS_DIR,
-    cli_command,
-    cli_env,
+    lab_process,
+    lab_stderr,
     postmaster_pid,
     process_alive,
     processes_mentioning,
     run_cli,
     store_query,
-    wait_for,
+    wait_until_measuring,
 )
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 SPEC = SPECS_DIR / "six-points.toml"
 POINTS = 6
-
-
-@contextlib.contextmanager
-def lab_process(args, tmp_path: Path, lab_tmp: Path):
-    """`pgcachelab ARGS` running in the background; killed if the test leaves it running."""
-    with (
-        open(tmp_path / "lab.stdout", "w") as stdout,
-        open(tmp_path / "lab.stderr", "w") as stderr,
-    ):
-        process = subprocess.Popen(
-            cli_command(*args), env=cli_env(lab_tmp), stdin=subprocess.DEVNULL,
-            stdout=stdout, stderr=stderr,
-        )  # fmt: skip
-        try:
-            yield process
-        finally:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-
-
-def _stderr(tmp_path: Path) -> str:
-    return (tmp_path / "lab.stderr").read_text()
-
-
-def wait_until_measuring(process, lab_dir: Path, tmp_path: Path, measurements: int):
-    """(run id, work dir) once the running run has stored `measurements` measurements."""
-
-    def progress():
-        if process.poll() is not None:
-            pytest.fail(f"the lab exited with {process.returncode}: {_stderr(tmp_path)}")
-        rows = store_query(
-            lab_dir,
-            "select r.run_id, r.work_dir, count(m.run_id) from runs r"
-            " left join measurements m on m.run_id = r.run_id"
-            " where r.status = 'running' group by r.run_id",
-        )
-        if rows and rows[0][1] and rows[0][2] >= measurements:
-            return rows[0][0], rows[0][1]
-        return None
-
-    return wait_for(progress, what=f"{measurements} stored measurements")
 
 
 def _measurements(lab_dir: Path, run_id: str) -> list[tuple]:
@@ -127,7 +83,7 @@ def test_ctrl_c_stops_the_server_and_marks_the_run_interrupted(tmp_path, lab_tmp
         lab.send_signal(signal_number)  # SIGTERM takes the same path (cli/main.py)
         assert lab.wait(timeout=CLI_TIMEOUT_S) == 130
 
-    stderr = _stderr(tmp_path)
+    stderr = lab_stderr(tmp_path)
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1] == "pgcachelab: interrupted; the server was stopped"
     [(status, recorded_work_dir, failure)] = store_query(

@@ -63,6 +63,10 @@ def run(
         str | None, typer.Option(help="Measure this existing server; it is never reconfigured.")
     ] = None,
     resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(help="Cap the server's memory (cgroup), e.g. 1GiB; overrides the spec."),
+    ] = None,
     report: Annotated[bool, typer.Option(help="Write the HTML report at the end.")] = True,
 ) -> None:
     """Run an experiment (or --resume one) and write its report."""
@@ -78,11 +82,27 @@ def run(
         run_id = runner.resume_run(resume, store, progress, pg_bin=pg_bin, dsn=dsn)
     else:
         experiment = load_spec(spec)
-        target = runner.make_target(experiment, pg_bin, dsn)
+        target = runner.make_target(experiment, pg_bin, dsn, _memory_option(memory))
         run_id = runner.start_run(experiment, target, store, progress)
     typer.echo(f"run {run_id} finished", err=True)
     if report:
         _write_report(store, lab_dir, run_id)
+
+
+def _memory_option(memory: str | None) -> int | None:
+    from pgcachelab.units import parse_bytes
+
+    if memory is None:
+        return None
+    try:
+        amount = parse_bytes(memory)
+    except ValueError as error:
+        raise UserError(
+            f"--memory: invalid value {memory!r}: {error}", "e.g. --memory 1GiB"
+        ) from None
+    if amount < 64 * 1024 * 1024:
+        raise UserError(f"--memory: invalid value {memory!r}: below 64MB", "e.g. --memory 1GiB")
+    return amount
 
 
 def _write_report(store, lab_dir: Path, run_id: str) -> None:

@@ -42,6 +42,24 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGQUIT)  # SIGQUIT: immediate shutdown
 
 
+def _child_setup(user: OsUser, cgroup_procs: str | None):
+    """What the postmaster's process does between fork and exec, in this order: join the
+    cgroup (needs root), drop to the server user, then ask to die with the lab (the kernel
+    clears that request when the uid changes, so it comes last)."""
+
+    def setup() -> None:
+        if cgroup_procs:
+            with open(cgroup_procs, "w") as procs:
+                procs.write(str(os.getpid()))
+        if user.uid != os.geteuid():
+            os.setgroups([])
+            os.setgid(user.gid)
+            os.setuid(user.uid)
+        _die_with_parent()
+
+    return setup
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -56,8 +74,16 @@ def quote_conf_value(value) -> str:
 class ManagedCluster:
     """One cluster in a private work directory: pgdata, a 0700 socket directory and a log."""
 
-    def __init__(self, install: PgInstall, work_dir: Path, user: OsUser, listen_tcp: bool = False):
+    def __init__(
+        self,
+        install: PgInstall,
+        work_dir: Path,
+        user: OsUser,
+        listen_tcp: bool = False,
+        machine=None,  # machine.emulated.EmulatedMachine: cgroup, huge pages, caches
+    ):
         self.install = install
+        self.machine = machine
         self.work_dir = work_dir
         self.user = user
         self.listen_tcp = listen_tcp
@@ -140,13 +166,20 @@ class ManagedCluster:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
+        if self.machine is not None:
+            self.machine.before_start(self)
+        self._spawn()
+
+    def _spawn(self, extra_args: tuple[str, ...] = ()) -> None:
+        """Start the postmaster as the server user, inside the memory cgroup if there is one."""
+        cgroup_procs = self.machine.cgroup_procs_file() if self.machine else None
         with open(self.log_path, "ab") as log:
             # The log accumulates every start: report only this start's errors, not earlier ones.
             self._log_start_offset = log.tell()
             self.process = subprocess.Popen(
-                [str(self.install.tool("postgres")), "-D", str(self.data_dir)],
+                [str(self.install.tool("postgres")), "-D", str(self.data_dir), *extra_args],
                 cwd=self.work_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent, **run_as_kwargs(self.user),
+                start_new_session=True, preexec_fn=_child_setup(self.user, cgroup_procs),
             )  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -163,6 +196,30 @@ class ManagedCluster:
                         f"server not ready after {START_TIMEOUT_S:.0f} s: {self._log_errors()}"
                     ) from None
                 time.sleep(0.05)
+
+    def huge_pages_needed(self) -> int:
+        """Huge pages the server needs with the current settings file; the server is stopped.
+
+        15+: `postgres -C shared_memory_size_in_huge_pages`; before: the seeds' way, the
+        postmaster's VmPeak after a start without huge pages.
+        """
+        from pgcachelab.machine.hugepages import pages_for_bytes, parse_vmpeak_bytes, read_hugepages
+
+        if self.install.major >= 15:
+            result = self._run_as_server_user(
+                [str(self.install.tool("postgres")), "-D", str(self.data_dir),
+                 "-C", "shared_memory_size_in_huge_pages"]
+            )  # fmt: skip
+            if result.returncode != 0 or int(result.stdout.strip() or -1) < 0:
+                raise ClusterError(f"cannot size huge pages: {_last_lines(result.stderr)}")
+            return int(result.stdout.strip())
+        self._spawn(("-c", "huge_pages=off"))
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        finally:
+            self.stop()
+        vmpeak = parse_vmpeak_bytes(status)
+        return pages_for_bytes(vmpeak, read_hugepages().get("page_size_bytes", 2 * 1024 * 1024))
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT); immediate, then SIGKILL of the whole group if it hangs."""

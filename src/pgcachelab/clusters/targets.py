@@ -26,10 +26,15 @@ SESSION_CONTEXTS = {"user", "superuser"}
 class ManagedTarget:
     kind = "managed"
 
-    def __init__(self, pg_bin: str | None, listen_tcp: bool = False):
+    def __init__(
+        self, pg_bin: str | None, listen_tcp: bool = False, memory_bytes: int | None = None
+    ):
+        from pgcachelab.machine.emulated import EmulatedMachine
+
         self.install: PgInstall = find_install(pg_bin)
         self.listen_tcp = listen_tcp
         self.cluster: ManagedCluster | None = None
+        self.machine = EmulatedMachine(memory_bytes)
 
     @property
     def server_major(self) -> int:
@@ -52,15 +57,22 @@ class ManagedTarget:
 
     def describe(self) -> dict:
         return {"kind": self.kind, "bin_dir": str(self.install.bin_dir),
-                "source": self.install.source, "listen_tcp": self.listen_tcp}  # fmt: skip
+                "source": self.install.source, "listen_tcp": self.listen_tcp,
+                "memory_limit_bytes": self.machine.memory_bytes}  # fmt: skip
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
         """Create and initdb the cluster, telling `record_work_dir` where before initdb runs."""
         user = server_user()
         install = install_usable_by(self.install, user)
+        self.machine.open()
         self.cluster = ManagedCluster.create(
-            install, user, listen_tcp=self.listen_tcp, on_work_dir=record_work_dir
-        )
+            install, user, listen_tcp=self.listen_tcp, on_work_dir=record_work_dir,
+            machine=self.machine,
+        )  # fmt: skip
+
+    @property
+    def data_dir(self) -> Path | None:
+        return self.cluster.data_dir if self.cluster else None
 
     def apply(self, settings: dict) -> str:
         return self.cluster.apply_settings(settings)
@@ -72,13 +84,19 @@ class ManagedTarget:
         return PgbenchTarget(conninfo=self.cluster.conninfo())
 
     def close(self) -> None:
-        if self.cluster is not None:
-            self.cluster.destroy()
-            self.cluster = None
+        try:
+            if self.cluster is not None:
+                self.cluster.destroy()
+                self.cluster = None
+        finally:
+            self.machine.close()
 
 
 class ExistingTarget:
     kind = "existing"
+
+    machine = None  # the lab does not run this server, so it emulates no machine for it
+    data_dir = None
 
     def __init__(self, dsn: str):
         try:

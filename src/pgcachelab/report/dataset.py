@@ -41,8 +41,13 @@ class RunData:
         return keys
 
     @property
+    def memory_limit_bytes(self) -> float | None:
+        return self.run.target.get("memory_limit_bytes")
+
+    @property
     def memory_available_bytes(self) -> float | None:
-        return self.run.environment.get("memory_total_bytes")
+        """The emulated machine's memory when a limit was set, else the machine's RAM."""
+        return self.memory_limit_bytes or self.run.environment.get("memory_total_bytes")
 
 
 def load_run(store: ResultStore, run_id: str) -> RunData:

@@ -56,14 +56,17 @@ def _context_rows(data: RunData) -> list[tuple[str, str]]:
             f"{env.get('cpu_model')}, {env.get('cores')} cores, "
             f"{format_bytes(memory) if memory else '?'} RAM",
         ),  # fmt: skip
-        (
-            "memory available to the server",
-            f"{format_bytes(memory) if memory else '?'} "
-            "(the machine's RAM: no memory limit was set)",
-        ),  # fmt: skip
+        ("memory available to the server", _memory_note(data)),
         ("kernel", env.get("kernel")),
         ("lab", f"pgcachelab {env.get('lab_version')}, commit {env.get('git_commit') or '?'}"),
     ]
+
+
+def _memory_note(data: RunData) -> str:
+    if data.memory_limit_bytes:
+        return f"{format_bytes(data.memory_limit_bytes)} (memory cgroup limit of the server)"
+    memory = data.memory_available_bytes
+    return f"{format_bytes(memory) if memory else '?'} (the machine's RAM: no limit was set)"
 
 
 def _points_table(data: RunData) -> str:

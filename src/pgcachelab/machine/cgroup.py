@@ -1,0 +1,196 @@
+"""A memory cgroup for the server's processes: the emulated machine's RAM.
+
+The cgroup is created under the lab's own cgroup (never at the root), named after the lab's
+pid so that a later lab can tell a leftover of a killed lab from a live one, and removed at
+the end. cgroup v1 (memory controller mounted on its own) and v2 (unified) are supported.
+"""
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "pgcachelab-"
+_counter = 0
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    version: int  # 1 or 2
+    mount: Path  # where the hierarchy with the memory controller is mounted
+    own_path: str  # the lab's cgroup inside it, from /proc/self/cgroup
+
+    @property
+    def own_dir(self) -> Path:
+        return self.mount / self.own_path.lstrip("/")
+
+
+def parse_proc_cgroup(text: str) -> dict[str, str]:
+    """'4:memory:/a/b' lines -> {'memory': '/a/b'}; the v2 line '0::/x' -> {'': '/x'}."""
+    paths = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for controller in parts[1].split(","):
+                paths[controller] = parts[2]
+    return paths
+
+
+def parse_mountinfo(text: str) -> tuple[Path | None, Path | None]:
+    """(the v1 memory controller's mount, the v2 unified mount) from /proc/self/mountinfo."""
+    v1_memory = v2 = None
+    for line in text.splitlines():
+        fields = line.split()
+        if " - " not in line:
+            continue
+        separator = fields.index("-")
+        mount_point, fstype = Path(fields[4]), fields[separator + 1]
+        super_options = fields[separator + 3].split(",") if len(fields) > separator + 3 else []
+        if fstype == "cgroup" and "memory" in super_options:
+            v1_memory = mount_point
+        elif fstype == "cgroup2" and v2 is None:
+            v2 = mount_point
+    return v1_memory, v2
+
+
+def find_hierarchy() -> tuple[Hierarchy | None, str]:
+    """Where a memory cgroup can be made here, or None and the reason it cannot."""
+    if os.geteuid() != 0:
+        return None, "memory cgroups need root (run the lab as root)"
+    try:
+        own = parse_proc_cgroup(Path("/proc/self/cgroup").read_text())
+        v1_memory, v2 = parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    except OSError as error:
+        return None, f"cannot read the cgroup setup: {error}"
+    if v1_memory is not None and "memory" in own:
+        return Hierarchy(1, v1_memory, own["memory"]), ""
+    if v2 is not None and "" in own:
+        hierarchy = Hierarchy(2, v2, own[""])
+        controllers = _read(hierarchy.own_dir / "cgroup.controllers") or ""
+        if "memory" not in controllers.split():
+            return None, f"the memory controller is not enabled in {hierarchy.own_dir}"
+        return hierarchy, ""
+    return None, "no cgroup hierarchy with the memory controller is mounted"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _stat(text: str | None) -> dict[str, int]:
+    values = {}
+    for line in (text or "").splitlines():
+        key, _, value = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            values[key] = int(value)
+    return values
+
+
+class MemoryCgroup:
+    """One cgroup with a memory limit; processes join it by pid."""
+
+    def __init__(self, hierarchy: Hierarchy, path: Path, limit_bytes: int):
+        self.hierarchy = hierarchy
+        self.path = path
+        self.limit_bytes = limit_bytes
+
+    @classmethod
+    def create(cls, hierarchy: Hierarchy, limit_bytes: int) -> "MemoryCgroup":
+        global _counter
+        _counter += 1
+        path = hierarchy.own_dir / f"{PREFIX}{os.getpid()}-{_counter}"
+        path.mkdir()
+        cgroup = cls(hierarchy, path, limit_bytes)
+        try:
+            cgroup._set_limit()
+        except OSError:
+            cgroup.remove()
+            raise
+        return cgroup
+
+    def _set_limit(self) -> None:
+        if self.hierarchy.version == 2:
+            (self.path / "memory.max").write_text(str(self.limit_bytes))
+            with contextlib.suppress(OSError):  # no swapping around the cap either
+                (self.path / "memory.swap.max").write_text("0")
+            return
+        (self.path / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
+        with contextlib.suppress(OSError):  # exists only with swap accounting
+            (self.path / "memory.memsw.limit_in_bytes").write_text(str(self.limit_bytes))
+
+    @property
+    def procs_file(self) -> str:
+        return str(self.path / "cgroup.procs")
+
+    def add(self, pid: int) -> None:
+        Path(self.procs_file).write_text(str(pid))
+
+    def pids(self) -> list[int]:
+        return [int(p) for p in (_read(Path(self.procs_file)) or "").split()]
+
+    def reset_peak(self) -> None:
+        """v1 resets its high-water mark on write; v2's memory.peak counts from creation."""
+        if self.hierarchy.version == 1:
+            with contextlib.suppress(OSError):
+                (self.path / "memory.max_usage_in_bytes").write_text("0")
+
+    def stats(self) -> dict:
+        """The limit, usage, peak usage, page cache and OOM kills, in bytes and counts."""
+        if self.hierarchy.version == 2:
+            stat = _stat(_read(self.path / "memory.stat"))
+            events = _stat(_read(self.path / "memory.events"))
+            usage = _read(self.path / "memory.current")
+            peak = _read(self.path / "memory.peak")
+            return {
+                "limit_bytes": self.limit_bytes,
+                "usage_bytes": int(usage) if usage else None,
+                "peak_bytes": int(peak) if peak else None,
+                "page_cache_bytes": stat.get("file"),
+                "shmem_bytes": stat.get("shmem"),
+                "oom_kills": events.get("oom_kill", 0),
+            }
+        stat = _stat(_read(self.path / "memory.stat"))
+        oom = _stat(_read(self.path / "memory.oom_control"))
+        usage = _read(self.path / "memory.usage_in_bytes")
+        peak = _read(self.path / "memory.max_usage_in_bytes")
+        return {
+            "limit_bytes": self.limit_bytes,
+            "usage_bytes": int(usage) if usage else None,
+            "peak_bytes": int(peak) if peak else None,
+            # v1 counts shmem (shared_buffers) in "cache"; report the file pages apart.
+            "page_cache_bytes": stat.get("total_cache", 0) - stat.get("total_shmem", 0),
+            "shmem_bytes": stat.get("total_shmem"),
+            "oom_kills": oom.get("oom_kill", 0),
+        }
+
+    def remove(self) -> None:
+        """rmdir once empty; the processes are the server's, stopped before this is called."""
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.05)  # exiting processes leave the cgroup a moment later
+        self.path.rmdir()
+
+
+def reap_stale_cgroups() -> list[Path]:
+    """Remove the cgroups that killed labs left under our cgroup; returns what was removed."""
+    hierarchy, _ = find_hierarchy()
+    if hierarchy is None or not hierarchy.own_dir.is_dir():
+        return []
+    removed = []
+    for path in hierarchy.own_dir.glob(f"{PREFIX}*"):
+        owner = path.name[len(PREFIX) :].split("-")[0]
+        if owner.isdigit() and int(owner) != os.getpid() and Path(f"/proc/{owner}").exists():
+            continue  # a live lab's
+        with contextlib.suppress(OSError):
+            path.rmdir()
+            removed.append(path)
+    return removed

@@ -1,0 +1,96 @@
+"""The emulated machine's pure parts, on files captured from a real machine (tests/data/machine)."""
+
+from pathlib import Path
+
+import pytest
+
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.machine.cgroup import _stat, parse_mountinfo, parse_proc_cgroup
+from pgcachelab.machine.emulated import MachineNeeds, check_needs, shared_buffers_bytes
+from pgcachelab.machine.hugepages import (
+    pages_for_bytes,
+    parse_meminfo_hugepages,
+    parse_vmpeak_bytes,
+)
+
+DATA = Path(__file__).parent / "data" / "machine"
+
+
+def test_proc_cgroup_v1_with_memory_controller():
+    paths = parse_proc_cgroup((DATA / "proc-cgroup-v1.txt").read_text())
+    assert paths["memory"].startswith("/process_api/")
+    assert paths[""] == "/"  # the (empty) unified hierarchy of a hybrid setup
+
+
+def test_mountinfo_finds_v1_memory_and_the_unified_mount():
+    v1_memory, v2 = parse_mountinfo((DATA / "mountinfo-v1.txt").read_text())
+    assert v1_memory == Path("/sys/fs/cgroup/memory")
+    assert v2 == Path("/sys/fs/cgroup/unified")
+
+
+def test_memory_stat_v1():
+    stat = _stat((DATA / "memory-stat-v1.txt").read_text())
+    assert stat["total_cache"] >= stat["total_shmem"] >= 0
+    assert "hierarchical_memory_limit" in stat
+
+
+def test_meminfo_hugepages():
+    values = parse_meminfo_hugepages((DATA / "meminfo.txt").read_text())
+    assert values == {"total": 0, "free": 0, "reserved": 0, "surplus": 0,
+                      "page_size_bytes": 2 * 1024 * 1024}  # fmt: skip
+
+
+def test_vmpeak_sizing_the_seeds_way():
+    vmpeak = parse_vmpeak_bytes((DATA / "status.txt").read_text())
+    assert vmpeak == 3060 * 1024
+    assert pages_for_bytes(vmpeak, 2 * 1024 * 1024) == 2
+    assert parse_vmpeak_bytes("Name: x\n") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("64MB", 64 * 2**20), ("16384", 16384 * 8192), (None, 128 * 2**20), ("1GB", 2**30)],
+)
+def test_shared_buffers_bytes(value, expected):
+    assert shared_buffers_bytes(value) == expected
+
+
+def test_needs_refused_up_front_when_unavailable():
+    unavailable = {
+        "memory limit": (False, "memory cgroups need root"),
+        "huge pages": (False, "setting vm.nr_hugepages needs root"),
+        "dropping the whole OS cache": (True, ""),
+    }
+    with pytest.raises(UserError, match="needs memory limit, which is unavailable here: memory"):
+        check_needs(MachineNeeds(2**30, False, False), unavailable)
+    with pytest.raises(UserError, match="needs huge pages"):
+        check_needs(MachineNeeds(None, True, False), unavailable)
+    notes = check_needs(MachineNeeds(None, False, True), unavailable)
+    assert len(notes) == 2 and all("not needed by this spec" in n for n in notes)
+
+
+def test_machine_table_in_specs():
+    spec = parse_spec(
+        '[machine]\nmemory = "1GiB"\nos_cache = "drop-cluster"\nprewarm = true\n'
+        '[sweep]\nos_cache = ["keep", "drop-all"]',
+        Path("x.toml"),
+    )
+    assert spec.memory_bytes == 2**30
+    assert [p.workload["os_cache"] for p in spec.points()] == ["keep", "drop-all"]
+    assert spec.points()[0].workload["prewarm"] is True
+    with pytest.raises(UserError, match=r'machine.memory: invalid value "12XB"'):
+        parse_spec('[machine]\nmemory = "12XB"', Path("x.toml"))
+    with pytest.raises(UserError, match=r'sweep.os_cache: invalid value "cold"'):
+        parse_spec('[sweep]\nos_cache = ["cold"]', Path("x.toml"))
+
+
+def test_huge_pages_on_sweeps_shared_buffers_descending():
+    spec = parse_spec(
+        '[sweep.settings]\nshared_buffers = ["16MB", "1GB", "128MB"]\nhuge_pages = ["on", "off"]',
+        Path("x.toml"),
+    )
+    sizes = [p.settings["shared_buffers"] for p in spec.points()]
+    assert sizes == ["1GB", "1GB", "128MB", "128MB", "16MB", "16MB"]
+    plain = parse_spec('[sweep.settings]\nshared_buffers = ["16MB", "1GB"]', Path("x.toml"))
+    assert [p.settings["shared_buffers"] for p in plain.points()] == ["16MB", "1GB"]
