@@ -18,6 +18,8 @@ class PointResult:
     database_size_bytes: float | None
     blks_hit_ratio: float | None
     shared_buffers_bytes: float | None
+    cgroup_peak_bytes: float | None = None  # the emulated machine's memory, when capped
+    page_cache_bytes: float | None = None
 
     @property
     def ok(self) -> list[Measurement]:
@@ -72,9 +74,17 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
                 database_size_bytes=max(sizes) if sizes else None,
                 blks_hit_ratio=hit_ratio(hits, reads) if ok else None,
                 shared_buffers_bytes=shared_buffers.get("normalised"),
+                cgroup_peak_bytes=_max_cgroup(ok, "peak_bytes"),
+                page_cache_bytes=_max_cgroup(ok, "page_cache_bytes"),
             )
         )
     return RunData(run=run, points=results)
+
+
+def _max_cgroup(measurements: list[Measurement], key: str) -> float | None:
+    values = [((m.metrics.get("machine") or {}).get("cgroup") or {}).get(key) for m in measurements]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
 
 
 def _probe(measurement: Measurement, counter: str):

@@ -156,42 +156,70 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
     return _save(figure, out_dir, "tps-by-size")
 
 
-def latency_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
-    figure, axis = plt.subplots(figsize=(8, 4.5))
-    for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
-        xs = [r.point.swept[x_key] for r in results if r.latency_ms]
-        ys = [r.latency_ms.median for r in results if r.latency_ms]
-        axis.plot(xs, ys, marker="o", markersize=4, color=color, label=name)
-    axis.set_xlabel(x_key)
-    axis.set_ylabel("latency average (ms, median of repetitions)")
-    axis.set_ylim(bottom=0)
-    axis.grid(alpha=0.3)
-    axis.set_title(f"{data.run.name}: latency against {x_key}")
-    axis.legend(fontsize=8)
-    return _save(figure, out_dir, f"latency-by-{x_key}")
-
-
-def hit_ratio_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
-    """shared_buffers hit ratio during the measurements: why tps moves where it does."""
+def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, name: str,
+                  out_dir: Path, boundaries: bool = False) -> list[Path]:  # fmt: skip
+    """One line per series of `value_of(point result)` against the swept `x_key`."""
     figure, axis = plt.subplots(figsize=(8, 3.5))
     drawn = False
-    for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
-        xs = [r.point.swept[x_key] for r in results if r.blks_hit_ratio is not None]
-        ys = [r.blks_hit_ratio * 100 for r in results if r.blks_hit_ratio is not None]
-        drawn = drawn or bool(xs)
-        axis.plot(xs, ys, marker="o", markersize=4, color=color, label=name)
+    for (label, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
+        points = [(r.point.swept[x_key], value_of(r)) for r in results]
+        points = [(x, y) for x, y in points if y is not None]
+        drawn = drawn or bool(points)
+        axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=4,
+                  color=color, label=label)  # fmt: skip
     if not drawn:
         plt.close(figure)
         return []
     axis.set_xlabel(x_key)
-    axis.set_ylabel("shared_buffers hit ratio (%)")
-    axis.set_ylim(top=100.5)
+    axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)
-    axis.set_title(f"{data.run.name}: blks_hit / (blks_hit + blks_read) during the measurements")
-    if x_key == "scale":
+    axis.set_title(f"{data.run.name}: {title}")
+    if boundaries and x_key == "scale":
         _scale_boundaries(axis, data)
     axis.legend(fontsize=8)
-    return _save(figure, out_dir, f"hit-ratio-by-{x_key}")
+    return _save(figure, out_dir, name)
+
+
+def latency_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
+    return _median_lines(
+        data, x_key, lambda r: r.latency_ms.median if r.latency_ms else None,
+        f"latency against {x_key}", "latency average (ms, median of repetitions)",
+        f"latency-by-{x_key}", out_dir,
+    )  # fmt: skip
+
+
+def hit_ratio_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
+    """shared_buffers hit ratio during the measurements: why tps moves where it does."""
+    return _median_lines(
+        data, x_key,
+        lambda r: r.blks_hit_ratio * 100 if r.blks_hit_ratio is not None else None,
+        "blks_hit / (blks_hit + blks_read) during the measurements",
+        "shared_buffers hit ratio (%)", f"hit-ratio-by-{x_key}", out_dir, boundaries=True,
+    )  # fmt: skip
+
+
+def memory_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
+    """The capped server's memory: peak cgroup usage and page cache against the limit."""
+    results = sorted(
+        (r for r in data.points if r.cgroup_peak_bytes), key=lambda r: r.point.swept[x_key]
+    )
+    if not results or not data.memory_limit_bytes:
+        return []
+    figure, axis = plt.subplots(figsize=(8, 3.5))
+    xs = [r.point.swept[x_key] for r in results]
+    axis.plot(xs, [r.cgroup_peak_bytes / MIB for r in results], marker="o", markersize=4,
+              label="peak usage of the server's cgroup")  # fmt: skip
+    axis.plot(xs, [(r.page_cache_bytes or 0) / MIB for r in results], marker="s", markersize=4,
+              label="page cache of the server's files (end of point)")  # fmt: skip
+    axis.axhline(data.memory_limit_bytes / MIB, color="tab:purple", linestyle="--",
+                 label=f"memory limit {format_bytes(data.memory_limit_bytes)}")  # fmt: skip
+    axis.set_xlabel(x_key)
+    axis.set_ylabel("MiB")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    axis.set_title(f"{data.run.name}: the emulated machine's memory")
+    axis.legend(fontsize=8)
+    return _save(figure, out_dir, f"memory-by-{x_key}")
 
 
 def progress_plot(data: RunData, out_dir: Path) -> list[Path]:
@@ -230,6 +258,7 @@ def all_plots(data: RunData, out_dir: Path) -> list[Path]:
         paths += size_plot(data, out_dir)
     if x_key:
         paths += hit_ratio_plot(data, x_key, out_dir)
+        paths += memory_plot(data, x_key, out_dir)
         paths += latency_plot(data, x_key, out_dir)
     paths += progress_plot(data, out_dir)
     return paths
