@@ -1,0 +1,51 @@
+"""pgbench's per-transaction log (--log): one latency per transaction. Pure functions.
+
+Each line is `client_id transaction_no time script_no time_epoch time_us [schedule_lag ...]`,
+`time` being the transaction's latency in microseconds; a failed transaction (15+) writes
+`failed` or `serialization`/`deadlock`/`other` in that column instead of a number.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LoggedTransaction:
+    client: int
+    number: int
+    latency_us: int | None  # None for a failed transaction
+    script: int
+    epoch_s: int
+    epoch_us: int
+
+    @property
+    def latency_ms(self) -> float | None:
+        return None if self.latency_us is None else self.latency_us / 1000.0
+
+
+def parse_transaction_log(text: str) -> list[LoggedTransaction]:
+    transactions = []
+    for line_number, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 6:
+            raise ValueError(f"line {line_number} of a pgbench log has {len(fields)} fields")
+        latency = int(fields[2]) if fields[2].isdigit() else None
+        transactions.append(
+            LoggedTransaction(
+                client=int(fields[0]),
+                number=int(fields[1]),
+                latency_us=latency,
+                script=int(fields[3]),
+                epoch_s=int(fields[4]),
+                epoch_us=int(fields[5]),
+            )
+        )
+    return transactions
+
+
+def latencies_ms(logs: list[str]) -> list[float]:
+    """Latencies of the successful transactions of every log file, in the order they ended."""
+    transactions = [t for text in logs for t in parse_transaction_log(text)]
+    transactions.sort(key=lambda t: (t.epoch_s, t.epoch_us))
+    return [t.latency_ms for t in transactions if t.latency_ms is not None]
