@@ -104,15 +104,15 @@ def test_shipped_experiments_are_valid(name):
     parsed = parse_spec((REPO / "experiments" / name).read_text(), REPO / "experiments" / name)
     validate_settings(parsed, CATALOGUE_18)
     assert parsed.sweep_workload["scale"][0] == 1
-    assert parsed.pgbench["mode"] == "select-only"
+    assert parsed.parameters["mode"] == "select-only"
 
 
 def test_full_big_cache_is_the_seed():
     parsed = parse_spec((REPO / "experiments" / "big-cache.toml").read_text(), Path("x.toml"))
     assert parsed.sweep_workload["scale"] == list(range(1, 51))
     assert parsed.settings == {"shared_buffers": "64MB"}
-    assert (parsed.pgbench["clients"], parsed.pgbench["threads"]) == (40, 4)
-    assert parsed.pgbench["duration"] == 20
+    assert (parsed.parameters["clients"], parsed.parameters["threads"]) == (40, 4)
+    assert parsed.parameters["duration"] == 20
 
 
 def test_custom_scripts_resolve_relative_to_the_spec(tmp_path):
@@ -121,7 +121,7 @@ def test_custom_scripts_resolve_relative_to_the_spec(tmp_path):
         '[pgbench]\nmode = "custom"\nscripts = [{ file = "a.sql", weight = 7 }]',
         tmp_path / "exp.toml",
     )
-    assert parsed.pgbench["scripts"][0].file == tmp_path / "a.sql"
-    assert parsed.pgbench["scripts"][0].weight == 7
+    assert parsed.parameters["scripts"][0].file == tmp_path / "a.sql"
+    assert parsed.parameters["scripts"][0].weight == 7
     with pytest.raises(UserError, match=r'scripts\[0\].file: invalid value "b.sql": no such'):
         spec('[pgbench]\nmode = "custom"\nscripts = ["b.sql"]', tmp_path / "exp.toml")

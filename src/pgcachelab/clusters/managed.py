@@ -125,6 +125,13 @@ class ManagedCluster:
             raise
         return cluster
 
+    @classmethod
+    def attach(cls, install: PgInstall, user: OsUser, work_dir: Path, **kwargs):
+        """The cluster a paused run kept in `work_dir`: no initdb, its data as it was."""
+        if not (work_dir / "pgdata" / "PG_VERSION").is_file():
+            return None
+        return cls(install, work_dir, user, **kwargs)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def _run_as_server_user(self, args: list[str]) -> subprocess.CompletedProcess:
@@ -328,10 +335,9 @@ def _last_lines(text: str, count: int = 3) -> str:
     return " | ".join(lines[-count:]) or "(no output)"
 
 
-def reap_stale(work_dir: Path) -> bool:
-    """Stop a postmaster a killed lab left in `work_dir` and remove the directory.
-
-    Returns True when a server was still running there.
+def reap_stale(work_dir: Path, remove: bool = True) -> bool:
+    """Stop a postmaster a killed lab left in `work_dir`, and remove the directory unless
+    it holds data kept for --resume. Returns True when a server was still running there.
     """
     found = False
     pid_file = work_dir / "pgdata" / "postmaster.pid"
@@ -348,5 +354,6 @@ def reap_stale(work_dir: Path) -> bool:
             else:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
-    shutil.rmtree(work_dir, ignore_errors=True)
+    if remove:
+        shutil.rmtree(work_dir, ignore_errors=True)
     return found

@@ -5,6 +5,8 @@ pgbench its target, close. An existing server is never reconfigured or restarted
 settings it accepts are those a session may set, passed to pgbench through PGOPTIONS.
 """
 
+import contextlib
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -23,11 +25,22 @@ from pgcachelab.workloads.pgbench import PgbenchTarget, pgoptions
 SESSION_CONTEXTS = {"user", "superuser"}
 
 
+def kept_data_root() -> Path:
+    """Where clusters kept for --resume live: not /tmp, which may be cleaned at boot."""
+    root = Path(f"/var/tmp/pgcachelab-{os.geteuid()}")
+    root.mkdir(mode=0o755, exist_ok=True)
+    return root
+
+
 class ManagedTarget:
     kind = "managed"
 
     def __init__(
-        self, pg_bin: str | None, listen_tcp: bool = False, memory_bytes: int | None = None
+        self,
+        pg_bin: str | None,
+        listen_tcp: bool = False,
+        memory_bytes: int | None = None,
+        keep_data: bool = False,
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
@@ -35,6 +48,10 @@ class ManagedTarget:
         self.listen_tcp = listen_tcp
         self.cluster: ManagedCluster | None = None
         self.machine = EmulatedMachine(memory_bytes)
+        # Data that takes long to build (cache-wash) is kept when a run stops unfinished, in a
+        # directory outside /tmp, and picked up again by --resume.
+        self.keep_data = keep_data
+        self.resume_dir: Path | None = None
 
     @property
     def server_major(self) -> int:
@@ -58,17 +75,24 @@ class ManagedTarget:
     def describe(self) -> dict:
         return {"kind": self.kind, "bin_dir": str(self.install.bin_dir),
                 "source": self.install.source, "listen_tcp": self.listen_tcp,
-                "memory_limit_bytes": self.machine.memory_bytes}  # fmt: skip
+                "memory_limit_bytes": self.machine.memory_bytes,
+                "keep_data": self.keep_data}  # fmt: skip
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
         """Create and initdb the cluster, telling `record_work_dir` where before initdb runs."""
         user = server_user()
         install = install_usable_by(self.install, user)
         self.machine.open()
+        options = {"listen_tcp": self.listen_tcp, "machine": self.machine}
+        if self.resume_dir is not None:
+            self.cluster = ManagedCluster.attach(install, user, self.resume_dir, **options)
+        if self.cluster is not None:
+            record_work_dir(str(self.cluster.work_dir))
+            return
+        parent = kept_data_root() if self.keep_data else None
         self.cluster = ManagedCluster.create(
-            install, user, listen_tcp=self.listen_tcp, on_work_dir=record_work_dir,
-            machine=self.machine,
-        )  # fmt: skip
+            install, user, parent_dir=parent, on_work_dir=record_work_dir, **options
+        )
 
     @property
     def data_dir(self) -> Path | None:
@@ -83,13 +107,23 @@ class ManagedTarget:
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
         return PgbenchTarget(conninfo=self.cluster.conninfo())
 
-    def close(self) -> None:
+    def close(self, finished: bool = True) -> str | None:
+        """Stop everything; returns the directory kept for --resume, if any."""
+        kept = None
         try:
             if self.cluster is not None:
-                self.cluster.destroy()
+                if self.keep_data and not finished:
+                    self.cluster.stop()  # the directory stays
+                    kept = str(self.cluster.work_dir)
+                else:
+                    self.cluster.destroy()
+                    if self.keep_data:
+                        with contextlib.suppress(OSError):
+                            self.cluster.work_dir.parent.rmdir()
                 self.cluster = None
         finally:
             self.machine.close()
+        return kept
 
 
 class ExistingTarget:
@@ -156,7 +190,7 @@ class ExistingTarget:
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
         return PgbenchTarget(self.conninfo, self.password, session_options=settings or None)
 
-    def close(self) -> None:
+    def close(self, finished: bool = True) -> None:
         return None
 
 

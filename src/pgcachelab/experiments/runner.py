@@ -31,14 +31,8 @@ from pgcachelab.probes.environment import collect_environment
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.store.sqlite import Measurement, ResultStore
 from pgcachelab.units import format_bytes
-from pgcachelab.workloads.pgbench import (
-    PgbenchError,
-    init_args,
-    run_args,
-    run_pgbench,
-    run_pgbench_init,
-)
-from pgcachelab.workloads.pgbench_output import parse_pgbench_init_output
+from pgcachelab.workloads import cache_wash, pgbench_workload
+from pgcachelab.workloads.pgbench import PgbenchError
 
 PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
 POINT_ERRORS = (ClusterError, PgbenchError, psycopg.Error)
@@ -51,7 +45,7 @@ class RunContext:
     store: ResultStore
     run_id: str
     progress: object
-    data_key: tuple | None = None  # the pgbench data now in the database
+    workload_state: dict = field(default_factory=dict)  # e.g. which data is loaded now
     settings_recorded: set = field(default_factory=set)
 
 
@@ -69,12 +63,15 @@ def make_target(
     if dsn:
         return ExistingTarget(dsn)
     return ManagedTarget(
-        pg_bin or spec.pg_bin, listen_tcp=spec.listen_tcp, memory_bytes=memory_bytes
+        pg_bin or spec.pg_bin,
+        listen_tcp=spec.listen_tcp,
+        memory_bytes=memory_bytes,
+        keep_data=spec.workload == "cache-wash",
     )
 
 
 def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
-    return spec.sweep_workload.get(key, [spec.pgbench[key]])
+    return spec.sweep_workload.get(key, [spec.parameters[key]])
 
 
 def prepare(spec: ExperimentSpec, target, progress=None) -> None:
@@ -104,11 +101,11 @@ def prepare(spec: ExperimentSpec, target, progress=None) -> None:
 def reap_abandoned(store: ResultStore, progress) -> None:
     """Stop servers, remove directories and cgroups, and restore huge pages of killed labs."""
     for run in store.abandoned_runs():
-        if run.work_dir:
-            if reap_stale(Path(run.work_dir)):
-                progress.note(f"stopped the server left running by killed run {run.run_id}")
-            store.set_work_dir(run.run_id, None)
-        store.finish_run(run.run_id, "interrupted", "the lab process was killed")
+        keep = bool(run.target.get("keep_data"))
+        if run.work_dir and reap_stale(Path(run.work_dir), remove=not keep):
+            progress.note(f"stopped the server left running by killed run {run.run_id}")
+        kept = run.work_dir if keep else None
+        store.finish_run(run.run_id, "interrupted", "the lab process was killed", kept)
     for path in reap_stale_cgroups():
         progress.note(f"removed the cgroup a killed lab left: {path}")
     restored = hugepages.restore_abandoned()
@@ -148,6 +145,9 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
         )
     target = make_target(spec, pg_bin, dsn, run.target.get("memory_limit_bytes"))
     prepare(spec, target, progress)
+    run = store.run(run_id)  # reaping may have recorded a kept cluster
+    if isinstance(target, ManagedTarget) and run.work_dir:
+        target.resume_dir = Path(run.work_dir)
     execute(RunContext(spec, target, store, run_id, progress))
     return run_id
 
@@ -166,15 +166,46 @@ def execute(ctx: RunContext) -> None:
             for point_index, repetition in todo:
                 measure(ctx, points[point_index], repetition)
     except KeyboardInterrupt:
-        ctx.target.close()
-        ctx.store.finish_run(ctx.run_id, "interrupted", "interrupted by the user")
+        kept = ctx.target.close(finished=False)
+        ctx.store.finish_run(ctx.run_id, "interrupted", "interrupted by the user", kept)
+        _say_kept(ctx, kept)
         raise
     except BaseException as error:
-        ctx.target.close()
-        ctx.store.finish_run(ctx.run_id, "failed", f"{type(error).__name__}: {error}")
+        kept = ctx.target.close(finished=False)
+        ctx.store.finish_run(ctx.run_id, "failed", f"{type(error).__name__}: {error}", kept)
+        _say_kept(ctx, kept)
         raise
     ctx.target.close()
     ctx.store.finish_run(ctx.run_id, "done")
+
+
+def _say_kept(ctx: RunContext, kept: str | None) -> None:
+    if kept:
+        ctx.progress.note(
+            f"kept the cluster with this run's data in {kept} (server stopped) for "
+            f"pgcachelab run --resume {ctx.run_id}; remove it if you will not resume"
+        )
+
+
+def _workload(ctx: RunContext):
+    return cache_wash if ctx.spec.workload == "cache-wash" else pgbench_workload
+
+
+def _memory_available(ctx: RunContext) -> int:
+    machine = ctx.target.machine
+    if machine is not None and machine.memory_bytes:
+        return machine.memory_bytes
+    return ctx.store.run(ctx.run_id).environment.get("memory_total_bytes") or 0
+
+
+def ensure_data(ctx: RunContext, point: Point) -> dict:
+    if ctx.spec.workload == "cache-wash":
+        return cache_wash.ensure_data(
+            ctx.target, point, ctx.workload_state, _memory_available(ctx), ctx.progress.note
+        )
+    return pgbench_workload.ensure_data(
+        ctx.target, pgbench_for(ctx.target), point, ctx.workload_state
+    )
 
 
 def measure(ctx: RunContext, point: Point, repetition: int) -> None:
@@ -184,6 +215,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     metrics: dict = {}
     action = None
     machine_before = _machine_stats(ctx)
+    workload, pgbench = _workload(ctx), pgbench_for(ctx.target)
     try:
         action = ctx.target.apply(point.settings)
         metrics["data"] = ensure_data(ctx, point)
@@ -192,27 +224,21 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
                 ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
                 ctx.settings_recorded.add(point.index)
             metrics["caches"] = prepare_caches(ctx, point, conn)
-            warmup_s = point.workload.get("warmup") or 0
-            pgbench = pgbench_for(ctx.target)
-            target = ctx.target.pgbench_target(point.settings)
-            if warmup_s:
-                run_pgbench(pgbench, run_args(point.workload, warmup_s, False), target)
+            metrics["warm"] = workload.prepare(ctx.target, pgbench, point, conn)
             machine_before = _machine_stats(ctx)
             before = snapshot(conn, PROBES)
-            run = run_pgbench(pgbench, run_args(point.workload), target)
+            outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state)
             after = snapshot(conn, PROBES)
         metrics["machine"] = _machine_stats(ctx)
         _check_not_oom_killed(machine_before, metrics["machine"])
-        metrics["pgbench"] = _as_dict(run.result)
-        metrics["pgbench_args"] = run.args
-        metrics["pgbench_wall_s"] = run.wall_s
+        metrics.update(outcome.metrics)
         metrics["probes"] = delta(before, after)
         metrics["database_size_bytes"] = after["database"].get("size_bytes")
         measurement = _measurement(point, repetition, started_at, started, action, metrics)
-        measurement.tps = run.result.tps
-        measurement.latency_avg_ms = run.result.latency_avg_ms
-        measurement.latency_stddev_ms = run.result.latency_stddev_ms
-        line = f"{point.label} #{repetition + 1}: {run.result.tps:,.0f} tps"
+        measurement.tps = outcome.tps
+        measurement.latency_avg_ms = outcome.latency_avg_ms
+        measurement.latency_stddev_ms = outcome.latency_stddev_ms
+        line = f"{point.label} #{repetition + 1}: {outcome.summary}"
     except POINT_ERRORS as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if ctx.target.machine is not None:
@@ -223,37 +249,6 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         line = f"{point.label} #{repetition + 1}: failed: {reason}"
     ctx.store.record_measurement(ctx.run_id, measurement)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
-
-
-def ensure_data(ctx: RunContext, point: Point) -> dict:
-    """pgbench tables of the point's scale, initialised once and reused while it stays."""
-    workload = point.workload
-    if workload["mode"] == "custom" and not workload.get("init_steps"):
-        return {"initialised": False}
-    key = (workload["scale"], workload.get("init_steps"))
-    if key == ctx.data_key:
-        return {"initialised": False, "scale": workload["scale"]}
-    ctx.data_key = None
-    args = init_args(workload["scale"], workload.get("init_steps"), ctx.target.server_major)
-    target = ctx.target.pgbench_target({})
-    output, wall_s = run_pgbench_init(pgbench_for(ctx.target), args, target)
-    ctx.data_key = key
-    # Flush what the load dirtied now, so that the measurement does not pay for it.
-    checkpointed = True
-    with ctx.target.connect() as conn:
-        try:
-            conn.execute("checkpoint")
-        except psycopg.errors.InsufficientPrivilege:
-            checkpointed = False
-    steps = parse_pgbench_init_output(output)
-    return {
-        "initialised": True,
-        "scale": workload["scale"],
-        "init_args": args,
-        "init_wall_s": wall_s,
-        "init_steps_s": steps.steps_s,
-        "checkpoint_after_init": checkpointed,
-    }
 
 
 def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> dict:
@@ -321,9 +316,3 @@ def _measurement(point, repetition, started_at, started, action, metrics) -> Mea
         latency_stddev_ms=None,
         metrics=metrics,
     )
-
-
-def _as_dict(result) -> dict:
-    import dataclasses
-
-    return dataclasses.asdict(result)

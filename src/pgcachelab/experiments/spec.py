@@ -14,7 +14,7 @@ from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_va
 from pgcachelab.errors import UserError
 from pgcachelab.units import parse_bytes, parse_seconds
 
-WORKLOADS = ("pgbench",)
+WORKLOADS = ("pgbench", "cache-wash")
 ORDERS = ("sequential", "interleaved", "random")
 PGBENCH_MODES = ("select-only", "simple-update", "tpcb-like", "custom")
 PROTOCOLS = ("simple", "extended", "prepared")
@@ -27,7 +27,9 @@ MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
 MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
-            "machine", "pgbench", "sweep", "report"}  # fmt: skip
+            "machine", "pgbench", "cache_wash", "sweep", "report"}  # fmt: skip
+CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
+CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups")
 SERVER_KEYS = {"pg_bin", "listen_tcp", "settings"}
 REPORT_KEYS = {"title"}
 PGBENCH_DEFAULTS = {
@@ -82,7 +84,7 @@ class ExperimentSpec:
     listen_tcp: bool
     memory_bytes: int | None
     settings: dict[str, str]
-    pgbench: dict
+    parameters: dict  # the workload's fixed parameters, and the per-point cache handling
     sweep_workload: dict[str, list]
     sweep_settings: dict[str, list]
     report: dict = field(default_factory=dict)
@@ -148,18 +150,27 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     sweep = _table(problem, raw, "sweep")
     sweep_settings_raw = _table(problem, sweep, "settings", "sweep.")
     sweep_workload_raw = {key: value for key, value in sweep.items() if key != "settings"}
-    for key in sweep_workload_raw:
-        if key not in SWEEPABLE_WORKLOAD_KEYS:
-            raise problem(
-                f"sweep.{key}",
-                "unknown sweep key",
-                f"sweep one of {', '.join(SWEEPABLE_WORKLOAD_KEYS)}, "
-                f"or a server setting under [sweep.settings]",
-            )
-
     workload = raw.get("workload", "pgbench")
     if workload not in WORKLOADS:
-        raise problem.bad_value("workload", workload, "unknown workload", "use pgbench")
+        raise problem.bad_value(
+            "workload", workload, "unknown workload", f"use one of {', '.join(WORKLOADS)}"
+        )
+    sweepable = SWEEPABLE_WORKLOAD_KEYS if workload == "pgbench" else CACHE_WASH_SWEEPABLE
+    for key in sweep_workload_raw:
+        if key not in sweepable:
+            raise problem(
+                f"sweep.{key}",
+                f"unknown sweep key for the {workload} workload",
+                f"sweep one of {', '.join(sweepable)}, or a server setting under [sweep.settings]",
+            )
+    cache_wash_raw = _table(problem, raw, "cache_wash")
+    _reject_unknown(problem, cache_wash_raw, set(CACHE_WASH_DEFAULTS), "cache_wash.")
+    if workload == "cache-wash" and pgbench_raw:
+        raise problem("pgbench", "the cache-wash workload takes no [pgbench] table",
+                      "put its parameters under [cache_wash]")  # fmt: skip
+    if workload == "pgbench" and cache_wash_raw:
+        raise problem("cache_wash", "[cache_wash] needs workload = \"cache-wash\"",
+                      'set workload = "cache-wash" or remove the table')  # fmt: skip
     repetitions = raw.get("repetitions", 1)
     if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
         raise problem.bad_value(
@@ -179,10 +190,14 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     memory_bytes = None
     if "memory" in machine:
         memory_bytes = _memory(problem, "machine.memory", machine["memory"])
-    pgbench = {**PGBENCH_DEFAULTS, **pgbench_raw}
-    pgbench = _resolve_workload(problem, pgbench, "pgbench.", path.parent)
+    if workload == "cache-wash":
+        parameters = _cache_wash_parameters(problem, {**CACHE_WASH_DEFAULTS, **cache_wash_raw})
+    else:
+        parameters = {**PGBENCH_DEFAULTS, **pgbench_raw}
+        parameters = _resolve_workload(problem, parameters, "pgbench.", path.parent)
     for key, default in MACHINE_POINT_DEFAULTS.items():
-        pgbench[key] = _machine_point_value(problem, f"machine.{key}", machine.get(key, default))
+        value = machine.get(key, default)
+        parameters[key] = _machine_point_value(problem, f"machine.{key}", value)
 
     sweep_workload = {}
     for key, values in sweep_workload_raw.items():
@@ -190,8 +205,12 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         for value in values:
             if key in MACHINE_POINT_DEFAULTS:
                 _machine_point_value(problem, f"sweep.{key}", value)
+            elif workload == "cache-wash":
+                _cache_wash_parameters(problem, {**parameters, key: value}, "sweep.")
             else:
-                _resolve_workload(problem, {**pgbench, key: value}, "sweep.", path.parent, only=key)
+                _resolve_workload(
+                    problem, {**parameters, key: value}, "sweep.", path.parent, only=key
+                )
         sweep_workload[key] = values
     sweep_settings = {}
     for name, values in sweep_settings_raw.items():
@@ -220,7 +239,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         listen_tcp=listen_tcp,
         memory_bytes=memory_bytes,
         settings=settings,
-        pgbench=pgbench,
+        parameters=parameters,
         sweep_workload=sweep_workload,
         sweep_settings=sweep_settings,
         report=report,
@@ -252,6 +271,24 @@ def _memory(problem: SpecProblem, key: str, value) -> int:
     if amount < 64 * 1024 * 1024:
         raise problem.bad_value(key, value, "below 64MB", 'write a size such as "1GiB"')
     return amount
+
+
+def _cache_wash_parameters(problem: SpecProblem, raw: dict, prefix: str = "cache_wash.") -> dict:
+    """table_size: bytes ("1GiB") or a fraction of the server's memory (1.0, the seed)."""
+    resolved = dict(raw)
+    size = raw["table_size"]
+    if isinstance(size, str):
+        resolved["table_size"] = _memory(problem, f"{prefix}table_size", size)
+    elif not isinstance(size, float) or not 0 < size <= 4:
+        raise problem.bad_value(
+            f"{prefix}table_size", size, "neither a size nor a fraction of memory",
+            'write a size such as "1GiB" or a fraction such as 1.0',
+        )  # fmt: skip
+    resolved["lookups"] = _positive_int(problem, f"{prefix}lookups", raw["lookups"])
+    resolved["warmup"] = _seconds(problem, f"{prefix}warmup", raw["warmup"], True)
+    if not isinstance(raw["prewarm"], bool):
+        raise problem.bad_value(f"{prefix}prewarm", raw["prewarm"], "not a boolean", "true/false")
+    return resolved
 
 
 def _machine_point_value(problem: SpecProblem, key: str, value):
@@ -291,6 +328,8 @@ def _expand_range(problem: SpecProblem, key: str, table: dict) -> list:
             key, table, "not a range", "write {from = 1, to = 50, step = 1} or {..., factor = 2}"
         )
     start, stop = table["from"], table["to"]
+    if isinstance(start, str) and isinstance(stop, str):
+        return _expand_size_range(problem, key, table)
     if not all(isinstance(v, int | float) for v in (start, stop)) or start <= 0 or stop < start:
         raise problem.bad_value(key, table, "from/to must be numbers, 0 < from <= to", "fix them")
     values = []
@@ -311,6 +350,35 @@ def _expand_range(problem: SpecProblem, key: str, table: dict) -> list:
         values.append(value)
         value += step
     return values
+
+
+def _expand_size_range(problem: SpecProblem, key: str, table: dict) -> list[str]:
+    """{from = "128kB", to = "900MB", factor = 2} -> ["128kB", "256kB", ...] (in kB, exact)."""
+    try:
+        start, stop = parse_bytes(table["from"]), parse_bytes(table["to"])
+    except ValueError as error:
+        raise problem.bad_value(key, table, str(error), 'write sizes such as "128kB"') from None
+    factor = table.get("factor")
+    if "step" in table or not isinstance(factor, int | float) or factor <= 1 or stop < start:
+        raise problem.bad_value(
+            key, table, "a size range needs from <= to and a factor > 1",
+            'write {from = "128kB", to = "900MB", factor = 2}',
+        )  # fmt: skip
+    values, size = [], float(start)
+    while size <= stop * (1 + 1e-9):
+        text = exact_size_text(int(size // 1024) * 1024)
+        if text not in values:
+            values.append(text)
+        size *= factor
+    return values
+
+
+def exact_size_text(size_bytes: int) -> str:
+    """The largest unit that states `size_bytes` exactly: 65536kB -> "64MB", 1536kB stays."""
+    for unit, factor in (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024)):
+        if size_bytes % factor == 0:
+            return f"{size_bytes // factor}{unit}"
+    return f"{size_bytes}B"
 
 
 def _positive_int(problem, key, value, minimum=1) -> int:
@@ -496,7 +564,7 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
     points = []
     combos = itertools.product(*(values for _, _, values in axes)) if axes else [()]
     for index, combo in enumerate(combos):
-        workload = dict(spec.pgbench)
+        workload = dict(spec.parameters)
         settings = dict(spec.settings)
         swept = {}
         for (kind, key, _), value in zip(axes, combo, strict=True):
@@ -505,7 +573,8 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
                 workload[key] = value
             else:
                 settings[key] = value
-        workload["duration"] = parse_seconds(workload["duration"])
+        if "duration" in workload:
+            workload["duration"] = parse_seconds(workload["duration"])
         points.append(Point(index=index, workload=workload, settings=settings, swept=swept))
     return points
 

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from pgcachelab.report.cache_wash import cache_wash_section
 from pgcachelab.report.dataset import load_run
 from pgcachelab.report.html import render_html
 from pgcachelab.report.plots import all_plots
@@ -12,5 +13,7 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = load_run(store, run_id)
-    plots = all_plots(data, out_dir)
-    return render_html(data, plots, out_dir / "index.html")
+    wash_plots, findings = cache_wash_section(data, out_dir)
+    plots = wash_plots + all_plots(data, out_dir)
+    sections = [("Findings", findings)] if findings else []
+    return render_html(data, plots, out_dir / "index.html", sections)

@@ -99,7 +99,8 @@ def _points_table(data: RunData) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def render_html(data: RunData, plot_paths: list[Path], out_path: Path) -> Path:
+def render_html(data: RunData, plot_paths: list[Path], out_path: Path, sections=()) -> Path:
+    """`sections`: (title, HTML) pairs a workload adds before the plots, e.g. findings."""
     run = data.run
     context = "".join(
         f'<tr><th>{_esc(k)}</th><td class="text">{_esc(v)}</td></tr>'
@@ -124,6 +125,7 @@ def render_html(data: RunData, plot_paths: list[Path], out_path: Path) -> Path:
 alone with <code>pgcachelab report {_esc(run.run_id)}</code>.</p>
 <h2>Context</h2>
 <table>{context}</table>
+{"".join(f"<h2>{_esc(title)}</h2>{body}" for title, body in sections)}
 <h2>Plots</h2>
 {figures}
 <h2>Every point</h2>

@@ -155,11 +155,14 @@ class ResultStore:
     def set_work_dir(self, run_id: str, work_dir: str | None) -> None:
         self.db.execute("update runs set work_dir = ? where run_id = ?", (work_dir, run_id))
 
-    def finish_run(self, run_id: str, status: str, failure: str | None = None) -> None:
+    def finish_run(
+        self, run_id: str, status: str, failure: str | None = None, kept_dir: str | None = None
+    ) -> None:
+        """`kept_dir`: a cluster kept for --resume (its data took long to build)."""
         self.db.execute(
             "update runs set status = ?, finished_at = ?, failure = ?, lab_pid = null,"
-            " work_dir = null where run_id = ?",
-            (status, time.time(), failure, run_id),
+            " work_dir = ? where run_id = ?",
+            (status, time.time(), failure, kept_dir, run_id),
         )
 
     def record_measurement(self, run_id: str, m: Measurement) -> None:

@@ -1,0 +1,225 @@
+"""Seed 000's cache wash-out test: index lookups, one big sequential scan, lookups again.
+
+The table `random(random real, data float[])` is sized against the server's memory and built
+once per run; each point then prewarms it, warms the index with lookups, and measures three
+phases with pgbench's per-transaction log, keeping every latency: idx1 (N lookups), seq (one
+`count(data)` over the table) and idx2 (N lookups). Each phase also gets its own block reads and
+hits from pg_statio, so the report can say which cache each phase was served from.
+"""
+
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from pgcachelab.units import format_bytes
+from pgcachelab.workloads.outcome import Outcome
+from pgcachelab.workloads.pgbench import PgbenchError, run_pgbench
+from pgcachelab.workloads.pgbench_log import latencies_ms
+from pgcachelab.workloads.pgbench_workload import checkpoint
+
+TABLE = "random"
+INDEX = "random_random_idx"
+LOOKUP_SQL = "select random from random where random = (select random()::real);\n"
+SEQ_SQL = "select count(data) from random;\n"
+PHASES = ("idx1", "seq", "idx2")
+SAMPLE_ROWS = 10_000
+LOAD_BATCHES = 10
+DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
+
+
+def target_table_bytes(table_size, memory_bytes: int) -> int:
+    """`table_size` in bytes: as given, or a fraction of the server's memory (the seed: 1.0)."""
+    if isinstance(table_size, float):
+        return int(table_size * memory_bytes)
+    return int(table_size)
+
+
+def rows_for(target_bytes: int, sample_bytes: int, sample_rows: int) -> int:
+    """Rows that make a table of `target_bytes`, from the size of a sample of it."""
+    return max(sample_rows, round(target_bytes * sample_rows / max(sample_bytes, 1)))
+
+
+def _existing_build(conn: psycopg.Connection) -> dict | None:
+    row = conn.execute(
+        "select obj_description(c.oid, 'pg_class') from pg_class c where c.oid = to_regclass(%s)",
+        [TABLE],
+    ).fetchone()
+    if not row or not row[0]:
+        return None
+    try:
+        return json.loads(row[0])
+    except ValueError:
+        return None
+
+
+def ensure_data(target, point, state: dict, memory_bytes: int, note: Callable[[str], None]):
+    """Build the table once per run; a resumed run finds it (its description records it)."""
+    wanted_bytes = target_table_bytes(point.workload["table_size"], memory_bytes)
+    key = ("cache-wash", wanted_bytes)
+    if state.get("data_key") == key:
+        return {"built": False, **state["data_sizes"]}
+    with target.connect() as conn:
+        existing = _existing_build(conn)
+        if existing and existing.get("target_bytes") == wanted_bytes:
+            state["data_key"], state["data_sizes"] = key, existing
+            return {"built": False, "reused": True, **existing}
+        sizes = _build(conn, wanted_bytes, note)
+    state["data_key"], state["data_sizes"] = key, sizes
+    return {"built": True, **sizes}
+
+
+def _build(conn: psycopg.Connection, wanted_bytes: int, note) -> dict:
+    started = time.monotonic()
+    table, index = sql.Identifier(TABLE), sql.Identifier(INDEX)
+    conn.execute(sql.SQL("drop table if exists {}").format(table))
+    conn.execute(sql.SQL("create table {} (random real, data float[])").format(table))
+    fill = sql.SQL(
+        "insert into {} select r, array_fill(r, array[20]) from"
+        " (select random()::real as r from generate_series(1, %s)) s"
+    ).format(table)
+    conn.execute(fill, [SAMPLE_ROWS])
+    sample_bytes = conn.execute("select pg_relation_size(%s)", [TABLE]).fetchone()[0]
+    rows = rows_for(wanted_bytes, sample_bytes, SAMPLE_ROWS)
+    remaining, loaded = rows - SAMPLE_ROWS, SAMPLE_ROWS
+    batch = max(1, remaining // LOAD_BATCHES)
+    while remaining > 0:
+        count = min(batch, remaining)
+        conn.execute(fill, [count])
+        remaining, loaded = remaining - count, loaded + count
+        note(f"cache-wash table: {loaded:,} of {rows:,} rows loaded")
+    conn.execute(sql.SQL("create index {} on {} (random)").format(index, table))
+    note("cache-wash table: vacuum full freeze analyze")
+    conn.execute(sql.SQL("vacuum full freeze analyze {}").format(table))
+    conn.execute("create extension if not exists pg_prewarm")
+    table_bytes, index_bytes = conn.execute(
+        "select pg_relation_size(%s), pg_relation_size(%s)", [TABLE, INDEX]
+    ).fetchone()
+    sizes = {
+        "target_bytes": wanted_bytes,
+        "rows": rows,
+        "table_bytes": table_bytes,
+        "index_bytes": index_bytes,
+        "build_s": round(time.monotonic() - started, 2),
+    }
+    conn.execute(sql.SQL("comment on table {} is {}").format(table, sql.Literal(json.dumps(sizes))))
+    checkpoint(conn)
+    note(
+        f"cache-wash table: {rows:,} rows, table {format_bytes(table_bytes)}, index "
+        f"{format_bytes(index_bytes)} (wanted {format_bytes(wanted_bytes)}), "
+        f"built in {sizes['build_s']:.0f} s"
+    )
+    return sizes
+
+
+def _statio(conn: psycopg.Connection) -> dict:
+    row = conn.execute(
+        "select heap_blks_read, heap_blks_hit, coalesce(idx_blks_read, 0),"
+        " coalesce(idx_blks_hit, 0) from pg_statio_user_tables where relid = to_regclass(%s)",
+        [TABLE],
+    ).fetchone()
+    names = ("heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit")
+    return dict(zip(names, (int(v) for v in row), strict=True))
+
+
+def _wait_for_stats(conn: psycopg.Connection) -> None:
+    """pgbench's backends flush their statistics as they exit (15+: before leaving the proc
+    array), so wait until they are gone; before 15 the collector needs a moment more."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        others = conn.execute(
+            "select count(*) from pg_stat_activity where backend_type = 'client backend'"
+            " and pid <> pg_backend_pid() and datname = current_database()"
+        ).fetchone()[0]
+        if not others:
+            break
+        time.sleep(0.01)
+    if conn.info.server_version < 150000:
+        time.sleep(0.6)
+    conn.execute("select pg_stat_clear_snapshot()")
+
+
+def _phase(pgbench, script: Path, args: list[str], target, log_dir: Path, name: str):
+    prefix = f"log-{name}"  # pgbench writes log-NAME.PID (and .N per extra thread)
+    run_pgbench(pgbench, ["-n", "-c", "1", "-f", str(script), *args, "--log",
+                          f"--log-prefix={log_dir / prefix}"], target)  # fmt: skip
+    logs = [path.read_text() for path in sorted(log_dir.glob(f"{prefix}.*"))]
+    try:
+        samples = latencies_ms(logs)
+    except ValueError as error:
+        raise PgbenchError(f"unreadable pgbench log of phase {name}: {error}") from None
+    if not samples:
+        raise PgbenchError(f"pgbench logged no transaction in phase {name}")
+    return samples
+
+
+def _write_scripts(directory: Path) -> tuple[Path, Path]:
+    lookup, seq = directory / "lookup.sql", directory / "seq.sql"
+    lookup.write_text(LOOKUP_SQL)
+    seq.write_text(SEQ_SQL)
+    return lookup, seq
+
+
+def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
+    """Prewarm table then index, then warm further with the lookups (seed 000: pg_prewarm
+    fills shared_buffers but leaves usage counts at 1, so it "fills but does not warm")."""
+    done = {}
+    if point.workload.get("prewarm", True):
+        table_blocks, index_blocks = conn.execute(
+            "select pg_prewarm(%s), pg_prewarm(%s)", [TABLE, INDEX]
+        ).fetchone()
+        done["prewarmed"] = {"table_blocks": table_blocks, "index_blocks": index_blocks}
+    warmup_s = int(point.workload.get("warmup") or 0)
+    if warmup_s:
+        with tempfile.TemporaryDirectory(prefix="pgcachelab-cache-wash-") as scratch:
+            lookup, _ = _write_scripts(Path(scratch))
+            run_pgbench(pgbench, ["-n", "-c", "1", "-f", str(lookup), "-T", str(warmup_s)],
+                        target.pgbench_target(point.settings))  # fmt: skip
+    done["warmup_s"] = warmup_s
+    return done
+
+
+def run(target, pgbench, point, conn: psycopg.Connection, state: dict) -> Outcome:
+    """Reset the relation's statistics, then idx1, seq, idx2, each with its own statio."""
+    pgbench_target = target.pgbench_target(point.settings)
+    lookups = ["-t", str(int(point.workload["lookups"]))]
+    with tempfile.TemporaryDirectory(prefix="pgcachelab-cache-wash-") as scratch:
+        scratch_dir = Path(scratch)
+        lookup, seq = _write_scripts(scratch_dir)
+        _wait_for_stats(conn)
+        conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [TABLE])
+        conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [INDEX])
+        samples, statio = {}, {}
+        before = _statio(conn)
+        for name, script, args in (
+            ("idx1", lookup, lookups),
+            ("seq", seq, ["-t", "1"]),
+            ("idx2", lookup, lookups),
+        ):
+            samples[name] = _phase(pgbench, script, args, pgbench_target, scratch_dir, name)
+            _wait_for_stats(conn)
+            after = _statio(conn)
+            statio[name] = {k: after[k] - before[k] for k in after}
+            before = after
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    return Outcome(
+        metrics={
+            "cache_wash": {
+                "idx1_ms": samples["idx1"],
+                "seq_ms": samples["seq"],
+                "idx2_ms": samples["idx2"],
+                "statio": statio,
+                "data": state.get("data_sizes"),
+            }
+        },  # fmt: skip
+        latency_avg_ms=statistics.fmean(samples["idx2"]),
+        summary=(
+            f"idx1 {medians['idx1']:.3f} ms, seq {medians['seq']:.0f} ms, "
+            f"idx2 {medians['idx2']:.3f} ms (medians)"
+        ),
+    )

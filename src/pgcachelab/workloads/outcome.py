@@ -1,0 +1,12 @@
+"""What a workload hands back for one measurement."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Outcome:
+    metrics: dict = field(default_factory=dict)
+    tps: float | None = None
+    latency_avg_ms: float | None = None
+    latency_stddev_ms: float | None = None
+    summary: str = ""  # the progress line's figures, e.g. "21,022 tps"
