@@ -262,7 +262,7 @@ def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> d
     elif mode == "drop-all":
         oscache.drop_all()
         done["dropped_all"] = True
-    if point.workload.get("prewarm"):
+    if point.workload.get("prewarm") and ctx.spec.workload != "cache-wash":  # it prewarms itself
         if ctx.target.machine is not None:
             conn.execute("create extension if not exists pg_prewarm")
         rows = conn.execute(

@@ -196,7 +196,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         parameters = {**PGBENCH_DEFAULTS, **pgbench_raw}
         parameters = _resolve_workload(problem, parameters, "pgbench.", path.parent)
     for key, default in MACHINE_POINT_DEFAULTS.items():
-        value = machine.get(key, default)
+        # cache-wash prewarms by itself (table, then index: the seed's order) unless told not to
+        value = machine.get(key, parameters.get(key, default))
         parameters[key] = _machine_point_value(problem, f"machine.{key}", value)
 
     sweep_workload = {}
