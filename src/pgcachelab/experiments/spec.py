@@ -264,13 +264,13 @@ def _table(problem: SpecProblem, raw: dict, key: str, prefix: str = "") -> dict:
     return value
 
 
-def _memory(problem: SpecProblem, key: str, value) -> int:
+def _memory(problem: SpecProblem, key: str, value, minimum_mb: int = 64) -> int:
     try:
         amount = parse_bytes(value)
     except ValueError as error:
         raise problem.bad_value(key, value, str(error), 'write a size such as "1GiB"') from None
-    if amount < 64 * 1024 * 1024:
-        raise problem.bad_value(key, value, "below 64MB", 'write a size such as "1GiB"')
+    if amount < minimum_mb * 1024 * 1024:
+        raise problem.bad_value(key, value, f"below {minimum_mb}MB", 'write a size such as "1GiB"')
     return amount
 
 
@@ -279,7 +279,7 @@ def _cache_wash_parameters(problem: SpecProblem, raw: dict, prefix: str = "cache
     resolved = dict(raw)
     size = raw["table_size"]
     if isinstance(size, str):
-        resolved["table_size"] = _memory(problem, f"{prefix}table_size", size)
+        resolved["table_size"] = _memory(problem, f"{prefix}table_size", size, minimum_mb=1)
     elif not isinstance(size, float) or not 0 < size <= 4:
         raise problem.bad_value(
             f"{prefix}table_size", size, "neither a size nor a fraction of memory",
