@@ -12,7 +12,7 @@ DATA = Path(__file__).parent / "data" / "pgbench"
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_one_client_lookup_log(version):
     transactions = parse_transaction_log(
-        (DATA / version / "transaction_log_lookup.txt").read_text()
+        (DATA / version / "transaction_log_lookup.log").read_text()
     )
     assert len(transactions) == 20
     assert [t.number for t in transactions] == list(range(1, 21))
@@ -21,14 +21,14 @@ def test_one_client_lookup_log(version):
 
 
 def test_latency_values_of_the_18_capture():
-    transactions = parse_transaction_log((DATA / "18" / "transaction_log_lookup.txt").read_text())
+    transactions = parse_transaction_log((DATA / "18" / "transaction_log_lookup.log").read_text())
     assert transactions[0].latency_us == 2480
     assert transactions[1].latency_ms == 0.345
 
 
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_two_threads_write_two_logs_merged_in_time_order(version):
-    logs = [(DATA / version / f"transaction_log_two_threads_{i}.txt").read_text() for i in (0, 1)]
+    logs = [(DATA / version / f"transaction_log_two_threads_{i}.log").read_text() for i in (0, 1)]
     assert len(latencies_ms(logs)) == 10
     assert {t.client for t in parse_transaction_log(logs[1])} == {1}
 
