@@ -94,3 +94,23 @@ def test_huge_pages_on_sweeps_shared_buffers_descending():
     assert sizes == ["1GB", "1GB", "128MB", "128MB", "16MB", "16MB"]
     plain = parse_spec('[sweep.settings]\nshared_buffers = ["16MB", "1GB"]', Path("x.toml"))
     assert [p.settings["shared_buffers"] for p in plain.points()] == ["16MB", "1GB"]
+
+
+def test_a_kernel_that_gives_fewer_huge_pages_is_refused_and_restored(tmp_path, monkeypatch):
+    """The refusal path, on stand-in /proc files: this 'kernel' never raises HugePages_Total."""
+    from pgcachelab.machine import hugepages
+
+    nr, meminfo = tmp_path / "nr_hugepages", tmp_path / "meminfo"
+    nr.write_text("0\n")
+    meminfo.write_text((DATA / "meminfo.txt").read_text())
+    monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
+    monkeypatch.setattr(hugepages, "MEMINFO", meminfo)
+    monkeypatch.setattr(hugepages, "STATE_FILE", tmp_path / "state" / "nr_hugepages.json")
+    reservation = hugepages.HugePagesReservation()
+    with pytest.raises(hugepages.HugePagesUnavailable, match="^hugepages_unavailable: .* 70 "):
+        reservation.ensure(70)
+    assert nr.read_text() == "70"
+    assert (tmp_path / "state" / "nr_hugepages.json").exists()  # for a lab killed right now
+    reservation.release()
+    assert nr.read_text() == "0"
+    assert not (tmp_path / "state").exists()
