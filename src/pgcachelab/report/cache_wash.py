@@ -1,6 +1,7 @@
 """The cache-wash part of a report: seed 000's box plots, per-phase cache figures, findings."""
 
 import html
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +20,7 @@ from pgcachelab.analysis.cache_split import (  # noqa: E402
 from pgcachelab.analysis.summary import hit_ratio  # noqa: E402
 from pgcachelab.machine.emulated import shared_buffers_bytes  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
+from pgcachelab.report.plots import save_figure  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
 
 PHASE_TITLES = {
@@ -50,16 +52,6 @@ def repetitions(data: RunData) -> list[Repetition]:
 
 def _huge_pages_values(reps: list[Repetition]) -> list[str]:
     return sorted({r.huge_pages for r in reps}, reverse=True)
-
-
-def _save(figure, out_dir: Path, name: str) -> list[Path]:
-    paths = []
-    for extension in ("png", "svg"):
-        path = out_dir / f"{name}.{extension}"
-        figure.savefig(path, dpi=110, bbox_inches="tight")
-        paths.append(path)
-    plt.close(figure)
-    return paths
 
 
 def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path]:
@@ -98,7 +90,7 @@ def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path
         axis.grid(alpha=0.3, axis="y", which="both")
         axis.set_title(f"{data.run.name}: {PHASE_TITLES[phase]}")
         axis.legend(fontsize=8)
-        paths += _save(figure, out_dir, f"cache-wash-{phase}")
+        paths += save_figure(figure, out_dir, f"cache-wash-{phase}")
     return paths
 
 
@@ -122,8 +114,8 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
     styles = {"idx1": "o-", "seq": "s--", "idx2": "^-"}
     for (phase, mode), values in sorted(rows.items()):
         sizes = sorted({v[0] for v in values})
-        hit_medians = [_median([v[1] for v in values if v[0] == s]) for s in sizes]
-        read_medians = [_median([v[2] for v in values if v[0] == s]) for s in sizes]
+        hit_medians = [statistics.median([v[1] for v in values if v[0] == s]) for s in sizes]
+        read_medians = [statistics.median([v[2] for v in values if v[0] == s]) for s in sizes]
         label = f"{phase}" + (f", huge_pages={mode}" if mode else "")
         xs = [s / 2**20 for s in sizes]
         hits_axis.plot(xs, hit_medians, styles[phase], markersize=4, label=label)
@@ -137,13 +129,7 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
     reads_axis.set_ylabel("blocks read from outside shared_buffers")
     reads_axis.set_yscale("symlog")
     figure.suptitle(f"{data.run.name}: where each phase found its blocks (pg_statio)")
-    return _save(figure, out_dir, "cache-wash-blocks")
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return save_figure(figure, out_dir, "cache-wash-blocks")
 
 
 def _ms(summary) -> str:

@@ -52,7 +52,7 @@ def _scatter_and_median(axis, xs_of, results: list[PointResult], label: str, col
     axis.plot(xs, medians, marker="o", markersize=4, color=color, label=label)
 
 
-def _save(figure, out_dir: Path, name: str) -> list[Path]:
+def save_figure(figure, out_dir: Path, name: str) -> list[Path]:
     paths = []
     for extension in ("png", "svg"):
         path = out_dir / f"{name}.{extension}"
@@ -88,7 +88,7 @@ def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     if x_key == "scale":
         _scale_boundaries(axis, data)
     axis.legend(fontsize=8)
-    return _save(figure, out_dir, f"tps-by-{x_key}")
+    return save_figure(figure, out_dir, f"tps-by-{x_key}")
 
 
 def _scale_boundaries(axis, data: RunData) -> None:
@@ -153,7 +153,7 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
         for size, text, color in _boundaries(data):
             _boundary_marker(axis, size / MIB, text, color, max(sizes) * 1.5)
     axis.legend(fontsize=8)
-    return _save(figure, out_dir, "tps-by-size")
+    return save_figure(figure, out_dir, "tps-by-size")
 
 
 def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, name: str,
@@ -177,7 +177,7 @@ def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, 
     if boundaries and x_key == "scale":
         _scale_boundaries(axis, data)
     axis.legend(fontsize=8)
-    return _save(figure, out_dir, name)
+    return save_figure(figure, out_dir, name)
 
 
 def latency_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
@@ -219,7 +219,7 @@ def memory_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     axis.grid(alpha=0.3)
     axis.set_title(f"{data.run.name}: the emulated machine's memory")
     axis.legend(fontsize=8)
-    return _save(figure, out_dir, f"memory-by-{x_key}")
+    return save_figure(figure, out_dir, f"memory-by-{x_key}")
 
 
 def progress_plot(data: RunData, out_dir: Path) -> list[Path]:
@@ -246,7 +246,7 @@ def progress_plot(data: RunData, out_dir: Path) -> list[Path]:
     axis.set_title(f"{data.run.name}: throughput over time, per point")
     if drawn <= 12:
         axis.legend(fontsize=7, ncol=2)
-    return _save(figure, out_dir, "tps-over-time")
+    return save_figure(figure, out_dir, "tps-over-time")
 
 
 def all_plots(data: RunData, out_dir: Path) -> list[Path]:
