@@ -127,7 +127,8 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
         axis.legend(fontsize=7)
     hits_axis.set_ylabel("shared_buffers hit ratio of the phase (%)")
     reads_axis.set_ylabel("blocks read from outside shared_buffers")
-    reads_axis.set_yscale("symlog")
+    reads_axis.set_yscale("symlog", linthresh=1)
+    reads_axis.set_ylim(bottom=0)
     figure.suptitle(f"{data.run.name}: where each phase found its blocks (pg_statio)")
     return save_figure(figure, out_dir, "cache-wash-blocks")
 
