@@ -52,6 +52,11 @@ def test_every_phase_keeps_every_sample(tmp_path, lab_tmp):
     assert "<h2>Findings</h2>" in page and "the index survives the scan" in page
     for phase in ("idx1", "seq", "idx2"):
         assert (Path(result.stdout.strip()).parent / f"cache-wash-{phase}.svg").exists()
+    table = run_cli("show", "last", "--lab-dir", lab_dir).stdout
+    assert "idx1 ms  seq ms  idx2 ms  idx2/idx1" in table
+    assert len(table.strip().splitlines()) == 2 + 1 + 3  # title, header, rule, 3 points
+    csv = run_cli("export", "last", "--lab-dir", lab_dir, "--format", "csv").stdout
+    assert csv.splitlines()[0].endswith("idx1_ms_median,seq_ms,idx2_ms_median,shared_buffers")
 
 
 def test_an_interrupted_run_resumes_without_building_the_table_again(tmp_path, lab_tmp):

@@ -3,6 +3,7 @@
 Renderers only read this; it is rebuilt from the store alone.
 """
 
+import statistics
 from dataclasses import dataclass
 
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
@@ -20,6 +21,7 @@ class PointResult:
     shared_buffers_bytes: float | None
     cgroup_peak_bytes: float | None = None  # the emulated machine's memory, when capped
     page_cache_bytes: float | None = None
+    phase_medians_ms: dict | None = None  # cache-wash: phase -> median of repetition medians
 
     @property
     def ok(self) -> list[Measurement]:
@@ -76,9 +78,25 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
                 shared_buffers_bytes=shared_buffers.get("normalised"),
                 cgroup_peak_bytes=_max_cgroup(ok, "peak_bytes"),
                 page_cache_bytes=_max_cgroup(ok, "page_cache_bytes"),
+                phase_medians_ms=_phase_medians(ok),
             )
         )
     return RunData(run=run, points=results)
+
+
+def phase_median_ms(measurement: Measurement, phase: str) -> float | None:
+    samples = (measurement.metrics.get("cache_wash") or {}).get(f"{phase}_ms")
+    return statistics.median(samples) if samples else None
+
+
+def _phase_medians(measurements: list[Measurement]) -> dict | None:
+    medians = {}
+    for phase in ("idx1", "seq", "idx2"):
+        values = [phase_median_ms(m, phase) for m in measurements]
+        values = [v for v in values if v is not None]
+        if values:
+            medians[phase] = statistics.median(values)
+    return medians or None
 
 
 def _max_cgroup(measurements: list[Measurement], key: str) -> float | None:

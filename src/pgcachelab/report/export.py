@@ -3,11 +3,13 @@
 import csv
 import json
 
+from pgcachelab.report.dataset import phase_median_ms
 from pgcachelab.store.sqlite import ResultStore
 
 CSV_COLUMNS = ["run_id", "point_index", "label", "repetition", "status", "reason", "tps",
                "latency_avg_ms", "latency_stddev_ms", "wall_s", "server_action",
-               "database_size_bytes", "started_at"]  # fmt: skip
+               "database_size_bytes", "started_at", "idx1_ms_median", "seq_ms",
+               "idx2_ms_median"]  # fmt: skip
 
 
 def _rows(store: ResultStore, run_id: str):
@@ -29,6 +31,7 @@ def export_csv(store: ResultStore, run_id: str, out) -> None:
             run_id, m.point_index, point.label, m.repetition, m.status, m.reason or "", m.tps,
             m.latency_avg_ms, m.latency_stddev_ms, round(m.wall_s, 3), m.server_action,
             m.metrics.get("database_size_bytes"), m.started_at,
+            *[phase_median_ms(m, phase) for phase in ("idx1", "seq", "idx2")],
         ] + [point.swept.get(k, "") for k in swept_keys])  # fmt: skip
 
 

@@ -35,6 +35,8 @@ def _number(value, digits=0) -> str:
 
 def run_table(store: ResultStore, run_id: str) -> str:
     data = load_run(store, run_id)
+    if any(r.phase_medians_ms for r in data.points):
+        return _cache_wash_table(data)
     rows = []
     for result in data.points:
         tps, latency = result.tps, result.latency_ms
@@ -54,3 +56,22 @@ def run_table(store: ResultStore, run_id: str) -> str:
     run = data.run
     title = f"run {run.run_id} ({run.name}, {run.status})"
     return title + "\n" + _format_table(header, rows)
+
+
+def _cache_wash_table(data) -> str:
+    """idx1, seq and idx2 instead of tps: medians over repetitions of each one's median."""
+    rows = []
+    for result in data.points:
+        medians = result.phase_medians_ms or {}
+        reasons = "; ".join(sorted({m.reason or "" for m in result.failures}))
+        rows.append([
+            result.point.point_index, result.point.label,
+            f"{len(result.ok)}/{len(result.measurements)}",
+            _number(medians.get("idx1"), 3), _number(medians.get("seq"), 0),
+            _number(medians.get("idx2"), 3),
+            _number(medians["idx2"] / medians["idx1"] if medians.get("idx1") else None, 2),
+            reasons,
+        ])  # fmt: skip
+    header = ["#", "point", "ok", "idx1 ms", "seq ms", "idx2 ms", "idx2/idx1", "failures"]
+    run = data.run
+    return f"run {run.run_id} ({run.name}, {run.status})\n" + _format_table(header, rows)
