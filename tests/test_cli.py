@@ -424,3 +424,13 @@ def test_report_is_rebuilt_from_the_store_and_opens_offline(finished_run):
     assert "tps-by-clients" in pngs
     assert pngs == svgs
     assert all(path.stat().st_size > 0 for path in report_dir.iterdir())
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_resuming_a_managed_run_against_a_dsn_is_refused(finished_run):
+    run_id, lab_dir = finished_run["run_id"], finished_run["lab_dir"]
+    result = run_cli("run", "--resume", run_id, "--lab-dir", lab_dir, "--dsn", "host=/nowhere")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"pgcachelab: --dsn: run '{run_id}' measured a cluster")
+    assert "Traceback" not in result.stderr

