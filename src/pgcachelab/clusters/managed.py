@@ -143,7 +143,8 @@ class ManagedCluster:
     def _initdb(self) -> None:
         result = self._run_as_server_user(
             [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
-             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"],
+             "--auth=trust", "--encoding=UTF8", "--locale=C",
+             "--no-sync" if self.install.major >= 10 else "--nosync"],
         )  # fmt: skip
         if result.returncode != 0:
             raise ClusterError(f"initdb failed: {_last_lines(result.stderr)}")

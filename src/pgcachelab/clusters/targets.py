@@ -16,6 +16,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgcachelab.clusters.binaries import PgInstall, find_install, parse_version
 from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings, parse_describe_config
+from pgcachelab.clusters.installs import resolve
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.errors import UserError
@@ -44,7 +45,7 @@ class ManagedTarget:
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
-        self.install: PgInstall = find_install(pg_bin)
+        self.install: PgInstall = find_install(resolve(pg_bin) if pg_bin else None)
         self.listen_tcp = listen_tcp
         self.cluster: ManagedCluster | None = None
         self.machine = EmulatedMachine(memory_bytes)

@@ -167,7 +167,7 @@ def execute(ctx: RunContext) -> None:
         with ctx.progress:
             ctx.progress.start(len(schedule), len(schedule) - len(todo))
             if todo:
-                ctx.target.open(lambda work_dir: ctx.store.set_work_dir(ctx.run_id, work_dir))
+                _open_target(ctx)
             for point_index, repetition in todo:
                 measure(ctx, points[point_index], repetition)
     except KeyboardInterrupt:
@@ -182,6 +182,16 @@ def execute(ctx: RunContext) -> None:
         raise
     ctx.target.close()
     ctx.store.finish_run(ctx.run_id, "done")
+
+
+def _open_target(ctx: RunContext) -> None:
+    try:
+        ctx.target.open(lambda work_dir: ctx.store.set_work_dir(ctx.run_id, work_dir))
+    except ClusterError as error:
+        raise UserError(
+            f"cannot create the cluster: {error}",
+            "check the server binaries (--pg-bin) and that the machine can run them",
+        ) from None
 
 
 def _say_kept(ctx: RunContext, kept: str | None) -> None:

@@ -7,7 +7,7 @@ from pgcachelab.store.sqlite import ResultStore
 from pgcachelab.units import format_bytes
 
 
-def _format_table(header: list[str], rows: list[list[str]]) -> str:
+def format_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
@@ -26,7 +26,7 @@ def runs_table(store: ResultStore) -> str:
             time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at)),
             f"{ok}/{len(measured)}", run.environment.get("server_version", "?"),
         ])  # fmt: skip
-    return _format_table(["run", "name", "status", "started", "ok/measured", "server"], rows)
+    return format_table(["run", "name", "status", "started", "ok/measured", "server"], rows)
 
 
 def _number(value, digits=0) -> str:
@@ -55,7 +55,7 @@ def run_table(store: ResultStore, run_id: str) -> str:
               "hit %", "failures"]  # fmt: skip
     run = data.run
     title = f"run {run.run_id} ({run.name}, {run.status})"
-    return title + "\n" + _format_table(header, rows)
+    return title + "\n" + format_table(header, rows)
 
 
 def _cache_wash_table(data) -> str:
@@ -74,4 +74,4 @@ def _cache_wash_table(data) -> str:
         ])  # fmt: skip
     header = ["#", "point", "ok", "idx1 ms", "seq ms", "idx2 ms", "idx2/idx1", "failures"]
     run = data.run
-    return f"run {run.run_id} ({run.name}, {run.status})\n" + _format_table(header, rows)
+    return f"run {run.run_id} ({run.name}, {run.status})\n" + format_table(header, rows)

