@@ -28,10 +28,6 @@ class SettingInfo:
     max_value: float | None = None
     enum_values: tuple[str, ...] | None = None
 
-    @property
-    def needs_restart(self) -> bool:
-        return self.context == "postmaster"
-
 
 def parse_describe_config(text: str) -> dict[str, SettingInfo]:
     """Parse `postgres --describe-config` (tab-separated: name, context, group, type, ...)."""

@@ -6,6 +6,7 @@ settings it accepts are those a session may set, passed to pgbench through PGOPT
 """
 
 import contextlib
+import functools
 import os
 import subprocess
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from pgcachelab.clusters.binaries import PgInstall, find_install, parse_version
+from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench, parse_version
 from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings, parse_describe_config
 from pgcachelab.clusters.installs import resolve
 from pgcachelab.clusters.managed import ManagedCluster
@@ -197,8 +198,12 @@ class ExistingTarget:
 
 def pgbench_for(target) -> Path:
     """pgbench of the managed install, else the newest the lab has."""
-    from pgcachelab.clusters.binaries import find_pgbench
-
     if isinstance(target, ManagedTarget):
         return find_pgbench(target.install)
+    return _newest_pgbench()
+
+
+@functools.cache
+def _newest_pgbench() -> Path:
+    # find_install runs `postgres --version`: once per process, not once per point
     return find_pgbench(find_install(None))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
 from pgcachelab.errors import UserError
+from pgcachelab.machine.oscache import OS_CACHE_MODES
 from pgcachelab.units import parse_bytes, parse_seconds
 
 WORKLOADS = ("pgbench", "cache-wash")
@@ -21,7 +22,6 @@ PROTOCOLS = ("simple", "extended", "prepared")
 INIT_STEP_LETTERS = set("dtgGvpf")
 SWEEPABLE_WORKLOAD_KEYS = ("scale", "clients", "threads", "duration", "transactions", "mode",
                            "rate", "protocol", "os_cache", "prewarm")  # fmt: skip
-OS_CACHE_MODES = ("keep", "drop-cluster", "drop-all")
 # Per-point cache handling, kept with the workload parameters of each point.
 MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
 MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}

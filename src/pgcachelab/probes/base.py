@@ -15,10 +15,6 @@ class Probe(Protocol):
     def collect(self, conn: psycopg.Connection) -> dict: ...
 
 
-def server_version_num(conn: psycopg.Connection) -> int:
-    return conn.info.server_version
-
-
 def snapshot(conn: psycopg.Connection, probes: list[Probe]) -> dict:
     """Collect every probe; an unavailable one is recorded as absent instead of raising."""
     result = {}

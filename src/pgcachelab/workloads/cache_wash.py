@@ -27,10 +27,8 @@ TABLE = "random"
 INDEX = "random_random_idx"
 LOOKUP_SQL = "select random from random where random = (select random()::real);\n"
 SEQ_SQL = "select count(data) from random;\n"
-PHASES = ("idx1", "seq", "idx2")
 SAMPLE_ROWS = 10_000
 LOAD_BATCHES = 10
-DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
 
 
 def target_table_bytes(table_size, memory_bytes: int) -> int:

@@ -17,7 +17,6 @@ from pgcachelab.workloads.pgbench_output import (
 
 BUILTIN_SCRIPTS = {"select-only": "select-only", "simple-update": "simple-update",
                    "tpcb-like": "tpcb-like"}  # fmt: skip
-PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_history", "pgbench_tellers")
 
 
 class PgbenchError(Exception):
