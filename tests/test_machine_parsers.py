@@ -7,12 +7,13 @@ import pytest
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.machine.cgroup import _stat, parse_mountinfo, parse_proc_cgroup
-from pgcachelab.machine.emulated import MachineNeeds, check_needs, shared_buffers_bytes
+from pgcachelab.machine.emulated import MachineNeeds, check_needs
 from pgcachelab.machine.hugepages import (
     pages_for_bytes,
     parse_meminfo_hugepages,
     parse_vmpeak_bytes,
 )
+from pgcachelab.units import shared_buffers_bytes
 
 DATA = Path(__file__).parent / "data" / "machine"
 

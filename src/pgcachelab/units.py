@@ -91,3 +91,14 @@ def normalise_setting(setting: str, unit: str | None, vartype: str) -> float | s
     if unit in SETTING_UNIT_SECONDS:
         return number * SETTING_UNIT_SECONDS[unit]
     return number
+
+
+def shared_buffers_bytes(value: str | None) -> int:
+    """shared_buffers as written in a spec or conf file: a unitless number counts 8kB buffers;
+    unset is the server's default, 128MB."""
+    if value is None or str(value).strip() == "":
+        return 128 * 1024 * 1024
+    text = str(value).strip()
+    if text.isdigit():
+        return int(text) * 8192
+    return parse_bytes(text)

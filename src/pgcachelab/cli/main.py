@@ -83,7 +83,7 @@ def run(
         run_id = runner.resume_run(resume, store, progress, pg_bin=pg_bin, dsn=dsn)
     else:
         experiment = load_spec(spec)
-        target = runner.make_target(experiment, pg_bin, dsn, _memory_option(memory))
+        target = runner.make_target(experiment, pg_bin, dsn, _memory_option(memory), progress.note)
         run_id = runner.start_run(experiment, target, store, progress)
     typer.echo(f"run {run_id} finished", err=True)
     if report:

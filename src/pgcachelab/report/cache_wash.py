@@ -18,10 +18,9 @@ from pgcachelab.analysis.cache_split import (  # noqa: E402
     index_survives_from,
 )
 from pgcachelab.analysis.summary import hit_ratio  # noqa: E402
-from pgcachelab.machine.emulated import shared_buffers_bytes  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
-from pgcachelab.units import format_bytes  # noqa: E402
+from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
 
 PHASE_TITLES = {
     "idx1": "idx1: index lookups before the scan",

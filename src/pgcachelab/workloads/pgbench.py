@@ -74,7 +74,7 @@ def run_args(workload: dict, duration_s: float | None = None, with_reports: bool
     else:
         args += ["-b", BUILTIN_SCRIPTS[mode]]
     clients = int(workload["clients"])
-    threads = min(int(workload["threads"]), clients)  # pgbench refuses more threads than clients
+    threads = threads_for(workload.get("threads", 1), clients)
     args += ["-c", str(clients), "-j", str(threads)]
     if duration_s is not None:
         args += ["-T", str(int(duration_s))]
@@ -94,6 +94,13 @@ def run_args(workload: dict, duration_s: float | None = None, with_reports: bool
         if workload.get("per_statement"):
             args.append("-r")
     return args
+
+
+def threads_for(threads: int | str, clients: int) -> int:
+    """pgbench refuses more threads than clients; "auto" is one per client up to the cores."""
+    if threads == "auto":
+        return max(1, min(clients, os.cpu_count() or 1))
+    return min(int(threads), clients)
 
 
 def _script_file(script) -> str:
