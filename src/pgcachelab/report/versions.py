@@ -1,0 +1,157 @@
+"""The version part of a report (seed 001): throughput against clients, one line per version,
+for each scale class and mode; and the version-to-version table with its intervals."""
+
+import html
+import itertools
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pgcachelab.analysis.versions import VersionChange, version_changes, version_order  # noqa: E402
+from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.units import format_bytes  # noqa: E402
+
+X_KEY = "clients"
+
+
+def is_version_run(data: RunData) -> bool:
+    return "version" in data.swept_keys
+
+
+def _cell(result: PointResult, leave_out: tuple[str, ...] = ("version",)) -> tuple:
+    return tuple((k, v) for k, v in result.point.swept.items() if k not in leave_out)
+
+
+def _samples(data: RunData) -> dict[tuple, dict[str, list[float]]]:
+    samples: dict[tuple, dict[str, list[float]]] = {}
+    for result in data.points:
+        version = str(result.point.swept["version"])
+        samples.setdefault(_cell(result), {})[version] = [m.tps for m in result.ok if m.tps]
+    return samples
+
+
+def version_label(data: RunData, version: str) -> str:
+    known = (data.run.target.get("versions") or {}).get(version) or {}
+    return f"PostgreSQL {known.get('server_version') or version}"
+
+
+def _cell_text(cell: tuple) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cell)
+
+
+def _panel_title(panel: tuple, results: list[PointResult]) -> str:
+    """The cell, and what a scale class came to: its scale and the database's size."""
+    title = _cell_text(panel)
+    scales = {(m.metrics.get("data") or {}).get("scale") for r in results for m in r.ok}
+    scales.discard(None)
+    sizes = [r.database_size_bytes for r in results if r.database_size_bytes]
+    if "scale_class" in dict(panel) and len(scales) == 1:
+        title += f" (scale {scales.pop()}, {format_bytes(max(sizes)) if sizes else '?'})"
+    return title
+
+
+def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """One panel per scale class x mode (every other swept combination), clients on x."""
+    if X_KEY not in data.swept_keys:
+        return []
+    panels: dict[tuple, list[PointResult]] = {}
+    for result in data.points:
+        panels.setdefault(_cell(result, ("version", X_KEY)), []).append(result)
+    modes = list(dict.fromkeys(r.point.swept.get("mode") for r in data.points))
+    columns = len(modes) if 1 < len(modes) <= 4 else min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False
+    )  # fmt: skip
+    versions = version_order(str(r.point.swept["version"]) for r in data.points)
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = dict(zip(versions, itertools.cycle(palette), strict=False))
+    clients = sorted({r.point.swept[X_KEY] for r in data.points})
+    for axis, (panel, results) in zip(axes.flat, panels.items(), strict=False):
+        for version in versions:
+            mine = sorted(
+                (r for r in results if str(r.point.swept["version"]) == version and r.tps),
+                key=lambda r: r.point.swept[X_KEY],
+            )
+            if not mine:
+                continue
+            xs = [r.point.swept[X_KEY] for r in mine]
+            axis.fill_between(xs, [r.tps.minimum for r in mine], [r.tps.maximum for r in mine],
+                              color=colors[version], alpha=0.18, linewidth=0)  # fmt: skip
+            axis.plot(xs, [r.tps.median for r in mine], marker="o", markersize=4,
+                      color=colors[version], label=version_label(data, version))  # fmt: skip
+        axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=10)
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(clients, [str(c) for c in clients])
+        axis.minorticks_off()
+        axis.set_xlabel("clients (log scale)")
+        axis.set_ylabel("tps")
+        axis.set_ylim(bottom=0)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    for axis in list(axes.flat)[len(panels) :]:
+        axis.set_visible(False)
+    figure.suptitle(
+        f"{data.run.name}: throughput against clients per version "
+        "(line: median, band: min..max of the repetitions)",
+        fontsize=11,
+    )
+    figure.tight_layout()
+    return save_figure(figure, out_dir, "tps-by-clients-per-version")
+
+
+def _change_row(change: VersionChange) -> str:
+    if change.ci_low is None:
+        interval, verdict = "–", "too few repetitions"
+    else:
+        interval = f"{change.ci_low:.3f}..{change.ci_high:.3f}"
+        verdict = "no significant change"
+        if change.significant:
+            verdict = "faster" if change.ratio > 1 else "SLOWER"
+    row_class = ' class="failed"' if verdict == "SLOWER" else ""
+    cells = [html.escape(_cell_text(change.cell)),
+             html.escape(f"{change.previous} → {change.version}"),
+             f"{change.ratio:.3f}", interval, verdict,
+             f"{change.samples[0]} / {change.samples[1]}"]  # fmt: skip
+    return f"<tr{row_class}>" + "".join(f'<td class="text">{c}</td>' for c in cells) + "</tr>"
+
+
+def changes_html(data: RunData, changes: list[VersionChange]) -> str:
+    if not changes:
+        return "<p class='note'>No cell was measured on two versions.</p>"
+    significant = [c for c in changes if c.significant]
+    slower = [c for c in significant if c.ratio < 1]
+    head = "".join(f"<th>{h}</th>" for h in ("cell", "versions", "ratio", "95% CI",
+                                             "verdict", "repetitions"))  # fmt: skip
+    skipped = data.run.target.get("skipped_settings") or {}
+    skipped_note = "".join(
+        f"<p class='note'>PostgreSQL {html.escape(v)} does not know "
+        f"{html.escape(', '.join(names))}: its points ran without them.</p>"
+        for v, names in skipped.items()
+    )
+    return (
+        f"<p>{len(changes)} version-to-version comparisons; {len(significant)} significant "
+        f"({len(significant) - len(slower)} faster, {len(slower)} slower).</p>"
+        "<p class='note'>Ratio: geometric mean of the tps of the newer version's repetitions "
+        "over the older one's, in the same cell. 95% interval: Welch's t on the logarithms of "
+        "tps (independent samples, unequal variances). Significant: the interval excludes 1. "
+        "Every version is driven by the same pgbench; the data of each version and scale is "
+        "initialised once and reused by every mode and client count (read-write points update "
+        "rows in place and their changes are not undone).</p>"
+        f"{skipped_note}"
+        f"<table><thead><tr>{head}</tr></thead><tbody>"
+        + "".join(_change_row(c) for c in changes)
+        + "</tbody></table>"
+    )
+
+
+def versions_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
+    """Plots and the version-to-version table; nothing when the run swept no version."""
+    if not is_version_run(data):
+        return [], ""
+    return clients_plot(data, out_dir), changes_html(data, version_changes(_samples(data)))

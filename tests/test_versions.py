@@ -1,0 +1,148 @@
+"""Seed 001's pure parts: scale classes, version sweeps in specs, grouped schedules, Maven's
+failures in one line, and the version-to-version ratios with their intervals."""
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+from test_spec import error_of, spec
+
+from pgcachelab.analysis.versions import version_changes, version_order, welch_log_ratio
+from pgcachelab.clusters.installs import maven_failure
+from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.workloads.pgbench import threads_for
+from pgcachelab.workloads.scale_class import (
+    BYTES_PER_SCALE,
+    ScaleClassError,
+    scale_for_class,
+    target_bytes,
+)
+
+MB, GB = 1024**2, 1024**3
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "maven"
+
+
+# -- scale classes -------------------------------------------------------------------------------
+
+
+def test_scale_classes_sit_between_the_boundaries():
+    small, medium, large = (target_bytes(c, 128 * MB, GB) for c in ("small", "medium", "large"))
+    assert small < 128 * MB < medium < GB < large
+    assert medium == int(math.sqrt(128 * MB * GB))
+    assert scale_for_class("small", 128 * MB, GB) == round(64 * MB / BYTES_PER_SCALE) == 4
+    assert scale_for_class("large", 128 * MB, GB) == 105
+    assert scale_for_class("small", 1 * MB, GB) == 1  # never below pgbench's smallest scale
+
+
+def test_scale_class_needs_room_between_shared_buffers_and_memory():
+    with pytest.raises(ScaleClassError, match=r"over a quarter of the memory"):
+        target_bytes("medium", 512 * MB, GB)
+    with pytest.raises(ScaleClassError, match=r"unknown scale class 'huge'"):
+        target_bytes("huge", 128 * MB, GB)
+
+
+# -- specs ---------------------------------------------------------------------------------------
+
+
+def test_version_sweep_in_a_spec():
+    parsed = spec('[sweep]\nversion = [9.6, "13", 18]\nscale_class = ["small", "large"]\n'
+                  'clients = [1, 4]\n[pgbench]\nthreads = "auto"\n')  # fmt: skip
+    assert parsed.versions == ["9.6", "13", "18"]
+    points = parsed.points()
+    assert len(points) == 12
+    assert points[0].workload["version"] == "9.6"
+    assert points[0].workload["scale_class"] == "small"
+    assert points[0].workload["threads"] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "hint"),
+    [
+        ("[sweep]\nversion = [8.4]", r'sweep.version: invalid value 8.4: not a PostgreSQL major',
+         r"9.6, 10"),
+        ('[sweep]\nscale_class = ["tiny"]', r'sweep.scale_class: invalid value "tiny"',
+         r"small, medium, large"),
+        ('[sweep]\nscale_class = ["small"]\nscale = [1]', r"both a scale and a scale class",
+         r"use one of them"),
+        ('[server]\npg_bin = "/x"\n[sweep]\nversion = ["13"]', r"server.pg_bin: the spec sweeps",
+         r"remove server.pg_bin"),
+        ('[pgbench]\nthreads = "many"', r'pgbench.threads: invalid value "many"', r"1 or more"),
+    ],
+)  # fmt: skip
+def test_bad_version_specs(text, message, hint):
+    error = error_of(text)
+    assert re.search(message, error.message), error.message
+    assert re.search(hint, error.hint), error.hint
+
+
+def test_points_that_share_data_run_together_whatever_the_order():
+    parsed = spec(
+        'repetitions = 2\norder = "interleaved"\n'
+        '[sweep]\nversion = ["13", "18"]\nmode = ["select-only", "simple-update"]\n'
+    )
+    order = parsed.schedule()
+    versions = [parsed.points()[p].workload["version"] for p, _ in order]
+    assert versions == ["13"] * 4 + ["18"] * 4  # one cluster per version
+    assert order[:4] == [(0, 0), (1, 0), (0, 1), (1, 1)]  # interleaved within the version
+
+
+def test_threads_auto_follows_clients_up_to_the_cores(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert threads_for("auto", 1) == 1
+    assert threads_for("auto", 16) == 2
+    assert threads_for(8, 4) == 4  # pgbench refuses more threads than clients
+
+
+@pytest.mark.parametrize("name", ["archaeology.toml", "archaeology-quick.toml"])
+def test_shipped_archaeology_experiments(name):
+    path = REPO / "experiments" / name
+    parsed = parse_spec(path.read_text(), path)
+    assert {"9.6", "13", "15", "18"} <= set(parsed.versions)
+    assert parsed.sweep_workload["scale_class"] == ["small", "medium", "large"]
+    assert parsed.sweep_workload["mode"] == ["select-only", "simple-update"]
+
+
+# -- Maven's failures, from its real output ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("capture", "message"),
+    [
+        ("offline.txt", r"cannot reach the Maven repository \(no network\?\)"),
+        ("unreachable-mirror.txt", r"cannot reach the Maven repository"),
+        ("not-published.txt", r"no such zonky build"),
+    ],
+)
+def test_maven_failures_in_one_line(capture, message):
+    error = maven_failure("12.99.0", (DATA / capture).read_text())
+    assert "\n" not in error.message
+    assert re.search(message, error.message), error.message
+
+
+# -- version to version --------------------------------------------------------------------------
+
+
+def test_versions_in_release_order():
+    assert version_order(["18", "9.6", "13", "10"]) == ["9.6", "10", "13", "18"]
+
+
+def test_welch_ratio_of_geometric_means():
+    ratio, low, high = welch_log_ratio([100, 100, 100], [200, 200, 200])
+    assert ratio == pytest.approx(2.0) and low == high == pytest.approx(2.0)
+    ratio, low, high = welch_log_ratio([95, 100, 105], [190, 200, 210])
+    assert ratio == pytest.approx(2.0, rel=1e-3)
+    assert 1 < low < 2 < high
+    assert welch_log_ratio([100], [200])[1:] == (None, None)
+
+
+def test_a_clear_regression_is_significant_and_noise_is_not():
+    cell = (("mode", "select-only"),)
+    changes = version_changes(
+        {cell: {"9.6": [1000, 1010, 990], "13": [500, 505, 495], "18": [520, 480, 600]}}
+    )
+    assert [(c.previous, c.version) for c in changes] == [("9.6", "13"), ("13", "18")]
+    regression, noise = changes
+    assert regression.significant and regression.ratio == pytest.approx(0.5, rel=1e-3)
+    assert not noise.significant
