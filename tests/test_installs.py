@@ -67,7 +67,8 @@ def test_install_list_and_run_on_postgresql_12(tmp_path, lab_tmp, monkeypatch):
         # seed 001 in miniature: a version sweep, one line per version, a setting 12 lacks
         sweep = tmp_path / "versions.toml"
         sweep.write_text(
-            'repetitions = 2\norder = "interleaved"\n[server.settings]\nshared_buffers = "16MB"\n'
+            'repetitions = 2\norder = "interleaved"\n[server]\ndata_checksums = false\n'
+            '[server.settings]\nshared_buffers = "16MB"\n'
             "hash_mem_multiplier = 2.0\n"
             '[pgbench]\nduration = "1s"\nthreads = "auto"\n'
             '[sweep]\nversion = ["12", "18"]\nscale_class = ["small"]\n'
@@ -86,6 +87,7 @@ def test_install_list_and_run_on_postgresql_12(tmp_path, lab_tmp, monkeypatch):
         assert versions["12"]["server_version_num"]["setting"].startswith("12")
         assert "hash_mem_multiplier" not in versions["12"]
         assert versions["18"]["hash_mem_multiplier"]["setting"] == "2"
+        assert versions["18"]["data_checksums"]["setting"] == "off"  # as on 12
         page = (Path(result.stdout.strip())).read_text()
         assert "PostgreSQL 12.22" in page and "PostgreSQL 18." in page  # one line per version
         assert "Version to version" in page and "12 → 18" in page

@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 from test_spec import error_of, spec
 
-from pgcachelab.analysis.versions import version_changes, version_order, welch_log_ratio
+from pgcachelab.analysis.versions import (
+    differing_settings,
+    version_changes,
+    version_order,
+    welch_log_ratio,
+)
 from pgcachelab.clusters.installs import maven_failure
+from pgcachelab.clusters.managed import initdb_checksum_args
 from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.workloads.pgbench import threads_for
 from pgcachelab.workloads.scale_class import (
@@ -102,6 +108,17 @@ def test_shipped_archaeology_experiments(name):
     assert {"9.6", "13", "15", "18"} <= set(parsed.versions)
     assert parsed.sweep_workload["scale_class"] == ["small", "medium", "large"]
     assert parsed.sweep_workload["mode"] == ["select-only", "simple-update"]
+    assert parsed.data_checksums is False  # 18 would turn them on, the others not
+
+
+def test_data_checksums_the_same_on_every_version():
+    assert initdb_checksum_args(None, 18) == []
+    assert initdb_checksum_args(False, 18) == ["--no-data-checksums"]
+    assert initdb_checksum_args(False, 9) == []  # off is the default before 18
+    assert initdb_checksum_args(True, 13) == ["--data-checksums"]
+    assert error_of('[server]\ndata_checksums = "yes"').message.endswith(
+        'server.data_checksums: invalid value "yes": not a boolean'
+    )
 
 
 # -- Maven's failures, from its real output ------------------------------------------------------
@@ -146,3 +163,12 @@ def test_a_clear_regression_is_significant_and_noise_is_not():
     regression, noise = changes
     assert regression.significant and regression.ratio == pytest.approx(0.5, rel=1e-3)
     assert not noise.significant
+
+
+def test_changed_defaults_are_listed_and_incidental_differences_are_not():
+    differing = differing_settings({
+        "18": {"checkpoint_completion_target": "0.9", "port": "5433", "io_method": "worker",
+               "work_mem": "4MB"},
+        "9.6": {"checkpoint_completion_target": "0.5", "port": "5432", "work_mem": "4MB"},
+    })  # fmt: skip
+    assert differing == {"checkpoint_completion_target": {"9.6": "0.5", "18": "0.9"}}

@@ -7,6 +7,7 @@ the two versions need not be equal. A change is significant when its interval ex
 """
 
 import math
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -77,3 +78,32 @@ def version_changes(samples: dict[tuple, dict[str, list[float]]]) -> list[Versio
             counts = (len(by_version[previous]), len(by_version[version]))
             changes.append(VersionChange(cell, previous, version, ratio, low, high, counts))
     return changes
+
+
+# Settings that differ between any two clusters and say nothing about performance: paths, file
+# names, the version itself, where the server listens.
+_INCIDENTAL = re.compile(
+    r"^(server_version.*|data_directory|config_file|hba_file|ident_file|external_pid_file"
+    r"|krb_server_keyfile|log_directory|log_filename|port|unix_socket_.*|listen_addresses"
+    r"|ssl_.*|lc_.*|.*_locale|application_name|cluster_name|data_directory_mode)$"
+)
+
+
+def differing_settings(by_version: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """name -> version -> value, for the settings every version has but not with one value.
+
+    The lab applies the same spec to every version, but each version brings its own defaults
+    (checkpoint_completion_target, data checksums from 18, ...): they belong next to the ratios.
+    Settings that only some versions have are new features, not changed defaults: left out.
+    """
+    if not by_version:
+        return {}
+    common = set.intersection(*(set(settings) for settings in by_version.values()))
+    differing = {}
+    for name in sorted(common):
+        if _INCIDENTAL.match(name):
+            continue
+        values = {v: by_version[v][name] for v in version_order(by_version)}
+        if len(set(values.values())) > 1:
+            differing[name] = values
+    return differing

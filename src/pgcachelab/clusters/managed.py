@@ -71,6 +71,15 @@ def quote_conf_value(value) -> str:
     return "'" + setting_value_text(value).replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def initdb_checksum_args(data_checksums: bool | None, major: int) -> list[str]:
+    """initdb turns data checksums on by default from 18 and has no way to say "off" before."""
+    if data_checksums is None:
+        return []
+    if data_checksums:
+        return ["--data-checksums"]
+    return ["--no-data-checksums"] if major >= 18 else []
+
+
 class ManagedCluster:
     """One cluster in a private work directory: pgdata, a 0700 socket directory and a log."""
 
@@ -81,8 +90,10 @@ class ManagedCluster:
         user: OsUser,
         listen_tcp: bool = False,
         machine=None,  # machine.emulated.EmulatedMachine: cgroup, huge pages, caches
+        data_checksums: bool | None = None,  # None: the version's initdb default
     ):
         self.install = install
+        self.data_checksums = data_checksums
         self.machine = machine
         self.work_dir = work_dir
         self.user = user
@@ -144,7 +155,8 @@ class ManagedCluster:
         result = self._run_as_server_user(
             [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
              "--auth=trust", "--encoding=UTF8", "--locale=C",
-             "--no-sync" if self.install.major >= 10 else "--nosync"],
+             "--no-sync" if self.install.major >= 10 else "--nosync",
+             *initdb_checksum_args(self.data_checksums, self.install.major)],
         )  # fmt: skip
         if result.returncode != 0:
             raise ClusterError(f"initdb failed: {_last_lines(result.stderr)}")

@@ -43,11 +43,13 @@ class ManagedTarget:
         listen_tcp: bool = False,
         memory_bytes: int | None = None,
         keep_data: bool = False,
+        data_checksums: bool | None = None,
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
         self.install: PgInstall = find_install(resolve(pg_bin) if pg_bin else None)
         self.listen_tcp = listen_tcp
+        self.data_checksums = data_checksums
         self.cluster: ManagedCluster | None = None
         self.machine = EmulatedMachine(memory_bytes)
         # Data that takes long to build (cache-wash) is kept when a run stops unfinished, in a
@@ -78,14 +80,15 @@ class ManagedTarget:
         return {"kind": self.kind, "bin_dir": str(self.install.bin_dir),
                 "source": self.install.source, "listen_tcp": self.listen_tcp,
                 "memory_limit_bytes": self.machine.memory_bytes,
-                "keep_data": self.keep_data}  # fmt: skip
+                "keep_data": self.keep_data, "data_checksums": self.data_checksums}  # fmt: skip
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
         """Create and initdb the cluster, telling `record_work_dir` where before initdb runs."""
         user = server_user()
         install = install_usable_by(self.install, user)
         self.machine.open()
-        options = {"listen_tcp": self.listen_tcp, "machine": self.machine}
+        options = {"listen_tcp": self.listen_tcp, "machine": self.machine,
+                   "data_checksums": self.data_checksums}  # fmt: skip
         if self.resume_dir is not None:
             self.cluster = ManagedCluster.attach(install, user, self.resume_dir, **options)
         if self.cluster is not None:
@@ -140,10 +143,14 @@ class VersionedTarget:
     kind = "managed"
 
     def __init__(
-        self, bin_dirs: dict[str, str], listen_tcp: bool = False, memory_bytes: int | None = None
+        self,
+        bin_dirs: dict[str, str],
+        listen_tcp: bool = False,
+        memory_bytes: int | None = None,
+        data_checksums: bool | None = None,
     ):
         self.targets = {
-            version: ManagedTarget(bin_dir, listen_tcp, memory_bytes)
+            version: ManagedTarget(bin_dir, listen_tcp, memory_bytes, data_checksums=data_checksums)
             for version, bin_dir in bin_dirs.items()
         }
         self.version = next(iter(self.targets))

@@ -91,7 +91,7 @@ def make_target(
                 f"drop {option}, or the version sweep",
             )
         bin_dirs = {version: _installed_or_install(version, note) for version in spec.versions}
-        return VersionedTarget(bin_dirs, spec.listen_tcp, memory_bytes)
+        return VersionedTarget(bin_dirs, spec.listen_tcp, memory_bytes, spec.data_checksums)
     if dsn:
         return ExistingTarget(dsn)
     return ManagedTarget(
@@ -99,6 +99,7 @@ def make_target(
         listen_tcp=spec.listen_tcp,
         memory_bytes=memory_bytes,
         keep_data=spec.workload == "cache-wash",
+        data_checksums=spec.data_checksums,
     )
 
 

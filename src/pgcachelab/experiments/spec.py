@@ -36,7 +36,7 @@ TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "
             "machine", "pgbench", "cache_wash", "sweep", "report"}  # fmt: skip
 CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
 CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups")
-SERVER_KEYS = {"pg_bin", "listen_tcp", "settings"}
+SERVER_KEYS = {"pg_bin", "listen_tcp", "settings", "data_checksums"}
 REPORT_KEYS = {"title"}
 PGBENCH_DEFAULTS = {
     "mode": "select-only",
@@ -89,6 +89,7 @@ class ExperimentSpec:
     seed: int
     pg_bin: str | None
     listen_tcp: bool
+    data_checksums: bool | None  # None: each version's initdb default (on from 18)
     memory_bytes: int | None
     settings: dict[str, str]
     parameters: dict  # the workload's fixed parameters, and the per-point cache handling
@@ -250,6 +251,11 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     listen_tcp = server.get("listen_tcp", False)
     if not isinstance(listen_tcp, bool):
         raise problem.bad_value("server.listen_tcp", listen_tcp, "not a boolean", "true or false")
+    data_checksums = server.get("data_checksums")
+    if data_checksums is not None and not isinstance(data_checksums, bool):
+        raise problem.bad_value(
+            "server.data_checksums", data_checksums, "not a boolean", "true or false"
+        )
 
     return ExperimentSpec(
         path=path,
@@ -262,6 +268,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         seed=seed,
         pg_bin=pg_bin,
         listen_tcp=listen_tcp,
+        data_checksums=data_checksums,
         memory_bytes=memory_bytes,
         settings=settings,
         parameters=parameters,

@@ -4,7 +4,7 @@ Renderers only read this; it is rebuilt from the store alone.
 """
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
 from pgcachelab.store.sqlite import Measurement, ResultStore, Run, StoredPoint
@@ -36,6 +36,7 @@ class PointResult:
 class RunData:
     run: Run
     points: list[PointResult]
+    server_settings: dict = field(default_factory=dict)  # point index -> the whole pg_settings
 
     @property
     def swept_keys(self) -> list[str]:
@@ -81,7 +82,7 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
                 phase_medians_ms=_phase_medians(ok),
             )
         )
-    return RunData(run=run, points=results)
+    return RunData(run=run, points=results, server_settings=server_settings)
 
 
 def phase_median_ms(measurement: Measurement, phase: str) -> float | None:

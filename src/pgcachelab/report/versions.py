@@ -11,10 +11,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from pgcachelab.analysis.versions import VersionChange, version_changes, version_order  # noqa: E402
+from pgcachelab.analysis.versions import (  # noqa: E402
+    VersionChange,
+    differing_settings,
+    version_changes,
+    version_order,
+)
 from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
-from pgcachelab.units import format_bytes  # noqa: E402
+from pgcachelab.units import SETTING_UNIT_BYTES, SETTING_UNIT_SECONDS, format_bytes  # noqa: E402
 
 X_KEY = "clients"
 
@@ -150,8 +155,51 @@ def changes_html(data: RunData, changes: list[VersionChange]) -> str:
     )
 
 
+def settings_by_version(data: RunData) -> dict[str, dict[str, str]]:
+    """The settings each version's server reported (its first recorded point)."""
+    by_version: dict[str, dict[str, str]] = {}
+    for result in data.points:
+        version = str(result.point.swept["version"])
+        settings = data.server_settings.get(result.point.point_index)
+        if settings and version not in by_version:
+            by_version[version] = {name: _readable(s) for name, s in settings.items()}
+    return by_version
+
+
+def _readable(setting: dict) -> str:
+    """One value in one unit across versions: 9.6 counts max_wal_size in 16MB segments."""
+    unit, value = setting.get("unit"), setting.get("normalised")
+    if unit in SETTING_UNIT_BYTES and isinstance(value, int | float) and value >= 0:
+        return format_bytes(value)
+    if unit in SETTING_UNIT_SECONDS and isinstance(value, int | float) and value >= 0:
+        return f"{value:g} s"
+    return str(setting.get("setting"))
+
+
+def differing_settings_html(data: RunData) -> str:
+    differing = differing_settings(settings_by_version(data))
+    if not differing:
+        return ""
+    versions = version_order(next(iter(differing.values())))
+    head = "".join(f"<th>{html.escape(v)}</th>" for v in ["setting", *versions])
+    rows = "".join(
+        f'<tr><td class="text">{html.escape(name)}</td>'
+        + "".join(f'<td class="text">{html.escape(str(values[v]))}</td>' for v in versions)
+        + "</tr>"
+        for name, values in differing.items()
+    )
+    return (
+        "<h3>Settings that differ between the versions</h3>"
+        "<p class='note'>Every version ran the same spec; these are the defaults that changed "
+        "between releases (as pg_settings reported them), part of what each "
+        "version's numbers mean.</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
 def versions_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
     """Plots and the version-to-version table; nothing when the run swept no version."""
     if not is_version_run(data):
         return [], ""
-    return clients_plot(data, out_dir), changes_html(data, version_changes(_samples(data)))
+    changes = changes_html(data, version_changes(_samples(data)))
+    return clients_plot(data, out_dir), changes + differing_settings_html(data)
