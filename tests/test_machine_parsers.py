@@ -106,12 +106,39 @@ def test_a_kernel_that_gives_fewer_huge_pages_is_refused_and_restored(tmp_path, 
     meminfo.write_text((DATA / "meminfo.txt").read_text())
     monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
     monkeypatch.setattr(hugepages, "MEMINFO", meminfo)
-    monkeypatch.setattr(hugepages, "STATE_FILE", tmp_path / "state" / "nr_hugepages.json")
+    monkeypatch.setattr(hugepages, "STATE_DIR", tmp_path / "state" / "hugepages")
     reservation = hugepages.HugePagesReservation()
     with pytest.raises(hugepages.HugePagesUnavailable, match="^hugepages_unavailable: .* 70 "):
         reservation.ensure(70)
-    assert nr.read_text() == "70"
-    assert (tmp_path / "state" / "nr_hugepages.json").exists()  # for a lab killed right now
+    assert nr.read_text() == "0"  # the partial pool given back at once
     reservation.release()
     assert nr.read_text() == "0"
+    assert not (tmp_path / "state").exists()
+
+
+def test_labs_side_by_side_take_back_only_what_they_added(tmp_path, monkeypatch):
+    """Two labs raise the pool in turn and finish in the other order; a killed one is undone."""
+    from pgcachelab.machine import hugepages
+
+    nr, meminfo = tmp_path / "nr_hugepages", tmp_path / "meminfo"
+    nr.write_text("4\n")  # the administrator's pool
+    meminfo.write_text("HugePages_Total: 1000\nHugepagesize: 2048 kB\n")  # a generous kernel
+    monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
+    monkeypatch.setattr(hugepages, "MEMINFO", meminfo)
+    monkeypatch.setattr(hugepages, "STATE_DIR", tmp_path / "state" / "hugepages")
+    first, second = hugepages.HugePagesReservation(), hugepages.HugePagesReservation()
+    first.ensure(10)
+    assert nr.read_text() == "14"
+    first.ensure(6)  # a smaller shared_buffers next: the pool shrinks with it
+    assert nr.read_text() == "10"
+    monkeypatch.setattr(hugepages.os, "getpid", lambda: 999_999_998)  # another lab
+    second.ensure(20)
+    assert nr.read_text() == "30"
+    monkeypatch.setattr(hugepages.os, "getpid", lambda: 999_999_997)  # a third one, later
+    assert hugepages.restore_abandoned() == 10  # the "other lab" is dead: its 20 come back
+    monkeypatch.undo()
+    monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
+    monkeypatch.setattr(hugepages, "STATE_DIR", tmp_path / "state" / "hugepages")
+    first.release()
+    assert nr.read_text() == "4"
     assert not (tmp_path / "state").exists()

@@ -87,7 +87,7 @@ class EmulatedMachine:
                 self.last_huge_pages = self.huge_pages.ensure(pages)
             except hugepages.HugePagesUnavailable as error:
                 raise ClusterError(str(error)) from None
-        elif self.huge_pages.original is not None:
+        elif self.huge_pages.added:
             self.huge_pages.release()  # an "off" or "try" point must not find pages waiting
             self.last_huge_pages = {}
         if self.cgroup is not None:

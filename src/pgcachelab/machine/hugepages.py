@@ -1,10 +1,13 @@
-"""vm.nr_hugepages: sizing it for the server, and putting it back as it was.
+"""vm.nr_hugepages: sizing it for the server, and taking back what the lab added.
 
-The value before the lab touched it is also written to a state file, so that a lab killed
-while huge pages were raised is undone by the next lab (`restore_abandoned`).
+Labs may run side by side, so none restores an absolute value it saw once: each adds the pages
+its server needs on top of the pool as it finds it, and takes back exactly what it added. The
+read-modify-write happens under a lock, and each lab's addition is written to a state file of
+its own, so that what a killed lab added is taken back by the next lab (`restore_abandoned`).
 """
 
 import contextlib
+import fcntl
 import json
 import math
 import os
@@ -12,7 +15,7 @@ from pathlib import Path
 
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 MEMINFO = Path("/proc/meminfo")
-STATE_FILE = Path("/run/pgcachelab/nr_hugepages.json")
+STATE_DIR = Path("/run/pgcachelab/hugepages")  # one <pid>.json per lab: the pages it added
 
 
 class HugePagesUnavailable(Exception):
@@ -61,62 +64,88 @@ def availability() -> tuple[bool, str]:
 
 
 class HugePagesReservation:
-    """Raises vm.nr_hugepages for the server and restores the original value at the end."""
+    """Adds the server's huge pages to vm.nr_hugepages; takes them back at the end."""
 
     def __init__(self):
-        self.original: int | None = None
+        self.added = 0
 
     def ensure(self, pages_needed: int) -> dict:
-        """Make `pages_needed` free huge pages exist (the server is stopped at this moment)."""
-        current = int(NR_HUGEPAGES.read_text())
-        if self.original is None:
-            self.original = current
-            _remember(current)
-        before = read_hugepages()
-        used_by_others = before.get("total", 0) - before.get("free", 0) + before.get("reserved", 0)
-        target = used_by_others + pages_needed
-        if target != current:
+        """Make the pool hold `pages_needed` pages for us (the server is stopped right now)."""
+        with _locked():
+            baseline = int(NR_HUGEPAGES.read_text()) - self.added  # the pool without us
+            target = baseline + pages_needed
+            _remember(max(self.added, pages_needed))  # before the write: a kill may come
             NR_HUGEPAGES.write_text(str(target))
-        after = read_hugepages()
-        if after.get("total", 0) < target:
+            total = read_hugepages().get("total", target)
+            if total >= target:
+                self.added = pages_needed
+                _remember(self.added)
+            else:  # a point that cannot have its pages fails: give back the partial pool
+                NR_HUGEPAGES.write_text(str(baseline))
+                self.added = 0
+                _remember(0)
+        if total < target:
             raise HugePagesUnavailable(
                 f"hugepages_unavailable: the server needs {pages_needed} huge pages, the kernel "
-                f"provided {after.get('total', 0) - used_by_others} (memory too fragmented or "
-                f"too small)"
+                f"provided {max(0, total - baseline)} (memory too fragmented or too small)"
             )
         return {"pages_needed": pages_needed, "nr_hugepages": target}
 
     def release(self) -> None:
-        """Back to the original value, once no server of ours holds pages."""
-        if self.original is None:
+        """Take back what this lab added, once no server of ours holds pages."""
+        if not self.added and not _state_file(os.getpid()).exists():
             return
-        NR_HUGEPAGES.write_text(str(self.original))
-        self.original = None
-        _forget()
+        with _locked():
+            _take_back(self.added)
+            self.added = 0
+            _forget(os.getpid())
 
 
-def _remember(original: int) -> None:
+def _state_file(pid: int) -> Path:
+    return STATE_DIR / f"{pid}.json"
+
+
+@contextlib.contextmanager
+def _locked():
+    STATE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(STATE_DIR / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _take_back(pages: int) -> None:
+    current = int(NR_HUGEPAGES.read_text())
+    NR_HUGEPAGES.write_text(str(max(0, current - pages)))
+
+
+def _remember(added: int) -> None:
+    _state_file(os.getpid()).write_text(json.dumps({"added": added}))
+
+
+def _forget(pid: int) -> None:
     with contextlib.suppress(OSError):
-        STATE_FILE.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        STATE_FILE.write_text(json.dumps({"original": original, "owner_pid": os.getpid()}))
-
-
-def _forget() -> None:
-    with contextlib.suppress(OSError):
-        STATE_FILE.unlink()
-    with contextlib.suppress(OSError):
-        STATE_FILE.parent.rmdir()
+        _state_file(pid).unlink()
+    if not any(STATE_DIR.glob("*.json")):
+        for leftover in (STATE_DIR / "lock", STATE_DIR, STATE_DIR.parent):
+            with contextlib.suppress(OSError):
+                leftover.unlink() if leftover.name == "lock" else leftover.rmdir()
 
 
 def restore_abandoned() -> int | None:
-    """Put back vm.nr_hugepages that a killed lab raised; returns the restored value."""
-    try:
-        state = json.loads(STATE_FILE.read_text())
-    except (OSError, ValueError):
+    """Take back the pages killed labs added; returns vm.nr_hugepages afterwards, if changed."""
+    if not STATE_DIR.is_dir():
         return None
-    if Path(f"/proc/{state.get('owner_pid')}").exists() and state.get("owner_pid") != os.getpid():
-        return None  # that lab is alive and will restore it itself
-    with contextlib.suppress(OSError):
-        NR_HUGEPAGES.write_text(str(state["original"]))
-    _forget()
-    return state["original"]
+    restored = None
+    with _locked():
+        for state in STATE_DIR.glob("*.json"):
+            pid = int(state.stem)
+            if pid == os.getpid() or Path(f"/proc/{pid}").exists():
+                continue  # alive: it takes back its own pages
+            try:
+                added = int(json.loads(state.read_text()).get("added", 0))
+            except (OSError, ValueError):
+                added = 0
+            _take_back(added)
+            restored = int(NR_HUGEPAGES.read_text())
+            _forget(pid)
+    return restored
