@@ -191,6 +191,11 @@ def pg_list() -> None:
     typer.echo(format_table(["major", "version", "source", "bin directory (--pg-bin)"], rows))
 
 
+from pgcachelab.cli import doctor as doctor_commands  # noqa: E402  (commands in their own module)
+
+doctor_commands.register(app)
+
+
 def _terminate_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
