@@ -42,6 +42,11 @@ def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) ->
     context = diagnosis.context
     where = context.get("server") or "no server (host checks only)"
     console.print(f"doctor: host as {context.get('running_as')}; server: {where}")
+    if context.get("server") and not context.get("postmaster_pid"):
+        console.print(
+            "note: the server's processes are not visible here (another host or container): "
+            "the host checks describe this machine, not necessarily the server's"
+        )
     table = Table(show_lines=False, header_style="bold")
     table.add_column("severity")
     table.add_column("check")
