@@ -79,7 +79,8 @@ def diagnose(
     with target.connect() as conn:
         server = read_server_facts(conn)
         server_data_dir = _data_directory(conn)
-    postmaster_pid = postmaster_of_backend(server.backend_pid, root)
+        # While connected: the backend exits with the connection, and its parent is the lead.
+        postmaster_pid = postmaster_of_backend(server.backend_pid, root)
     if postmaster_pid and server_data_dir:
         postmaster_pid = _confirm_postmaster(postmaster_pid, server_data_dir, root)
     if data_dir is None and postmaster_pid and server_data_dir:
