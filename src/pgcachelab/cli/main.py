@@ -191,6 +191,13 @@ def pg_list() -> None:
     typer.echo(format_table(["major", "version", "source", "bin directory (--pg-bin)"], rows))
 
 
+from pgcachelab.cli import advise as advise_command  # noqa: E402  (commands in their own module)
+from pgcachelab.cli import doctor as doctor_commands  # noqa: E402
+
+doctor_commands.register(app)
+advise_command.register(app, _existing_store, _run_of)
+
+
 def _terminate_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 

@@ -1,0 +1,127 @@
+"""What a run's measurements favour, with intervals, and what they cannot tell. Pure functions.
+
+Samples are per-repetition values of one swept value (tps, or a phase's median latency); the
+intervals are the 95% intervals of the mean (analysis.summary). Two settings whose intervals
+overlap are not told apart: the advice says so rather than crown the one with the luckier mean.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pgcachelab.analysis.summary import Summary, summarise
+
+MIN_REPETITIONS = 3  # fewer give an interval too wide (or none) to rank settings by
+STEP_RATIO = 0.8  # throughput falling by a fifth or more between neighbouring sizes is a step
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The best value of a swept parameter and those the measurements cannot tell from it."""
+
+    best: object
+    best_summary: Summary
+    indistinguishable: list  # other values whose interval overlaps the best's
+    summaries: dict  # value -> Summary
+    caveats: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Throughput falling between two neighbouring values of a size parameter."""
+
+    before: object
+    after: object
+    ratio: float  # mean after / mean before
+    significant: bool  # the two intervals do not overlap
+    size_before_bytes: float | None
+    size_after_bytes: float | None
+    crosses: list[str]  # boundaries the database size crossed there ("shared_buffers", ...)
+
+
+@dataclass(frozen=True)
+class Advice:
+    topic: str  # the swept parameter the advice is about, e.g. "clients"
+    cell: str  # the other swept values the advice holds for, "" when none
+    recommendation: str
+    evidence: str
+    caveats: list[str] = field(default_factory=list)
+
+
+def overlaps(a: Summary, b: Summary) -> bool:
+    """Whether two intervals overlap; a value without an interval overlaps nothing it is not
+    equal to only by luck, so it is treated as overlapping (it cannot be told apart)."""
+    if a.ci_low is None or b.ci_low is None:
+        return True
+    return a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
+
+
+def repetition_caveats(summaries: dict) -> list[str]:
+    fewest = min(s.n for s in summaries.values())
+    if fewest < 2:
+        return [f"only {fewest} repetition for some values: no interval, nothing can be ranked"]
+    if fewest < MIN_REPETITIONS:
+        return [f"only {fewest} repetitions for some values: intervals are wide; use "
+                f"repetitions = {MIN_REPETITIONS} or more"]  # fmt: skip
+    return []
+
+
+def choose(samples: dict, higher_is_better: bool, show: Callable = str) -> Choice | None:
+    """The value with the best mean over its repetitions, and those within its interval;
+    `show` writes a value for the caveats (e.g. bytes as 32MB)."""
+    summaries = {value: summarise(values) for value, values in samples.items()}
+    summaries = {value: s for value, s in summaries.items() if s is not None}
+    if not summaries:
+        return None
+    pick = max if higher_is_better else min
+    best = pick(summaries, key=lambda value: summaries[value].mean)
+    tied = [v for v, s in summaries.items() if v != best and overlaps(s, summaries[best])]
+    caveats = repetition_caveats(summaries)
+    if len(summaries) == 1:
+        caveats.append("only one value was measured: nothing to compare it with")
+    elif tied:
+        caveats.append(
+            f"the intervals of {', '.join(map(show, tied))} overlap the best's: the measurements "
+            f"do not tell them apart; repeat more or measure longer"
+        )
+    return Choice(best, summaries[best], tied, summaries, caveats)
+
+
+def throughput_steps(
+    samples: dict,
+    sizes_bytes: dict,
+    boundaries_bytes: dict[str, float | None],
+) -> list[Step]:
+    """Where throughput falls by STEP_RATIO or more between neighbouring sizes (seed 004), and
+    which boundary (shared_buffers, the memory) the database size crossed there."""
+    summaries = {v: summarise(values) for v, values in samples.items()}
+    ordered = sorted(v for v, s in summaries.items() if s is not None)
+    steps = []
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        ratio = summaries[after].mean / summaries[before].mean if summaries[before].mean else 1.0
+        if ratio > STEP_RATIO:
+            continue
+        size_before, size_after = sizes_bytes.get(before), sizes_bytes.get(after)
+        crosses = [
+            name
+            for name, boundary in boundaries_bytes.items()
+            if boundary and size_before and size_after and size_before <= boundary < size_after
+        ]
+        steps.append(
+            Step(before, after, ratio, not overlaps(summaries[before], summaries[after]),
+                 size_before, size_after, crosses)
+        )  # fmt: skip
+    return steps
+
+
+def format_number(value: float) -> str:
+    """4,652 for throughput-sized numbers, 3 significant digits below 100."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def format_interval(summary: Summary, unit: str = "") -> str:
+    """'4,652 tps [95% CI 4,100, 5,204] (n=3)'; without an interval the mean and n."""
+    mean = format_number(summary.mean)
+    if summary.ci_low is None:
+        return f"{mean}{unit} (n={summary.n}, no interval)"
+    low, high = format_number(summary.ci_low), format_number(summary.ci_high)
+    return f"{mean}{unit} [95% CI {low}, {high}] (n={summary.n})"

@@ -1,0 +1,35 @@
+"""`pgcachelab advise RUN`: the settings a stored run's measurements favour, and their limits."""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+LAB_DIR_OPTION = typer.Option(
+    "--lab-dir", envvar="PGCACHELAB_DIR", help="Where results and reports live."
+)
+
+
+def register(app: typer.Typer, existing_store: Callable, run_of: Callable) -> None:
+    """Add the command; the store helpers are main's, passed in to avoid a circular import."""
+
+    @app.command()
+    def advise(
+        run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
+        lab_dir: Annotated[Path, LAB_DIR_OPTION] = Path("lab"),
+    ) -> None:
+        """The settings a stored run favours, with 95% intervals, and what it cannot tell."""
+        from pgcachelab.report.advice import run_advice
+        from pgcachelab.report.dataset import load_run
+
+        store = existing_store(lab_dir)
+        run = run_of(store, run_id)
+        data = load_run(store, run.run_id)
+        typer.echo(f"run {run.run_id} ({run.name}): what the measurements favour")
+        for item in run_advice(data):
+            where = f" [{item.cell}]" if item.cell else ""
+            typer.echo(f"- {item.topic}{where}: {item.recommendation}")
+            typer.echo(f"    evidence: {item.evidence}")
+            for caveat in item.caveats:
+                typer.echo(f"    cannot tell: {caveat}")

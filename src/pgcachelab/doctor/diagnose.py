@@ -1,0 +1,110 @@
+"""Put the readers and the checks together: one diagnosis of the host and, with a DSN, a server."""
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from pgcachelab.doctor.findings import Outcome
+from pgcachelab.doctor.host_checks import host_checks, memory_for_server_bytes
+from pgcachelab.doctor.host_facts import HostFacts, HostReader, device_of, postmaster_of_backend
+from pgcachelab.doctor.server_checks import server_checks, server_summary
+from pgcachelab.doctor.server_facts import ServerFacts, read_server_facts
+from pgcachelab.machine.hugepages import pages_for_bytes, parse_vmpeak_bytes
+
+
+@dataclass
+class Diagnosis:
+    outcomes: list[Outcome]
+    context: dict = field(default_factory=dict)  # what was examined, for the header and JSON
+
+
+def diagnose_host_and_server(
+    host: HostReader,
+    server: ServerFacts | None,
+    data_dir: Path | None = None,
+    postmaster_pid: int | None = None,
+) -> Diagnosis:
+    """Host checks always; server checks when `server` is given."""
+    device, device_reason = None, "no data directory known: give --dsn or --data-dir"
+    if data_dir is not None:
+        try:
+            device = device_of(data_dir)
+        except OSError as error:
+            device_reason = f"cannot stat the data directory {data_dir}: {error.strerror}"
+    facts = host.read(postmaster_pid, device, device_reason)
+    summary = server_summary(server) if server else {}
+    summary["postmaster_pid"] = postmaster_pid
+    if server and summary["huge_pages_needed"] is None and postmaster_pid:
+        # Before 15 the server cannot say: the seeds' way, from the postmaster's VmPeak.
+        summary["huge_pages_needed"] = _pages_from_vmpeak(host, facts, postmaster_pid)
+    outcomes = host_checks(facts, summary)
+    memory = memory_for_server_bytes(facts)
+    limited = facts.cgroup_memory_limit_bytes and memory == facts.cgroup_memory_limit_bytes
+    if server:
+        outcomes += server_checks(server, memory, "cgroup limit" if limited else "RAM")
+    context = {
+        "root": str(host.root),
+        "memory_total_bytes": facts.memory_total_bytes,
+        "memory_for_server_bytes": memory,
+        "data_directory": str(data_dir) if data_dir else None,
+        "postmaster_pid": postmaster_pid,
+        "server_version": server.server_version if server else None,
+        "running_as": "root" if os.geteuid() == 0 else f"uid {os.geteuid()}",
+    }
+    return Diagnosis(outcomes, context)
+
+
+def _pages_from_vmpeak(host: HostReader, facts: HostFacts, pid: int) -> int | None:
+    try:
+        vmpeak = parse_vmpeak_bytes(host.text(f"/proc/{pid}/status"))
+    except OSError:
+        return None
+    page = facts.hugepages.get("page_size_bytes", 2 * 1024**2)
+    return pages_for_bytes(vmpeak, page) if vmpeak else None
+
+
+def diagnose(
+    root: Path = Path("/"), dsn: str | None = None, data_dir: Path | None = None
+) -> Diagnosis:
+    """The doctor command's work: read, check, never change."""
+    host = HostReader(root)
+    if dsn is None:
+        return diagnose_host_and_server(host, None, data_dir)
+    from pgcachelab.clusters.targets import ExistingTarget  # UserError on a bad or dead DSN
+
+    target = ExistingTarget(dsn)
+    with target.connect() as conn:
+        server = read_server_facts(conn)
+        server_data_dir = _data_directory(conn)
+        # While connected: the backend exits with the connection, and its parent is the lead.
+        postmaster_pid = postmaster_of_backend(server.backend_pid, root)
+    if postmaster_pid and server_data_dir:
+        postmaster_pid = _confirm_postmaster(postmaster_pid, server_data_dir, root)
+    if data_dir is None and postmaster_pid and server_data_dir:
+        data_dir = Path(server_data_dir)  # only a local server's directory is ours to stat
+    diagnosis = diagnose_host_and_server(host, server, data_dir, postmaster_pid)
+    diagnosis.context["server"] = target.safe_description()
+    return diagnosis
+
+
+def _data_directory(conn: psycopg.Connection) -> str | None:
+    """data_directory is visible to superusers and pg_read_all_settings only."""
+    try:
+        return conn.execute(
+            "select setting from pg_settings where name = 'data_directory'"
+        ).fetchone()[0]
+    except (TypeError, psycopg.Error):
+        return None
+
+
+def _confirm_postmaster(pid: int, data_directory: str, root: Path) -> int | None:
+    """A pid found on this host is our server's only if it runs in the server's data
+    directory (the postmaster chdirs there); where its cwd is not readable, trust the pid."""
+    with contextlib.suppress(OSError):
+        cwd = os.readlink(HostReader(root).path(f"/proc/{pid}/cwd"))
+        if Path(cwd) != Path(data_directory):
+            return None
+    return pid

@@ -1,0 +1,77 @@
+"""Doctor's output: a rich table for people, JSON for programs. Both only read a Diagnosis."""
+
+import json
+import os
+import shutil
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pgcachelab.doctor.diagnose import Diagnosis
+from pgcachelab.doctor.findings import Finding, Skipped, severity_rank
+
+# JSON format history: 1 — findings and skipped checks, context.
+JSON_FORMAT_VERSION = 1
+STYLES = {"ok": "green", "info": "cyan", "warning": "yellow", "critical": "bold red"}
+
+
+def _ordered(diagnosis: Diagnosis) -> list:
+    """Worst first, skipped last; the checks' own order otherwise."""
+
+    def key(outcome):
+        return -1 if isinstance(outcome, Skipped) else severity_rank(outcome.severity)
+
+    return sorted(diagnosis.outcomes, key=key, reverse=True)
+
+
+def as_json(diagnosis: Diagnosis) -> str:
+    findings = [o.as_dict() for o in _ordered(diagnosis) if isinstance(o, Finding)]
+    skipped = [o.as_dict() for o in diagnosis.outcomes if isinstance(o, Skipped)]
+    return json.dumps(
+        {"format": JSON_FORMAT_VERSION, "context": diagnosis.context, "findings": findings,
+         "skipped": skipped},
+        indent=2,
+    )  # fmt: skip
+
+
+def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) -> None:
+    width = max(shutil.get_terminal_size((120, 24)).columns, 100)
+    console = Console(file=out, width=width, no_color="NO_COLOR" in os.environ, highlight=False)
+    context = diagnosis.context
+    where = context.get("server") or "no server (host checks only)"
+    console.print(f"doctor: host as {context.get('running_as')}; server: {where}")
+    if context.get("server") and not context.get("postmaster_pid"):
+        console.print(
+            "note: the server's processes are not visible here (another host or container): "
+            "the host checks describe this machine, not necessarily the server's"
+        )
+    table = Table(show_lines=False, header_style="bold")
+    table.add_column("severity")
+    table.add_column("check")
+    table.add_column("found", overflow="fold")
+    for outcome in _ordered(diagnosis):
+        if isinstance(outcome, Skipped):
+            table.add_row(Text("skipped", style="dim"), outcome.check, Text(outcome.reason))
+        else:
+            style = STYLES[outcome.severity]
+            table.add_row(Text(outcome.severity, style=style), outcome.check, Text(outcome.found))
+    console.print(table)
+    to_change = [o for o in _ordered(diagnosis) if isinstance(o, Finding) and o.severity != "ok"]
+    if to_change:
+        console.print("What to change:", style="bold")
+    for finding in to_change:
+        console.print(
+            Text.assemble(
+                (f"[{finding.severity}] ", STYLES[finding.severity]), (finding.check, "bold")
+            )
+        )
+        console.print(Text(f"  why: {finding.recommendation}"))
+        console.print(Text(f"  fix: {finding.fix}"))
+        console.print(Text(f"  source: {finding.source}"))
+    if hint_without_server:
+        console.print(
+            "Server checks need a connection: pgcachelab doctor --dsn "
+            '"host=/var/run/postgresql dbname=postgres"'
+        )

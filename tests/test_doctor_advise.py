@@ -1,0 +1,85 @@
+"""advise: pure advice on constructed samples, and end to end on quick runs made through the CLI."""
+
+import statistics
+
+import pytest
+from conftest import SPECS_DIR, run_cli
+
+from pgcachelab.analysis.advice import choose, format_interval, throughput_steps
+from pgcachelab.report.dataset import load_run
+from pgcachelab.store.sqlite import ResultStore
+
+MB = 1024**2
+
+# -- pure ------------------------------------------------------------------------------------------
+
+
+def test_choose_a_clear_peak():
+    choice = choose({1: [100, 102, 101], 8: [400, 405, 398], 32: [300, 310, 305]}, True)
+    assert choice.best == 8
+    assert choice.indistinguishable == []
+    assert choice.caveats == []
+    assert format_interval(choice.best_summary, " tps").startswith("401 tps [95% CI 392, 410]")
+
+
+def test_choose_says_when_intervals_overlap_and_repetitions_are_few():
+    choice = choose({"16": [100, 140], "17": [120, 130]}, True)
+    assert choice.best == "17"
+    assert choice.indistinguishable == ["16"]
+    assert any("only 2 repetitions" in c for c in choice.caveats)
+    assert any("do not tell them apart" in c for c in choice.caveats)
+
+
+def test_choose_the_lowest_latency_and_one_repetition_has_no_interval():
+    choice = choose({1 * MB: [0.5], 32 * MB: [0.1]}, False)
+    assert choice.best == 32 * MB
+    assert "no interval" in choice.caveats[0]
+
+
+def test_throughput_steps_name_the_boundary_crossed():
+    samples = {1: [1000, 1010, 990], 2: [980, 990, 1000], 4: [400, 410, 390], 8: [380, 390, 385]}
+    sizes = {1: 20 * MB, 2: 40 * MB, 4: 70 * MB, 8: 130 * MB}
+    steps = throughput_steps(samples, sizes, {"shared_buffers": 64 * MB, "memory": 1024 * MB})
+    assert len(steps) == 1
+    step = steps[0]
+    assert (step.before, step.after, step.significant) == (2, 4, True)
+    assert step.crosses == ["shared_buffers"]
+    assert 0.39 < step.ratio < 0.42
+
+
+# -- end to end: quick runs through the CLI ------------------------------------------------------
+
+
+def _run_and_advise(spec, tmp_path, lab_tmp):
+    lab_dir = tmp_path / "lab"
+    ran = run_cli("run", spec, "--lab-dir", lab_dir, "--no-report", tmpdir=lab_tmp)
+    assert ran.returncode == 0, ran.stderr
+    advised = run_cli("advise", "last", "--lab-dir", lab_dir)
+    assert advised.returncode == 0, advised.stderr
+    store = ResultStore.in_lab_dir(lab_dir)
+    return advised.stdout, load_run(store, store.runs()[-1].run_id)
+
+
+@pytest.mark.server
+def test_advise_a_clients_sweep_names_the_peak_it_measured(tmp_path, lab_tmp):
+    output, data = _run_and_advise(SPECS_DIR / "two-points.toml", tmp_path, lab_tmp)
+    means = {r.point.swept["clients"]: statistics.fmean(m.tps for m in r.ok) for r in data.points}
+    peak = max(means, key=means.get)
+    assert f"- clients: clients = {peak} gives the peak throughput" in output
+    assert "[95% CI" in output
+    assert "cannot tell: only 2 repetitions" in output  # the spec repeats each point twice
+
+
+@pytest.mark.server
+def test_advise_a_cache_wash_run_names_the_shared_buffers_for_idx2(tmp_path, lab_tmp):
+    output, data = _run_and_advise(SPECS_DIR / "advise-cache-wash.toml", tmp_path, lab_tmp)
+    assert "- shared_buffers: shared_buffers = " in output
+    assert "gives the fastest index lookups after a large scan" in output
+    assert "idx2 median" in output
+    assert "cannot tell: only 2 repetitions" in output
+
+
+def test_advise_unknown_run_is_one_line(tmp_path):
+    result = run_cli("advise", "nope", "--lab-dir", tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("pgcachelab: --lab-dir: no results in")
