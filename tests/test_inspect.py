@@ -83,6 +83,21 @@ def _prepare(cluster: ManagedCluster) -> None:
         conn.execute("select sum(id) from accounts where id <= 20000")
 
 
+def _regression_check(install: PgInstall, build_root: Path, cluster: ManagedCluster) -> None:
+    """The extension's own sql/ + expected/ test, through PGXS's installcheck (pg_regress)."""
+    build_dir = build_root / install.version
+    env = {**cli_env(), "PGHOST": str(cluster.socket_dir), "PGPORT": str(cluster.port),
+           "PGUSER": "lab"}  # fmt: skip
+    result = subprocess.run(
+        ["make", "-C", str(build_dir), "-f", str(extension.SOURCE_DIR / "Makefile"),
+         f"VPATH={extension.SOURCE_DIR}", f"PG_CONFIG={install.tool('pg_config')}",
+         "installcheck"],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    diffs = build_dir / "regression.diffs"
+    assert result.returncode == 0, diffs.read_text() if diffs.exists() else result.stdout
+
+
 def _by_relation(snapshot) -> dict:
     return {
         (r.database_oid, r.tablespace_oid, r.relfilenode, r.fork): (
@@ -138,6 +153,10 @@ def test_totals_add_up_and_bad_modes_are_refused(idle_cluster):
         assert total == 4096 and used + free == total and used > 0  # 32MB of 8kB buffers
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="semiconsistent"):
             conn.execute("select * from pg_cachelab_relations('semiconsistent')")
+
+
+def test_the_extensions_own_regression_test_passes(idle_cluster, pg_install, extension_build_dir):
+    _regression_check(pg_install, extension_build_dir, idle_cluster)
 
 
 def test_snapshots_under_pgbench_load(idle_cluster, pg_install):
@@ -228,6 +247,7 @@ def test_pg_15_builds_installs_and_agrees_with_its_grouped_view(
                 cluster.apply_settings(IDLE_SETTINGS)
                 _prepare(cluster)
                 _assert_idle_agreement(cluster)
+                _regression_check(install, extension_build_dir, cluster)
         finally:
             installed.close()
 
