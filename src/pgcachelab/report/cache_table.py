@@ -4,8 +4,10 @@ from pgcachelab.probes.buffercache import CacheSnapshot, RelationCache
 from pgcachelab.report.tables import format_table
 from pgcachelab.units import format_bytes
 
-HEADER = ["relation", "kind", "buffers", "size in sb", "% of sb", "% cached", "% in OS cache",
-          "dirty", "pinned", "usage 0/1/2/3/4/5"]  # fmt: skip
+# "% of relation": how much of the relation fork is in shared_buffers; "% in OS cache": how much
+# of its files the page cache holds (the two may overlap: a page can be in both).
+HEADER = ["relation", "kind", "buffers", "in shared_buffers", "% of shared_buffers",
+          "% of relation", "% in OS cache", "dirty", "pinned", "usage 0/1/2/3/4/5"]  # fmt: skip
 
 
 def _percent(part: float | None, whole: float | None) -> str:
