@@ -181,22 +181,31 @@ relation_key(const BufferTag *tag, CachelabRelationKey *key)
 #endif
 }
 
-static void
-count_buffer(HTAB *relations, const BufferTag *tag, uint32 state)
+/*
+ * Add one valid buffer to its relation's counters.  Neighbouring buffers
+ * usually hold the same relation (a scan or a prewarm fills consecutive
+ * victims), so the previous entry is tried before the hash table: dynahash
+ * never moves an entry, and nothing is removed during the scan.
+ */
+static CachelabRelation *
+count_buffer(HTAB *relations, CachelabRelation *previous, const BufferTag *tag, uint32 state)
 {
 	CachelabRelationKey key;
-	CachelabRelation *relation;
+	CachelabRelation *relation = previous;
 	bool		found;
 	uint32		usage_count;
 
 	relation_key(tag, &key);
-	relation = (CachelabRelation *) hash_search(relations, &key, HASH_ENTER, &found);
-	if (!found)
+	if (relation == NULL || memcmp(&relation->key, &key, sizeof(key)) != 0)
 	{
-		relation->buffers = 0;
-		relation->dirty = 0;
-		relation->pinned = 0;
-		memset(relation->usage_counts, 0, sizeof(relation->usage_counts));
+		relation = (CachelabRelation *) hash_search(relations, &key, HASH_ENTER, &found);
+		if (!found)
+		{
+			relation->buffers = 0;
+			relation->dirty = 0;
+			relation->pinned = 0;
+			memset(relation->usage_counts, 0, sizeof(relation->usage_counts));
+		}
 	}
 	relation->buffers++;
 	if (state & BM_DIRTY)
@@ -205,6 +214,7 @@ count_buffer(HTAB *relations, const BufferTag *tag, uint32 state)
 		relation->pinned++;
 	usage_count = BUF_STATE_GET_USAGECOUNT(state);
 	relation->usage_counts[Min(usage_count, BM_MAX_USAGE_COUNT)]++;
+	return relation;
 }
 
 /*
@@ -221,7 +231,7 @@ pg_cachelab_relations(PG_FUNCTION_ARGS)
 	HASHCTL		hash_control;
 	HTAB	   *relations;
 	HASH_SEQ_STATUS cursor;
-	CachelabRelation *relation;
+	CachelabRelation *relation = NULL;
 
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -243,7 +253,7 @@ pg_cachelab_relations(PG_FUNCTION_ARGS)
 			CHECK_FOR_INTERRUPTS();
 		state = read_buffer_header(GetBufferDescriptor(i), mode, &tag);
 		if (buffer_in_use(state))
-			count_buffer(relations, &tag, state);
+			relation = count_buffer(relations, relation, &tag, state);
 	}
 
 	hash_seq_init(&cursor, relations);
