@@ -161,6 +161,31 @@ def test_the_extensions_own_regression_test_passes(idle_cluster, pg_install, ext
     _regression_check(pg_install, extension_build_dir, idle_cluster)
 
 
+def test_a_scan_answers_a_cancel_request(idle_cluster):
+    with idle_cluster.connect() as scanner, idle_cluster.connect() as canceller:
+        pid = scanner.info.backend_pid
+
+        def cancel_when_scanning() -> None:
+            def scanning() -> bool:
+                return canceller.execute(
+                    "select state = 'active' from pg_stat_activity where pid = %s", [pid]
+                ).fetchone()[0]
+
+            wait_for(scanning, what="the scan to start")
+            time.sleep(0.2)
+            canceller.execute("select pg_cancel_backend(%s)", [pid])
+
+        thread = threading.Thread(target=cancel_when_scanning)
+        thread.start()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            scanner.execute(
+                "do $$ begin for i in 1..1000000 loop"
+                " perform count(*) from pg_cachelab_relations('fast'); end loop; end $$"
+            )
+        thread.join()
+        assert scanner.execute("select 1").fetchone() == (1,)  # the session goes on
+
+
 def test_snapshots_under_pgbench_load(idle_cluster, pg_install):
     pgbench = str(find_pgbench(pg_install))
     dsn = dsn_of(idle_cluster)
@@ -345,6 +370,25 @@ def test_inspect_names_the_missing_extension_and_how_to_get_it(idle_cluster):
     result = run_cli("inspect", "--dsn", dsn, "--mode", "fast")
     assert result.returncode == 2
     assert "neither pg_cachelab nor pg_buffercache" in result.stderr
+
+
+def test_inspect_as_a_monitoring_role_and_as_a_role_without_rights(idle_cluster):
+    with idle_cluster.connect() as conn:
+        conn.execute("drop role if exists watcher")
+        conn.execute("drop role if exists stranger")
+        conn.execute("create role watcher login in role pg_monitor")
+        conn.execute("create role stranger login")
+    watcher = dsn_of(idle_cluster).replace("user=lab", "user=watcher")
+    result = run_cli("inspect", "--dsn", watcher, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["method"] == "extension"
+
+    stranger = dsn_of(idle_cluster).replace("user=lab", "user=stranger")
+    result = run_cli("inspect", "--dsn", stranger)
+    assert result.returncode == 2
+    first, hint = result.stderr.splitlines()[-2:]
+    assert first.startswith("pgcachelab: role 'stranger' may not read shared_buffers (extension)")
+    assert hint == "hint: GRANT pg_monitor TO stranger, or connect as a superuser"
 
 
 def test_extension_install_command_builds_into_the_install(pg_cachelab_18, pg_install):

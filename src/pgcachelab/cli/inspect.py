@@ -197,6 +197,24 @@ def resolve_method(conn: psycopg.Connection, requested: str, mode: str) -> str:
     return method
 
 
+def _collect(conn: psycopg.Connection, method: str, mode: str):
+    """One snapshot; the server's refusals become user errors (no traceback)."""
+    from pgcachelab.probes.buffercache import collect
+
+    try:
+        return collect(conn, method, mode)
+    except psycopg.errors.InsufficientPrivilege as error:
+        raise UserError(
+            f"role {conn.info.user!r} may not read shared_buffers ({method}): {_reason(error)}",
+            f"GRANT pg_monitor TO {conn.info.user}, or connect as a superuser",
+        ) from None
+    except psycopg.OperationalError as error:
+        raise UserError(
+            f"lost the server while inspecting it: {_reason(error)}",
+            "check that it still runs, then inspect again",
+        ) from None
+
+
 # -- the commands ----------------------------------------------------------------------------
 
 
@@ -219,7 +237,6 @@ def inspect(
     ] = (False),
 ) -> None:
     """Where a server's data is: shared_buffers per relation, and the OS page cache."""
-    from pgcachelab.probes.buffercache import collect
     from pgcachelab.report.cache_table import cache_table
 
     method, mode = parse_method(method), parse_mode(mode)
@@ -242,7 +259,7 @@ def inspect(
             typer.echo(note, err=True)  # once, not at every --watch round
         try:
             while True:
-                snapshot = collect(conn, chosen, mode)
+                snapshot = _collect(conn, chosen, mode)
                 if note is None or note.startswith("OS page cache may"):
                     fill_os_cache(snapshot, data_dir)
                 snapshot.os_cache_note = note
