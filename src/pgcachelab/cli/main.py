@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from pgcachelab.cli import inspect as inspect_cli
 from pgcachelab.errors import UserError
 
 app = typer.Typer(
@@ -163,6 +164,8 @@ def report_command(
     html = build_report(store, run.run_id, output or lab_dir / "reports" / run.run_id)
     typer.echo(str(html.resolve()))
 
+
+inspect_cli.register(app)
 
 pg_app = typer.Typer(help="PostgreSQL versions: install and list server binaries.")
 app.add_typer(pg_app, name="pg")

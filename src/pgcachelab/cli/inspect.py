@@ -1,0 +1,311 @@
+"""`pgcachelab inspect` and `pgcachelab extension install`: where a server's data is cached.
+
+inspect looks at one server, named explicitly: `--dsn` for any server, or `--work-dir` for a
+cluster the lab manages (a running experiment's work directory, or one a test made). There is
+no default: guessing a server from the environment would inspect the wrong one silently.
+"""
+
+import json
+import os
+import struct
+import time
+from pathlib import Path
+from typing import Annotated
+
+import psycopg
+import typer
+
+from pgcachelab.errors import UserError
+
+METHOD_CHOICES = ("auto", "extension", "pg_buffercache", "summary")
+LOCAL_HOSTS = ("", "localhost", "127.0.0.1", "::1")
+_DSN_HELP = "Inspect this server (a libpq connection string or URI)."
+_WORK_DIR_HELP = "Inspect the lab's managed cluster in this work directory (holds pgdata/)."
+
+
+# -- pure: option values ---------------------------------------------------------------------
+
+
+def parse_top(value: int) -> int:
+    if value < 0:
+        raise UserError(f"--top: invalid value {value!r}: below 0", "e.g. --top 20 (0: all)")
+    return value
+
+
+def parse_watch(value: float | None) -> float | None:
+    if value is not None and not 0.1 <= value <= 86400:
+        raise UserError(
+            f"--watch: invalid value {value!r}: not between 0.1 and 86400 seconds",
+            "e.g. --watch 1",
+        )
+    return value
+
+
+def parse_method(value: str) -> str:
+    if value not in METHOD_CHOICES:
+        raise UserError(
+            f"--method: unknown method {value!r}", f"use one of {', '.join(METHOD_CHOICES)}"
+        )
+    return value
+
+
+def parse_mode(value: str) -> str:
+    from pgcachelab.probes.buffercache import MODES
+
+    if value not in MODES:
+        raise UserError(f"--mode: unknown mode {value!r}", f"use one of {', '.join(MODES)}")
+    return value
+
+
+def parse_settings_file(text: str) -> dict[str, str]:
+    """`name = 'value'` lines of the lab's pgcachelab.conf (quotes doubled inside values)."""
+    settings = {}
+    for line in text.splitlines():
+        name, equals, value = line.partition("=")
+        if not equals or line.lstrip().startswith("#"):
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1].replace("''", "'").replace("\\\\", "\\")
+        settings[name.strip()] = value
+    return settings
+
+
+def is_local_host(host: str | None) -> bool:
+    """True for a Unix socket directory or a loopback name: the server runs on this machine."""
+    return host is None or host.startswith("/") or host.startswith("@") or host in LOCAL_HOSTS
+
+
+# -- the server and its data directory -------------------------------------------------------
+
+
+def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, Path]:
+    from pgcachelab.clusters.managed import LAB_SUPERUSER, SETTINGS_FILE
+
+    settings_path = work_dir / "pgdata" / SETTINGS_FILE
+    try:
+        settings = parse_settings_file(settings_path.read_text())
+    except OSError:
+        raise UserError(
+            f"--work-dir: no managed cluster in {str(work_dir)!r} (no {settings_path.name})",
+            "name the work directory of a cluster the lab runs, or use --dsn",
+        ) from None
+    try:
+        conn = psycopg.connect(
+            host=settings.get("unix_socket_directories", "").split(",")[0].strip(),
+            port=settings.get("port"), user=LAB_SUPERUSER, dbname=dbname, autocommit=True,
+        )  # fmt: skip
+    except psycopg.OperationalError as error:
+        raise UserError(
+            f"--work-dir: cannot connect to the cluster in {str(work_dir)!r}: {_reason(error)}",
+            "is its server running? inspect needs a started cluster",
+        ) from None
+    return conn, work_dir / "pgdata"
+
+
+def _connect_dsn(dsn: str) -> psycopg.Connection:
+    try:
+        return psycopg.connect(dsn, autocommit=True)
+    except psycopg.ProgrammingError as error:
+        raise UserError(
+            f"--dsn: not a connection string: {error}",
+            'write e.g. "host=/var/run/postgresql dbname=bench" or postgresql://host/db',
+        ) from None
+    except psycopg.OperationalError as error:
+        raise UserError(
+            f"--dsn: cannot connect: {_reason(error)}",
+            "check that the server runs and the connection string is right",
+        ) from None
+
+
+def _reason(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[-1] if lines else "refused"
+
+
+def _system_identifier(data_dir: Path) -> int:
+    """The first field of global/pg_control, in the machine's byte order."""
+    with open(data_dir / "global" / "pg_control", "rb") as control:
+        return struct.unpack("=Q", control.read(8))[0]
+
+
+def local_data_dir(conn: psycopg.Connection) -> tuple[Path | None, str | None]:
+    """(data directory, None) when the connected server's files are readable here, else
+    (None, why not): the server must be local and its pg_control must be the server's own."""
+    if not is_local_host(conn.info.host):
+        return None, f"the server is on {conn.info.host}, not on this machine"
+    try:
+        data_dir = Path(conn.execute("show data_directory").fetchone()[0])
+        server_id = conn.execute("select system_identifier from pg_control_system()").fetchone()
+    except psycopg.Error as error:
+        return None, f"the server does not tell its data directory to this role ({_reason(error)})"
+    try:
+        if _system_identifier(data_dir) != int(server_id[0]):
+            return None, f"{data_dir} here is another cluster's data directory"
+    except OSError as error:
+        return None, f"its data directory is not readable here ({error.strerror}: {data_dir})"
+    return data_dir, None
+
+
+def _os_cache_note(data_dir: Path | None, why_not: str | None) -> str | None:
+    from pgcachelab.probes.pagecache import residency_reliable
+
+    if data_dir is None:
+        return f"OS page cache not shown: {why_not}"
+    if not os.access(data_dir, os.R_OK | os.X_OK):
+        return f"OS page cache not shown: {data_dir} is not readable by this user"
+    if not residency_reliable(data_dir):
+        return "OS page cache may be overstated: mincore counts pages only for the files' owner"
+    return None
+
+
+def fill_os_cache(snapshot, data_dir: Path) -> None:
+    """Each named relation fork's bytes in the OS page cache (mincore over its segments)."""
+    from pgcachelab.probes.pagecache import relation_residency_bytes
+
+    for relation in snapshot.relations:
+        if relation.file_path is not None:
+            relation.os_cached_bytes = relation_residency_bytes(
+                data_dir, relation.file_path, relation.fork
+            )
+
+
+def resolve_method(conn: psycopg.Connection, requested: str, mode: str) -> str:
+    from pgcachelab.probes.buffercache import available_methods, choose_method
+
+    database = conn.info.dbname
+    method = choose_method(requested, available_methods(conn))
+    if method is None:
+        if requested == "auto":
+            raise UserError(
+                f"neither pg_cachelab nor pg_buffercache is created in database {database!r}",
+                "CREATE EXTENSION pg_cachelab (after: pgcachelab extension install),"
+                " or CREATE EXTENSION pg_buffercache",
+            )
+        needs = {"extension": "CREATE EXTENSION pg_cachelab (after: pgcachelab extension install)",
+                 "pg_buffercache": "CREATE EXTENSION pg_buffercache",
+                 "summary": "PostgreSQL 16+ and CREATE EXTENSION pg_buffercache"}  # fmt: skip
+        raise UserError(
+            f"--method: {requested!r} is not available in database {database!r}",
+            f"it needs {needs[requested]}; or use --method auto",
+        )
+    if mode != "consistent" and method != "extension":
+        raise UserError(
+            f"--mode: {mode!r} exists only for the extension method, not {method!r}",
+            "drop --mode, or create pg_cachelab and use --method extension",
+        )
+    return method
+
+
+def _collect(conn: psycopg.Connection, method: str, mode: str):
+    """One snapshot; the server's refusals become user errors (no traceback)."""
+    from pgcachelab.probes.buffercache import collect
+
+    try:
+        return collect(conn, method, mode)
+    except psycopg.errors.InsufficientPrivilege as error:
+        raise UserError(
+            f"role {conn.info.user!r} may not read shared_buffers ({method}): {_reason(error)}",
+            f"GRANT pg_monitor TO {conn.info.user}, or connect as a superuser",
+        ) from None
+    except psycopg.OperationalError as error:
+        raise UserError(
+            f"lost the server while inspecting it: {_reason(error)}",
+            "check that it still runs, then inspect again",
+        ) from None
+
+
+# -- the commands ----------------------------------------------------------------------------
+
+
+def inspect(
+    dsn: Annotated[str | None, typer.Option(help=_DSN_HELP)] = None,
+    work_dir: Annotated[Path | None, typer.Option(help=_WORK_DIR_HELP)] = None,
+    dbname: Annotated[str, typer.Option(help="Database to name relations in (--work-dir).")] = (
+        "postgres"
+    ),
+    method: Annotated[str, typer.Option(help="auto, extension, pg_buffercache or summary.")] = (
+        "auto"
+    ),
+    mode: Annotated[str, typer.Option(help="consistent or fast (extension method).")] = (
+        "consistent"
+    ),
+    top: Annotated[int, typer.Option(help="Show the N largest relations (0: all).")] = 20,
+    watch: Annotated[float | None, typer.Option(help="Repeat every SECONDS until Ctrl-C.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON on stdout (a line per snapshot).")
+    ] = (False),
+) -> None:
+    """Where a server's data is: shared_buffers per relation, and the OS page cache."""
+    from pgcachelab.report.cache_table import cache_table
+
+    method, mode = parse_method(method), parse_mode(mode)
+    top, watch = parse_top(top), parse_watch(watch)
+    if (dsn is None) == (work_dir is None):
+        raise UserError(
+            "inspect needs one server: --dsn or --work-dir",
+            'e.g. --dsn "host=/tmp dbname=bench", or --work-dir of a cluster the lab manages',
+        )
+    if work_dir is not None:
+        conn, data_dir = _connect_work_dir(work_dir, dbname)
+        why_not = None
+    else:
+        conn = _connect_dsn(dsn)
+        data_dir, why_not = local_data_dir(conn)
+    with conn:
+        chosen = resolve_method(conn, method, mode)
+        note = _os_cache_note(data_dir, why_not)
+        if note and not as_json:
+            typer.echo(note, err=True)  # once, not at every --watch round
+        try:
+            while True:
+                snapshot = _collect(conn, chosen, mode)
+                if note is None or note.startswith("OS page cache may"):
+                    fill_os_cache(snapshot, data_dir)
+                snapshot.os_cache_note = note
+                if as_json:
+                    data = {"taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **snapshot.to_dict()}
+                    typer.echo(json.dumps(data, indent=None if watch else 2))
+                else:
+                    if watch:
+                        typer.echo(f"-- {time.strftime('%H:%M:%S')}")
+                    typer.echo(cache_table(snapshot, top))
+                if watch is None:
+                    return
+                time.sleep(watch)
+                if not as_json:
+                    typer.echo("")
+        except KeyboardInterrupt:
+            return  # Ctrl-C is how --watch ends
+
+
+def extension_install(
+    pg_bin: Annotated[
+        str | None,
+        typer.Option(help="bin directory of the PostgreSQL to build for, or a major version."),
+    ] = None,
+) -> None:
+    """Build pg_cachelab (PGXS) and install it where the lab's servers of that install load it."""
+    from pgcachelab.clusters.binaries import find_install
+    from pgcachelab.clusters.extension import build_and_install
+    from pgcachelab.clusters.installs import resolve
+    from pgcachelab.clusters.osuser import install_usable_by, server_user
+
+    install = find_install(resolve(pg_bin) if pg_bin else None)
+    runnable = install_usable_by(install, server_user())
+    installs = [install] if runnable.bin_dir == install.bin_dir else [install, runnable]
+    for placed in build_and_install(installs):
+        typer.echo(str(placed.library))
+    typer.echo(
+        f"pg_cachelab installed for PostgreSQL {install.version};"
+        " in a database: CREATE EXTENSION pg_cachelab;",
+        err=True,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `inspect` and `extension install` to the main command."""
+    app.command("inspect")(inspect)
+    extension_app = typer.Typer(help="The lab's C extension pg_cachelab: build and install it.")
+    extension_app.command("install")(extension_install)
+    app.add_typer(extension_app, name="extension")
