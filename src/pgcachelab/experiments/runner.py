@@ -165,7 +165,7 @@ def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, p
             if progress is not None:
                 progress.note(
                     f"PostgreSQL {version} does not know {', '.join(skipped)}: "
-                    "its points run without them"
+                    f"its points run without {'it' if len(skipped) == 1 else 'them'}"
                 )
 
 
