@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from pgcachelab.cli.tpcc import tpcc_app
 from pgcachelab.errors import UserError
 
 app = typer.Typer(
@@ -166,6 +167,7 @@ def report_command(
 
 pg_app = typer.Typer(help="PostgreSQL versions: install and list server binaries.")
 app.add_typer(pg_app, name="pg")
+app.add_typer(tpcc_app, name="tpcc")
 
 
 @pg_app.command("install")

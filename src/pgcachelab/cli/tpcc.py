@@ -1,0 +1,164 @@
+"""`pgcachelab tpcc load` and `pgcachelab tpcc run`: the TPC-C-like workload (seed 002).
+
+Without --dsn both work on a throwaway cluster the lab creates and removes before it exits,
+so `tpcc run` loads, runs, checks and reports in one go, and `tpcc load` measures a load.
+With --dsn they load into and run against an existing server, which keeps the data.
+"""
+
+import random
+import sys
+from typing import Annotated
+
+import typer
+
+from pgcachelab.errors import UserError
+
+tpcc_app = typer.Typer(help="TPC-C-like workload: load the nine tables, run the five transactions.")
+
+Warehouses = Annotated[int, typer.Option(help="Warehouses (about 100 MB each).")]
+Workers = Annotated[int, typer.Option(help="Parallel loading sessions.")]
+Dsn = Annotated[
+    str | None, typer.Option(help="Load into / run against this existing server instead.")
+]
+PgBin = Annotated[
+    str | None,
+    typer.Option(help="bin directory (or major version) of the managed PostgreSQL."),
+]
+
+
+def _check_target_options(dsn: str | None, pg_bin: str | None) -> None:
+    if dsn is not None and pg_bin is not None:
+        raise UserError(
+            "--dsn and --pg-bin exclude each other",
+            "give --dsn for an existing server, --pg-bin for a managed one",
+        )
+
+
+def _check_workers(workers: int) -> None:
+    if not 1 <= workers <= 64:
+        raise UserError(f"--workers: invalid value {workers!r}: must be between 1 and 64",
+                        "e.g. --workers 2 (one per core)")  # fmt: skip
+
+
+def _managed_target(pg_bin: str | None):
+    from pgcachelab.clusters.targets import ManagedTarget
+
+    target = ManagedTarget(pg_bin)
+    return target
+
+
+def _fail(message: str) -> None:
+    """A failed measurement (not bad input): one line, exit 1."""
+    print(f"pgcachelab: {message}", file=sys.stderr)
+    raise typer.Exit(1)
+
+
+@tpcc_app.command("load")
+def load_command(
+    warehouses: Warehouses = 1,
+    workers: Workers = 2,
+    dsn: Dsn = None,
+    pg_bin: PgBin = None,
+) -> None:
+    """Load W warehouses; without --dsn into a throwaway cluster (a load benchmark)."""
+    from pgcachelab.cli.progress import make_progress
+    from pgcachelab.report.tpcc_text import format_load
+    from pgcachelab.workloads.tpcc import loader
+    from pgcachelab.workloads.tpcc.checks import ConsistencyError
+    from pgcachelab.workloads.tpcc.params import check_warehouses
+
+    check_warehouses(warehouses)
+    _check_workers(workers)
+    _check_target_options(dsn, pg_bin)
+    if dsn is not None:
+        from pgcachelab.clusters.targets import ExistingTarget
+
+        target = ExistingTarget(dsn)
+    else:
+        target = _managed_target(pg_bin)
+        typer.echo("tpcc load: into a throwaway cluster, removed at the end (use --dsn to keep"
+                   " the data)", err=True)  # fmt: skip
+    try:
+        target.open(lambda work_dir: None)
+        target.apply({})
+        with make_progress() as progress:
+            result = loader.load(target.connect, warehouses, workers, progress)
+    except ConsistencyError as error:
+        _fail(str(error))
+    finally:
+        target.close()
+    typer.echo(format_load(result))
+
+
+@tpcc_app.command("run")
+def run_command(
+    warehouses: Annotated[
+        int | None, typer.Option(help="Warehouses; with --dsn it must match the load.")
+    ] = None,
+    clients: Annotated[int, typer.Option(help="Terminals (pgbench clients).")] = 4,
+    threads: Annotated[int, typer.Option(help="pgbench threads.")] = 2,
+    duration: Annotated[int, typer.Option(help="Seconds of measurement.")] = 60,
+    weights: Annotated[
+        str,
+        typer.Option(help="New-Order,Payment,Order-Status,Delivery,Stock-Level percentages."),
+    ] = "45,43,4,4,4",
+    home_warehouse: Annotated[
+        bool,
+        typer.Option(
+            "--home-warehouse/--any-warehouse",
+            help="Bind each terminal to one warehouse (terminalWarehouseFixed).",
+        ),
+    ] = True,  # fmt: skip
+    rate_tpm: Annotated[
+        float | None, typer.Option(help="Limit all terminals together to this many per minute.")
+    ] = None,
+    max_tries: Annotated[
+        int, typer.Option(help="Tries for serialization failures and deadlocks (pgbench 15+).")
+    ] = 10,
+    workers: Workers = 2,
+    dsn: Dsn = None,
+    pg_bin: PgBin = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON, not text.")] = False,
+) -> None:
+    """Run the mix; without --dsn: create a cluster, load, run, check, report, remove it."""
+    from pgcachelab.cli.progress import make_progress
+    from pgcachelab.clusters.targets import pgbench_for
+    from pgcachelab.report.tpcc_text import format_load, format_run, run_json
+    from pgcachelab.workloads.pgbench import PgbenchError
+    from pgcachelab.workloads.tpcc import driver, loader
+    from pgcachelab.workloads.tpcc.checks import ConsistencyError
+    from pgcachelab.workloads.tpcc.params import check_warehouses, parse_weights
+
+    options = driver.check_run_options(driver.RunOptions(
+        clients=clients, threads=threads, duration_s=duration, weights=parse_weights(weights),
+        home_warehouse=home_warehouse, rate_tpm=rate_tpm, max_tries=max_tries,
+        warehouses=warehouses,
+    ))  # fmt: skip
+    _check_workers(workers)
+    _check_target_options(dsn, pg_bin)
+    load_result = None
+    if dsn is not None:
+        from pgcachelab.clusters.targets import ExistingTarget
+
+        target = ExistingTarget(dsn)
+        where = target.safe_description()
+        with target.connect() as conn:  # refuse before pgbench starts
+            driver.require_load(conn, warehouses, where)
+    else:
+        check_warehouses(warehouses or 1)
+        target = _managed_target(pg_bin)
+        where = "the managed cluster"
+    try:
+        target.open(lambda work_dir: None)
+        target.apply({})
+        with make_progress() as progress:
+            if dsn is None:
+                load_result = loader.load(target.connect, warehouses or 1, workers, progress)
+                typer.echo(format_load(load_result), err=True)
+            result = driver.run(target, pgbench_for(target), options, progress, where,
+                                random.Random())  # fmt: skip
+    except (ConsistencyError, PgbenchError) as error:
+        _fail(str(error))
+    finally:
+        target.close()
+    typer.echo(run_json(result, load_result) if json_output else format_run(result))
