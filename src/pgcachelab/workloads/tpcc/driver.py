@@ -3,6 +3,7 @@
 import math
 import random
 import resource
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ class TpccRun:
     pgbench_version: str
     options: RunOptions
     checks: list[CheckResult]
+    script_names: list[str]  # the transaction of each script number in pgbench's log
 
     @property
     def rollback_share(self) -> float:
@@ -138,8 +140,11 @@ def require_load(conn: psycopg.Connection, warehouses: int | None, where: str) -
 
 
 def run(target, pgbench: Path, options: RunOptions, progress, where: str,
-        rng: random.Random | None = None) -> TpccRun:  # fmt: skip
-    """One measurement: pgbench runs the mix, then the consistency checks run."""
+        rng: random.Random | None = None, keep_logs_in: Path | None = None) -> TpccRun:  # fmt: skip
+    """One measurement: pgbench runs the mix, then the consistency checks run.
+
+    `keep_logs_in` receives a copy of pgbench's per-transaction logs (for test captures).
+    """
     check_run_options(options)
     with target.connect() as conn:
         info = require_load(conn, options.warehouses, where)
@@ -168,7 +173,11 @@ def run(target, pgbench: Path, options: RunOptions, progress, where: str,
         cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         pgbench_run = run_pgbench(pgbench, args, target.pgbench_target({}), on_line=on_line)
         cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        logs = [path.read_text() for path in sorted(scratch_dir.glob(f"{LOG_PREFIX}.*"))]
+        log_files = sorted(scratch_dir.glob(f"{LOG_PREFIX}.*"))
+        logs = [path.read_text() for path in log_files]
+        if keep_logs_in is not None:
+            for path in log_files:
+                shutil.copy(path, keep_logs_in / path.name)
     transactions = [t for text in logs for t in parse_transaction_log(text)]
     summary = summarise(transactions, script_names, float(options.duration_s))
     with target.connect() as conn:
@@ -194,4 +203,5 @@ def run(target, pgbench: Path, options: RunOptions, progress, where: str,
         pgbench_version=version,
         options=options,
         checks=checks,
+        script_names=script_names,
     )
