@@ -139,18 +139,15 @@ def test_cli_run_on_a_database_loaded_with_other_warehouses(loaded, lab_tmp):
     )
 
 
-def test_cli_run_before_loading(running_cluster, lab_tmp):
-    result = run_cli("tpcc", "run", "--dsn", dsn_of(running_cluster), "--duration", "1",
-                     tmpdir=lab_tmp)  # fmt: skip
+def test_cli_refuses_a_database_without_a_load_or_with_a_foreign_schema(running_cluster, lab_tmp):
+    dsn = dsn_of(running_cluster)
+    result = run_cli("tpcc", "run", "--dsn", dsn, "--duration", "1", tmpdir=lab_tmp)
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: no complete TPC-C load in ")
     assert "hint: load it first: pgcachelab tpcc load" in result.stderr
-
-
-def test_cli_load_refuses_a_foreign_tpcc_schema(running_cluster, lab_tmp):
     with running_cluster.connect() as conn:
         conn.execute("create schema tpcc; create table tpcc.mine (x int)")
-    result = run_cli("tpcc", "load", "--dsn", dsn_of(running_cluster), tmpdir=lab_tmp)
+    result = run_cli("tpcc", "load", "--dsn", dsn, tmpdir=lab_tmp)
     assert result.returncode == 2
     assert 'schema "tpcc" already exists and was not made by pgcachelab' in result.stderr
     with running_cluster.connect() as conn:  # left as it was
