@@ -152,6 +152,11 @@ def test_cli_refuses_a_database_without_a_load_or_with_a_foreign_schema(running_
     assert 'schema "tpcc" already exists and was not made by pgcachelab' in result.stderr
     with running_cluster.connect() as conn:  # left as it was
         assert _count(conn, "select count(*) from tpcc.mine") == 0
+    result = run_cli("tpcc", "run", "--dsn", dsn, "--set", "shared_buffers=1GB", tmpdir=lab_tmp)
+    assert result.returncode == 2
+    assert (
+        "'shared_buffers' needs a restart or reload of the server given by --dsn" in result.stderr
+    )
 
 
 def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
@@ -177,6 +182,9 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
         (["run", "--clients", "0"], "--clients: invalid value 0"),
         (["load", "--workers", "0"], "--workers: invalid value 0"),
         (["run", "--dsn", "x", "--pg-bin", "18"], "--dsn and --pg-bin exclude each other"),
+        (["run", "--set", "fsync"], "--set: invalid value 'fsync'"),
+        (["run", "--set", "no_such=1"], "unknown or read-only server setting 'no_such'"),
+        (["run", "--set", "work_mem=lots"], "--set: invalid value 'lots' for work_mem"),
     ],
 )
 def test_cli_bad_input_before_any_server(args, message, lab_tmp):

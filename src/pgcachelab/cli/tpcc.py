@@ -40,11 +40,67 @@ def _check_workers(workers: int) -> None:
                         "e.g. --workers 2 (one per core)")  # fmt: skip
 
 
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="A server setting for the run, name=value; repeatable."),
+]
+
+
+def parse_set_options(values: list[str] | None) -> dict[str, str]:
+    """`--set name=value` options as a dict, in order; the last one of a name wins."""
+    settings = {}
+    for text in values or []:
+        name, equals, value = text.partition("=")
+        if not equals or not name.strip():
+            raise UserError(
+                f"--set: invalid value {text!r}",
+                "write --set name=value, e.g. --set synchronous_commit=off",
+            )
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def check_settings(settings: dict[str, str], target) -> None:
+    """Names and values against the server's catalogue, before any data is written. With
+    --dsn only settings a session may change are allowed: the lab never reconfigures it."""
+    from pgcachelab.clusters.guc import check_setting_value
+
+    if not settings:
+        return
+    catalogue, contexts = target.catalogue(), target.applicable_contexts()
+    for name, value in settings.items():
+        info = catalogue.get(name)
+        if info is None or info.context == "internal":
+            raise UserError(f"--set: unknown or read-only server setting {name!r}",
+                            "see pg_settings for the names")  # fmt: skip
+        if contexts is not None and info.context not in contexts:
+            raise UserError(
+                f"--set: {name!r} needs a restart or reload of the server given by --dsn,"
+                " which the lab never changes",
+                "run without --dsn so the lab manages its own cluster, or drop the setting",
+            )
+        why = check_setting_value(info, value)
+        if why:
+            raise UserError(f"--set: invalid value {value!r} for {name}: {why}", "fix the value")
+
+
 def _managed_target(pg_bin: str | None):
     from pgcachelab.clusters.targets import ManagedTarget
 
     target = ManagedTarget(pg_bin)
     return target
+
+
+def _apply(target, settings: dict) -> None:
+    """Start a managed cluster with `settings` (a no-op for --dsn: pgbench's sessions get
+    them); a server that will not start with them is bad input, and nothing is left behind."""
+    from pgcachelab.clusters.managed import ClusterError
+
+    try:
+        target.apply(settings)
+    except ClusterError as error:
+        raise UserError(f"--set: the server did not start with {settings}: {error}",
+                        "fix or drop the setting") from None  # fmt: skip
 
 
 def _fail(message: str) -> None:
@@ -80,7 +136,7 @@ def load_command(
                    " the data)", err=True)  # fmt: skip
     try:
         target.open(lambda work_dir: None)
-        target.apply({})
+        _apply(target, {})
         with make_progress() as progress:
             result = loader.load(target.connect, warehouses, workers, progress)
     except ConsistencyError as error:
@@ -118,6 +174,7 @@ def run_command(
     workers: Workers = 2,
     dsn: Dsn = None,
     pg_bin: PgBin = None,
+    set_options: SetOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON, not text.")] = False,
 ) -> None:
     """Run the mix; without --dsn: create a cluster, load, run, check, report, remove it."""
@@ -136,27 +193,30 @@ def run_command(
     ))  # fmt: skip
     _check_workers(workers)
     _check_target_options(dsn, pg_bin)
+    settings = parse_set_options(set_options)
     load_result = None
     if dsn is not None:
         from pgcachelab.clusters.targets import ExistingTarget
 
         target = ExistingTarget(dsn)
         where = target.safe_description()
+        check_settings(settings, target)
         with target.connect() as conn:  # refuse before pgbench starts
             driver.require_load(conn, warehouses, where)
     else:
         check_warehouses(warehouses or 1)
         target = _managed_target(pg_bin)
         where = "the managed cluster"
+        check_settings(settings, target)
     try:
         target.open(lambda work_dir: None)
-        target.apply({})
+        _apply(target, settings)
         with make_progress() as progress:
             if dsn is None:
                 load_result = loader.load(target.connect, warehouses or 1, workers, progress)
                 typer.echo(format_load(load_result), err=True)
             result = driver.run(target, pgbench_for(target), options, progress, where,
-                                random.Random())  # fmt: skip
+                                random.Random(), settings=settings)  # fmt: skip
     except (ConsistencyError, PgbenchError) as error:
         _fail(str(error))
     finally:

@@ -44,6 +44,7 @@ def format_run(run: TpccRun) -> str:
         f"New-Orders {summary.new_orders:,} (rolled back {run.rollbacks:,},"
         f" {run.rollback_share * 100:.2f}%); failed {summary.failed:,};"
         f" retries {'-' if run.retries is None else f'{run.retries:,}'}",
+        "settings: " + (", ".join(f"{k}={v}" for k, v in run.settings.items()) or "defaults"),
         f"client CPU {run.client_cpu_s:.2f} s ({_ms(run.client_cpu_ms_per_transaction)} ms per"
         f" transaction); C_LAST C-Load {run.c_last_load}, C-Run {run.c_last_run}",
         "",

@@ -75,6 +75,7 @@ class TpccRun:
     rate_limited: bool
     pgbench_version: str
     options: RunOptions
+    settings: dict[str, str]
     checks: list[CheckResult]
     script_names: list[str]  # the transaction of each script number in pgbench's log
 
@@ -140,10 +141,12 @@ def require_load(conn: psycopg.Connection, warehouses: int | None, where: str) -
 
 
 def run(target, pgbench: Path, options: RunOptions, progress, where: str,
-        rng: random.Random | None = None, keep_logs_in: Path | None = None) -> TpccRun:  # fmt: skip
+        rng: random.Random | None = None, keep_logs_in: Path | None = None,
+        settings: dict | None = None) -> TpccRun:  # fmt: skip
     """One measurement: pgbench runs the mix, then the consistency checks run.
 
-    `keep_logs_in` receives a copy of pgbench's per-transaction logs (for test captures).
+    `keep_logs_in` receives a copy of pgbench's per-transaction logs (for test captures);
+    `settings` reach pgbench's sessions on an existing server (a managed one has them).
     """
     check_run_options(options)
     with target.connect() as conn:
@@ -171,7 +174,9 @@ def run(target, pgbench: Path, options: RunOptions, progress, where: str,
                 )
 
         cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        pgbench_run = run_pgbench(pgbench, args, target.pgbench_target({}), on_line=on_line)
+        pgbench_run = run_pgbench(
+            pgbench, args, target.pgbench_target(settings or {}), on_line=on_line
+        )
         cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
         log_files = sorted(scratch_dir.glob(f"{LOG_PREFIX}.*"))
         logs = [path.read_text() for path in log_files]
@@ -202,6 +207,7 @@ def run(target, pgbench: Path, options: RunOptions, progress, where: str,
         rate_limited=rate_limited,
         pgbench_version=version,
         options=options,
+        settings=dict(settings or {}),
         checks=checks,
         script_names=script_names,
     )
