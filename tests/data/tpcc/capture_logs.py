@@ -1,4 +1,4 @@
-"""Recapture a real TPC-C run's pgbench per-transaction log for tests/test_tpcc_results.py.
+"""Recapture a real TPC-C run's pgbench per-transaction log for tests/test_tpcc_pure.py.
 
 Run as: .venv/bin/python tests/data/tpcc/capture_logs.py 18
         .venv/bin/python tests/data/tpcc/capture_logs.py 15 /usr/lib/postgresql/15/bin
@@ -32,7 +32,7 @@ def capture(label: str, bin_dir: str | None) -> None:
         loader.load(target.connect, 1, 2, LineProgress())
         pgbench = find_pgbench(install)
         with tempfile.TemporaryDirectory() as scratch:
-            # the driver removes its logs; keep a copy by running pgbench the same way here
+            # the driver removes its scratch directory; it copies the logs here first
             run = driver.run(target, pgbench, options, LineProgress(), "capture",
                              keep_logs_in=Path(scratch))  # fmt: skip
             logs = sorted(Path(scratch).glob("tpcc.*"))
