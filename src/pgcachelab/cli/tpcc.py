@@ -103,6 +103,11 @@ def _apply(target, settings: dict) -> None:
                         "fix or drop the setting") from None  # fmt: skip
 
 
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def _fail(message: str) -> None:
     """A failed measurement (not bad input): one line, exit 1."""
     print(f"pgcachelab: {message}", file=sys.stderr)
@@ -117,6 +122,8 @@ def load_command(
     pg_bin: PgBin = None,
 ) -> None:
     """Load W warehouses; without --dsn into a throwaway cluster (a load benchmark)."""
+    import psycopg
+
     from pgcachelab.cli.progress import make_progress
     from pgcachelab.report.tpcc_text import format_load
     from pgcachelab.workloads.tpcc import loader
@@ -141,6 +148,8 @@ def load_command(
             result = loader.load(target.connect, warehouses, workers, progress)
     except ConsistencyError as error:
         _fail(str(error))
+    except psycopg.Error as error:
+        _fail(f"the load failed and was removed: {_first_line(error)}")
     finally:
         target.close()
     typer.echo(format_load(result))
@@ -178,6 +187,8 @@ def run_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON, not text.")] = False,
 ) -> None:
     """Run the mix; without --dsn: create a cluster, load, run, check, report, remove it."""
+    import psycopg
+
     from pgcachelab.cli.progress import make_progress
     from pgcachelab.clusters.targets import pgbench_for
     from pgcachelab.report.tpcc_text import format_load, format_run, run_json
@@ -219,6 +230,8 @@ def run_command(
                                 random.Random(), settings=settings)  # fmt: skip
     except (ConsistencyError, PgbenchError) as error:
         _fail(str(error))
+    except psycopg.Error as error:
+        _fail(f"the run failed: {_first_line(error)}")
     finally:
         target.close()
     typer.echo(run_json(result, load_result) if json_output else format_run(result))

@@ -101,6 +101,16 @@ def _prepare_schema(conn: psycopg.Connection, constants: LoadConstants, warehous
                 "drop it yourself, or load into another database (dbname=... in --dsn)",
             )
         conn.execute("drop schema tpcc cascade")
+    try:
+        _create_schema(conn, constants, warehouses)
+    except psycopg.errors.InsufficientPrivilege as error:
+        raise UserError(
+            f"cannot create the tpcc schema: {str(error).strip().splitlines()[0]}",
+            "connect as a user that may create schemas in the database (or its owner)",
+        ) from None
+
+
+def _create_schema(conn: psycopg.Connection, constants: LoadConstants, warehouses: int) -> None:
     with conn.transaction():
         conn.execute(_sql_text("schema.sql"))
         conn.execute(_sql_text("load.sql"))
