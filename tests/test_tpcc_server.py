@@ -4,6 +4,7 @@ its rollbacks, and the CLI refusing bad input before anything is half-done."""
 import json
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import dsn_of, run_cli
@@ -18,6 +19,7 @@ from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consisten
 from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts
 
 pytestmark = pytest.mark.server
+DEBIAN_15_BIN = Path("/usr/lib/postgresql/15/bin")
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +195,17 @@ def test_cli_bad_input_before_any_server(args, message, lab_tmp):
     lines = result.stderr.splitlines()
     assert len(lines) == 2 and message in lines[0] and lines[1].startswith("hint: ")
     assert not list(lab_tmp.iterdir())  # no cluster was created
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DEBIAN_15_BIN / "postgres").is_file(), reason="no PostgreSQL 15")
+def test_cli_run_on_a_managed_postgresql_15_loads_runs_checks_and_cleans_up(lab_tmp):
+    result = run_cli("tpcc", "run", "--pg-bin", DEBIAN_15_BIN, "--duration", "2",
+                     "--clients", "2", "--json", tmpdir=lab_tmp)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["load"]["info"]["warehouses"] == 1
+    assert all(check["violations"] == 0 for check in document["load"]["checks"])
+    assert all(check["violations"] == 0 for check in document["run"]["checks"])
+    assert document["run"]["summary"]["tpmc"] > 0
+    assert not list(lab_tmp.iterdir())  # the throwaway cluster is gone
