@@ -87,8 +87,7 @@ def check_settings(settings: dict[str, str], target) -> None:
 def _managed_target(pg_bin: str | None):
     from pgcachelab.clusters.targets import ManagedTarget
 
-    target = ManagedTarget(pg_bin)
-    return target
+    return ManagedTarget(pg_bin)
 
 
 def _apply(target, settings: dict) -> None:
@@ -225,7 +224,7 @@ def run_command(
         with make_progress() as progress:
             if dsn is None:
                 load_result = loader.load(target.connect, warehouses or 1, workers, progress)
-                typer.echo(format_load(load_result), err=True)
+                progress.note(format_load(load_result))
             result = driver.run(target, pgbench_for(target), options, progress, where,
                                 random.Random(), settings=settings)  # fmt: skip
     except (ConsistencyError, PgbenchError) as error:
