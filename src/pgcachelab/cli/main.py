@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from pgcachelab.cli import inspect as inspect_cli
+from pgcachelab.cli.tpcc import tpcc_app
 from pgcachelab.errors import UserError
 
 app = typer.Typer(
@@ -169,6 +170,7 @@ inspect_cli.register(app)
 
 pg_app = typer.Typer(help="PostgreSQL versions: install and list server binaries.")
 app.add_typer(pg_app, name="pg")
+app.add_typer(tpcc_app, name="tpcc")
 
 
 @pg_app.command("install")

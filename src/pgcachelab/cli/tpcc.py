@@ -1,0 +1,236 @@
+"""`pgcachelab tpcc load` and `pgcachelab tpcc run`: the TPC-C-like workload (seed 002).
+
+Without --dsn both work on a throwaway cluster the lab creates and removes before it exits,
+so `tpcc run` loads, runs, checks and reports in one go, and `tpcc load` measures a load.
+With --dsn they load into and run against an existing server, which keeps the data.
+"""
+
+import random
+import sys
+from typing import Annotated
+
+import typer
+
+from pgcachelab.errors import UserError
+
+tpcc_app = typer.Typer(help="TPC-C-like workload: load the nine tables, run the five transactions.")
+
+Warehouses = Annotated[int, typer.Option(help="Warehouses (about 100 MB each).")]
+Workers = Annotated[int, typer.Option(help="Parallel loading sessions.")]
+Dsn = Annotated[
+    str | None, typer.Option(help="Load into / run against this existing server instead.")
+]
+PgBin = Annotated[
+    str | None,
+    typer.Option(help="bin directory (or major version) of the managed PostgreSQL."),
+]
+
+
+def _check_target_options(dsn: str | None, pg_bin: str | None) -> None:
+    if dsn is not None and pg_bin is not None:
+        raise UserError(
+            "--dsn and --pg-bin exclude each other",
+            "give --dsn for an existing server, --pg-bin for a managed one",
+        )
+
+
+def _check_workers(workers: int) -> None:
+    if not 1 <= workers <= 64:
+        raise UserError(f"--workers: invalid value {workers!r}: must be between 1 and 64",
+                        "e.g. --workers 2 (one per core)")  # fmt: skip
+
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="A server setting for the run, name=value; repeatable."),
+]
+
+
+def parse_set_options(values: list[str] | None) -> dict[str, str]:
+    """`--set name=value` options as a dict, in order; the last one of a name wins."""
+    settings = {}
+    for text in values or []:
+        name, equals, value = text.partition("=")
+        if not equals or not name.strip():
+            raise UserError(
+                f"--set: invalid value {text!r}",
+                "write --set name=value, e.g. --set synchronous_commit=off",
+            )
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def check_settings(settings: dict[str, str], target) -> None:
+    """Names and values against the server's catalogue, before any data is written. With
+    --dsn only settings a session may change are allowed: the lab never reconfigures it."""
+    from pgcachelab.clusters.guc import check_setting_value
+
+    if not settings:
+        return
+    catalogue, contexts = target.catalogue(), target.applicable_contexts()
+    for name, value in settings.items():
+        info = catalogue.get(name)
+        if info is None or info.context == "internal":
+            raise UserError(f"--set: unknown or read-only server setting {name!r}",
+                            "see pg_settings for the names")  # fmt: skip
+        if contexts is not None and info.context not in contexts:
+            raise UserError(
+                f"--set: {name!r} needs a restart or reload of the server given by --dsn,"
+                " which the lab never changes",
+                "run without --dsn so the lab manages its own cluster, or drop the setting",
+            )
+        why = check_setting_value(info, value)
+        if why:
+            raise UserError(f"--set: invalid value {value!r} for {name}: {why}", "fix the value")
+
+
+def _managed_target(pg_bin: str | None):
+    from pgcachelab.clusters.targets import ManagedTarget
+
+    return ManagedTarget(pg_bin)
+
+
+def _apply(target, settings: dict) -> None:
+    """Start a managed cluster with `settings` (a no-op for --dsn: pgbench's sessions get
+    them); a server that will not start with them is bad input, and nothing is left behind."""
+    from pgcachelab.clusters.managed import ClusterError
+
+    try:
+        target.apply(settings)
+    except ClusterError as error:
+        raise UserError(f"--set: the server did not start with {settings}: {error}",
+                        "fix or drop the setting") from None  # fmt: skip
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _fail(message: str) -> None:
+    """A failed measurement (not bad input): one line, exit 1."""
+    print(f"pgcachelab: {message}", file=sys.stderr)
+    raise typer.Exit(1)
+
+
+@tpcc_app.command("load")
+def load_command(
+    warehouses: Warehouses = 1,
+    workers: Workers = 2,
+    dsn: Dsn = None,
+    pg_bin: PgBin = None,
+) -> None:
+    """Load W warehouses; without --dsn into a throwaway cluster (a load benchmark)."""
+    import psycopg
+
+    from pgcachelab.cli.progress import make_progress
+    from pgcachelab.report.tpcc_text import format_load
+    from pgcachelab.workloads.tpcc import loader
+    from pgcachelab.workloads.tpcc.checks import ConsistencyError
+    from pgcachelab.workloads.tpcc.params import check_warehouses
+
+    check_warehouses(warehouses)
+    _check_workers(workers)
+    _check_target_options(dsn, pg_bin)
+    if dsn is not None:
+        from pgcachelab.clusters.targets import ExistingTarget
+
+        target = ExistingTarget(dsn)
+    else:
+        target = _managed_target(pg_bin)
+        typer.echo("tpcc load: into a throwaway cluster, removed at the end (use --dsn to keep"
+                   " the data)", err=True)  # fmt: skip
+    try:
+        target.open(lambda work_dir: None)
+        _apply(target, {})
+        with make_progress() as progress:
+            result = loader.load(target.connect, warehouses, workers, progress)
+    except ConsistencyError as error:
+        _fail(str(error))
+    except psycopg.Error as error:
+        _fail(f"the load failed and was removed: {_first_line(error)}")
+    finally:
+        target.close()
+    typer.echo(format_load(result))
+
+
+@tpcc_app.command("run")
+def run_command(
+    warehouses: Annotated[
+        int | None, typer.Option(help="Warehouses; with --dsn it must match the load.")
+    ] = None,
+    clients: Annotated[int, typer.Option(help="Terminals (pgbench clients).")] = 4,
+    threads: Annotated[int, typer.Option(help="pgbench threads.")] = 2,
+    duration: Annotated[int, typer.Option(help="Seconds of measurement.")] = 60,
+    weights: Annotated[
+        str,
+        typer.Option(help="New-Order,Payment,Order-Status,Delivery,Stock-Level percentages."),
+    ] = "45,43,4,4,4",
+    home_warehouse: Annotated[
+        bool,
+        typer.Option(
+            "--home-warehouse/--any-warehouse",
+            help="Bind each terminal to one warehouse (terminalWarehouseFixed).",
+        ),
+    ] = True,  # fmt: skip
+    rate_tpm: Annotated[
+        float | None, typer.Option(help="Limit all terminals together to this many per minute.")
+    ] = None,
+    max_tries: Annotated[
+        int, typer.Option(help="Tries for serialization failures and deadlocks (pgbench 15+).")
+    ] = 10,
+    workers: Workers = 2,
+    dsn: Dsn = None,
+    pg_bin: PgBin = None,
+    set_options: SetOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON, not text.")] = False,
+) -> None:
+    """Run the mix; without --dsn: create a cluster, load, run, check, report, remove it."""
+    import psycopg
+
+    from pgcachelab.cli.progress import make_progress
+    from pgcachelab.clusters.targets import pgbench_for
+    from pgcachelab.report.tpcc_text import format_load, format_run, run_json
+    from pgcachelab.workloads.pgbench import PgbenchError
+    from pgcachelab.workloads.tpcc import driver, loader
+    from pgcachelab.workloads.tpcc.checks import ConsistencyError
+    from pgcachelab.workloads.tpcc.params import check_warehouses, parse_weights
+
+    options = driver.check_run_options(driver.RunOptions(
+        clients=clients, threads=threads, duration_s=duration, weights=parse_weights(weights),
+        home_warehouse=home_warehouse, rate_tpm=rate_tpm, max_tries=max_tries,
+        warehouses=warehouses,
+    ))  # fmt: skip
+    _check_workers(workers)
+    _check_target_options(dsn, pg_bin)
+    settings = parse_set_options(set_options)
+    load_result = None
+    if dsn is not None:
+        from pgcachelab.clusters.targets import ExistingTarget
+
+        target = ExistingTarget(dsn)
+        where = target.safe_description()
+        check_settings(settings, target)
+        with target.connect() as conn:  # refuse before pgbench starts
+            driver.require_load(conn, warehouses, where)
+    else:
+        check_warehouses(warehouses or 1)
+        target = _managed_target(pg_bin)
+        where = "the managed cluster"
+        check_settings(settings, target)
+    try:
+        target.open(lambda work_dir: None)
+        _apply(target, settings)
+        with make_progress() as progress:
+            if dsn is None:
+                load_result = loader.load(target.connect, warehouses or 1, workers, progress)
+                progress.note(format_load(load_result))
+            result = driver.run(target, pgbench_for(target), options, progress, where,
+                                random.Random(), settings=settings)  # fmt: skip
+    except (ConsistencyError, PgbenchError) as error:
+        _fail(str(error))
+    except psycopg.Error as error:
+        _fail(f"the run failed: {_first_line(error)}")
+    finally:
+        target.close()
+    typer.echo(run_json(result, load_result) if json_output else format_run(result))

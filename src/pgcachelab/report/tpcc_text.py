@@ -1,0 +1,86 @@
+"""TPC-C results as plain text (stdout) and as a JSON document. Renderers only: no I/O."""
+
+import dataclasses
+import json
+import math
+
+from pgcachelab.report.tables import format_table
+from pgcachelab.units import format_bytes
+from pgcachelab.workloads.tpcc import DIFFERENCES
+from pgcachelab.workloads.tpcc.driver import TpccRun
+from pgcachelab.workloads.tpcc.loader import LoadResult
+from pgcachelab.workloads.tpcc.params import format_weights
+
+DISCLAIMER = "TPC-C-like workload, not an audited TPC-C result"
+
+
+def _ms(value) -> str:
+    return (
+        "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
+    )
+
+
+def format_load(result: LoadResult) -> str:
+    phases = ", ".join(
+        f"{name} {seconds:.1f} s" for name, seconds in result.seconds_by_phase.items()
+    )
+    checks = ", ".join("ok" if c.passed else f"FAILED ({c.violations})" for c in result.checks)
+    return "\n".join([
+        f"loaded {result.info.warehouses} warehouse(s) in {result.total_s:.1f} s ({phases})",
+        f"size {format_bytes(result.database_bytes)}; C-Load for C_LAST"
+        f" {result.info.constants.c_last_load}; consistency checks: {checks}",
+    ])  # fmt: skip
+
+
+def format_run(run: TpccRun) -> str:
+    summary = run.summary
+    options = run.options
+    lines = [
+        f"{DISCLAIMER}: {run.warehouses} warehouse(s), {options.clients} terminal(s)"
+        f" ({'home warehouse' if options.home_warehouse else 'any warehouse'}),"
+        f" {options.duration_s} s, mix {format_weights(options.weights)}, pgbench"
+        f" {run.pgbench_version}",
+        f"tpmC {summary.tpmc:,.0f}   tpmTOTAL {summary.tpm_total:,.0f}",
+        f"New-Orders {summary.new_orders:,} (rolled back {run.rollbacks:,},"
+        f" {run.rollback_share * 100:.2f}%); failed {summary.failed:,};"
+        f" retries {'-' if run.retries is None else f'{run.retries:,}'}",
+        "settings: " + (", ".join(f"{k}={v}" for k, v in run.settings.items()) or "defaults"),
+        f"client CPU {run.client_cpu_s:.2f} s ({_ms(run.client_cpu_ms_per_transaction)} ms per"
+        f" transaction); C_LAST C-Load {run.c_last_load}, C-Run {run.c_last_run}",
+        "",
+    ]
+    rows = []
+    for stats in summary.by_type.values():
+        latency = stats.latency_ms
+        quantiles = [_ms(latency.get(key)) for key in ("p50", "p90", "p95", "p99", "max")]
+        rows.append([stats.name, f"{stats.completed:,}", f"{stats.failed:,}", *quantiles])
+    lines.append(format_table(["transaction", "completed", "failed", "p50 ms", "p90 ms",
+                               "p95 ms", "p99 ms", "max ms"], rows))  # fmt: skip
+    lines.append("")
+    lines.append(format_table(
+        ["interval", "New-Orders", "tpmC"],
+        [[f"{p.start_s:.0f}-{p.end_s:.0f} s", f"{p.new_orders:,}", f"{p.tpmc:,.0f}"]
+         for p in summary.series],
+    ))  # fmt: skip
+    if run.rate_limited:
+        lines.append(
+            f"warning: the run reached its rate limit ({options.rate_tpm:,.0f} transactions per"
+            " minute): the figures show the limit, not the server; raise or drop --rate-tpm"
+        )
+    lines.append("consistency checks after the run: " + ", ".join(
+        "ok" if c.passed else f"FAILED ({c.violations})" for c in run.checks))  # fmt: skip
+    lines.append("differences from TPC-C: " + "; ".join(DIFFERENCES))
+    return "\n".join(lines)
+
+
+def run_json(run: TpccRun, load: LoadResult | None = None) -> str:
+    document = {
+        "disclaimer": DISCLAIMER,
+        "differences": list(DIFFERENCES),
+        "run": dataclasses.asdict(run),
+        "rollback_share": run.rollback_share,
+        "client_cpu_ms_per_transaction": run.client_cpu_ms_per_transaction,
+    }
+    if load is not None:
+        document["load"] = dataclasses.asdict(load)
+    return json.dumps(document, indent=2, default=str)

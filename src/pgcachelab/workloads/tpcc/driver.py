@@ -1,0 +1,213 @@
+"""Run the TPC-C mix with pgbench against a loaded database, then check it."""
+
+import math
+import random
+import resource
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from pgcachelab.clusters.binaries import parse_version
+from pgcachelab.errors import UserError
+from pgcachelab.workloads.pgbench import run_pgbench
+from pgcachelab.workloads.pgbench_log import parse_transaction_log
+from pgcachelab.workloads.pgbench_output import parse_progress_line
+from pgcachelab.workloads.tpcc.checks import CheckResult, require_consistent
+from pgcachelab.workloads.tpcc.loader import LoadInfo, read_load_info
+from pgcachelab.workloads.tpcc.params import (
+    DEFAULT_WEIGHTS,
+    TRANSACTIONS,
+    check_warehouses,
+    choose_c_last_run,
+)
+from pgcachelab.workloads.tpcc.results import SERIES_INTERVAL_S, TpccSummary, summarise
+from pgcachelab.workloads.tpcc.scripts import ScriptParameters, render_scripts
+
+LOG_PREFIX = "tpcc"
+# A run that reaches this share of its rate limit was capped by it (the seed's first runs).
+RATE_LIMIT_HIT_SHARE = 0.95
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    clients: int = 4
+    threads: int = 2
+    duration_s: int = 60
+    weights: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    home_warehouse: bool = True
+    rate_tpm: float | None = None  # all terminals together, transactions per minute
+    max_tries: int = 10  # serialization failures and deadlocks (pgbench 15+)
+    warehouses: int | None = None  # the warehouse count the run expects, None: as loaded
+
+
+def check_run_options(options: RunOptions) -> RunOptions:
+    """Refuse bad values before anything starts."""
+    if options.warehouses is not None:
+        check_warehouses(options.warehouses)
+    for option, value in (("--clients", options.clients), ("--threads", options.threads),
+                          ("--duration", options.duration_s),
+                          ("--max-tries", options.max_tries)):  # fmt: skip
+        if value < 1:
+            raise UserError(f"{option}: invalid value {value!r}: must be 1 or more",
+                            f"e.g. {option} 4")  # fmt: skip
+    if options.rate_tpm is not None and not options.rate_tpm > 0:
+        raise UserError(
+            f"--rate-tpm: invalid value {options.rate_tpm!r}: must be positive",
+            "leave it out for no limit, or e.g. --rate-tpm 300 (BenchmarkSQL's default)",
+        )
+    return options
+
+
+@dataclass
+class TpccRun:
+    summary: TpccSummary
+    warehouses: int
+    c_last_load: int
+    c_last_run: int
+    rollbacks: int
+    retries: int | None  # None when the pgbench cannot retry (before 15)
+    failures_by_kind: dict[str, int]
+    client_cpu_s: float
+    rate_limited: bool
+    pgbench_version: str
+    options: RunOptions
+    settings: dict[str, str]
+    checks: list[CheckResult]
+    script_names: list[str]  # the transaction of each script number in pgbench's log
+
+    @property
+    def rollback_share(self) -> float:
+        new_orders = self.summary.new_orders
+        return self.rollbacks / new_orders if new_orders else math.nan
+
+    @property
+    def client_cpu_ms_per_transaction(self) -> float:
+        completed = self.summary.completed
+        return self.client_cpu_s * 1000.0 / completed if completed else math.nan
+
+
+def pgbench_version(pgbench: Path) -> tuple[str, int]:
+    output = subprocess.run([str(pgbench), "--version"], capture_output=True, text=True).stdout
+    return parse_version(output)
+
+
+def pgbench_args(
+    options: RunOptions, script_files: dict[str, Path], log_prefix: Path, pgbench_major: int
+) -> tuple[list[str], list[str]]:
+    """pgbench's options, and the transaction name of each script number in its log."""
+    args = ["-n", "-M", "prepared", "-c", str(options.clients),
+            "-j", str(min(options.threads, options.clients)), "-T", str(options.duration_s),
+            "-P", str(int(SERIES_INTERVAL_S)), "--log", f"--log-prefix={log_prefix}"]  # fmt: skip
+    names = []
+    for name in TRANSACTIONS:
+        weight = options.weights[name]
+        if weight:  # a zero weight leaves the script out, so script numbers skip it
+            args += ["-f", f"{script_files[name]}@{weight}"]
+            names.append(name)
+    if options.rate_tpm is not None:
+        args += ["-R", f"{options.rate_tpm / 60.0:.6g}"]
+    if pgbench_major >= 15 and options.max_tries > 1:
+        args += ["--max-tries", str(options.max_tries)]
+    return args, names
+
+
+def _rollbacks(conn: psycopg.Connection) -> int:
+    last_value, is_called = conn.execute(
+        "select last_value, is_called from tpcc.rollbacks"
+    ).fetchone()
+    return last_value if is_called else 0
+
+
+def require_load(conn: psycopg.Connection, warehouses: int | None, where: str) -> LoadInfo:
+    """The database's load; a UserError when it has none or another warehouse count."""
+    info = read_load_info(conn)
+    if info is None or not info.complete:
+        raise UserError(
+            f"no complete TPC-C load in {where}",
+            f"load it first: pgcachelab tpcc load --warehouses {warehouses or 1} --dsn ...",
+        )
+    if warehouses is not None and warehouses != info.warehouses:
+        raise UserError(
+            f"--warehouses: invalid value {warehouses}: {where} was loaded with"
+            f" {info.warehouses} warehouses",
+            f"run with --warehouses {info.warehouses}, or reload with"
+            f" pgcachelab tpcc load --warehouses {warehouses}",
+        )
+    return info
+
+
+def run(target, pgbench: Path, options: RunOptions, progress, where: str,
+        rng: random.Random | None = None, keep_logs_in: Path | None = None,
+        settings: dict | None = None) -> TpccRun:  # fmt: skip
+    """One measurement: pgbench runs the mix, then the consistency checks run.
+
+    `keep_logs_in` receives a copy of pgbench's per-transaction logs (for test captures);
+    `settings` reach pgbench's sessions on an existing server (a managed one has them).
+    """
+    check_run_options(options)
+    with target.connect() as conn:
+        info = require_load(conn, options.warehouses, where)
+        rollbacks_before = _rollbacks(conn)
+    c_last_run = choose_c_last_run(info.constants.c_last_load, rng or random.Random())
+    params = ScriptParameters(info.warehouses, info.constants, c_last_run, options.home_warehouse)
+    version, major = pgbench_version(pgbench)
+    with tempfile.TemporaryDirectory(prefix="pgcachelab-tpcc-") as scratch:
+        scratch_dir = Path(scratch)
+        script_files = {}
+        for name, text in render_scripts(params).items():
+            script_files[name] = scratch_dir / f"{name}.sql"
+            script_files[name].write_text(text)
+        log_prefix = scratch_dir / LOG_PREFIX
+        args, script_names = pgbench_args(options, script_files, log_prefix, major)
+        progress.start(math.ceil(options.duration_s / SERIES_INTERVAL_S), 0)
+        progress.begin("tpcc run")
+
+        def on_line(line: str) -> None:
+            sample = parse_progress_line(line)
+            if sample is not None:
+                progress.finished(
+                    f"tpcc run: {sample.elapsed_s:.0f} s, {sample.tps * 60:.0f} tpm total"
+                )
+
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        pgbench_run = run_pgbench(
+            pgbench, args, target.pgbench_target(settings or {}), on_line=on_line
+        )
+        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        log_files = sorted(scratch_dir.glob(f"{LOG_PREFIX}.*"))
+        logs = [path.read_text() for path in log_files]
+        if keep_logs_in is not None:
+            for path in log_files:
+                shutil.copy(path, keep_logs_in / path.name)
+    transactions = [t for text in logs for t in parse_transaction_log(text)]
+    summary = summarise(transactions, script_names, float(options.duration_s))
+    with target.connect() as conn:
+        rollbacks = _rollbacks(conn) - rollbacks_before
+        checks = require_consistent(conn, "after the run")
+    client_cpu_s = (cpu_after.ru_utime - cpu_before.ru_utime) + (
+        cpu_after.ru_stime - cpu_before.ru_stime
+    )
+    rate_limited = options.rate_tpm is not None and (
+        summary.tpm_total >= RATE_LIMIT_HIT_SHARE * options.rate_tpm
+    )
+    result = pgbench_run.result
+    return TpccRun(
+        summary=summary,
+        warehouses=info.warehouses,
+        c_last_load=info.constants.c_last_load,
+        c_last_run=c_last_run,
+        rollbacks=rollbacks,
+        retries=result.total_retries if major >= 15 else None,
+        failures_by_kind=result.failures_by_kind,
+        client_cpu_s=client_cpu_s,
+        rate_limited=rate_limited,
+        pgbench_version=version,
+        options=options,
+        settings=dict(settings or {}),
+        checks=checks,
+        script_names=script_names,
+    )

@@ -1,0 +1,92 @@
+"""TPC-C constants and the validation of run and load parameters. Pure functions."""
+
+import random
+from dataclasses import dataclass
+
+from pgcachelab.errors import UserError
+
+# The order of the pgbench scripts, hence their number in pgbench's --log.
+TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
+DEFAULT_WEIGHTS = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4,
+                   "stock_level": 4}  # fmt: skip
+ITEMS = 100_000
+DISTRICTS_PER_WAREHOUSE = 10
+CUSTOMERS_PER_DISTRICT = 3_000
+ORDERS_PER_DISTRICT = 3_000
+NEW_ORDERS_PER_DISTRICT = 900
+# Clause 2.4.1.5: an item id that no item has, for the 1% of New-Orders that roll back.
+UNUSED_ITEM_ID = ITEMS + 1
+MAX_WAREHOUSES = 10_000
+# Clause 2.1.6.1: C-Delta = |C-Run - C-Load| for C_LAST must lie in [65, 119], not 96 or 112.
+C_LAST_DELTA_RANGE = (65, 119)
+C_LAST_DELTA_EXCLUDED = (96, 112)
+
+
+@dataclass(frozen=True)
+class LoadConstants:
+    """The NURand constants C recorded at load time (clause 2.1.6)."""
+
+    c_last_load: int  # 0..255
+    c_id: int  # 0..1023
+    c_ol_i_id: int  # 0..8191
+
+
+def choose_load_constants(rng: random.Random) -> LoadConstants:
+    return LoadConstants(rng.randint(0, 255), rng.randint(0, 1023), rng.randint(0, 8191))
+
+
+def valid_c_last_run(c_last_load: int, c_last_run: int) -> bool:
+    delta = abs(c_last_run - c_last_load)
+    low, high = C_LAST_DELTA_RANGE
+    return 0 <= c_last_run <= 255 and low <= delta <= high and delta not in C_LAST_DELTA_EXCLUDED
+
+
+def choose_c_last_run(c_last_load: int, rng: random.Random) -> int:
+    """A C-Run for C_LAST that satisfies clause 2.1.6.1 against `c_last_load`."""
+    candidates = [c for c in range(256) if valid_c_last_run(c_last_load, c)]
+    return rng.choice(candidates)
+
+
+def check_warehouses(warehouses: int, option: str = "--warehouses") -> int:
+    if not 1 <= warehouses <= MAX_WAREHOUSES:
+        raise UserError(
+            f"{option}: invalid value {warehouses!r}: must be between 1 and {MAX_WAREHOUSES}",
+            f"e.g. {option} 2 (each warehouse is about 100 MB)",
+        )
+    return warehouses
+
+
+def parse_weights(text: str, option: str = "--weights") -> dict[str, int]:
+    """'45,43,4,4,4' (New-Order, Payment, Order-Status, Delivery, Stock-Level) → weights.
+
+    Whole percentages that sum to 100; a zero leaves a transaction out of the mix.
+    """
+    hint = f"give five whole percentages summing to 100, e.g. {option} 45,43,4,4,4"
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != len(TRANSACTIONS) or not all(part.isdigit() for part in parts):
+        raise UserError(f"{option}: invalid value {text!r}", hint)
+    weights = dict(zip(TRANSACTIONS, map(int, parts), strict=True))
+    if sum(weights.values()) != 100:
+        raise UserError(
+            f"{option}: invalid value {text!r}: the weights sum to {sum(weights.values())}", hint
+        )
+    return weights
+
+
+def format_weights(weights: dict[str, int]) -> str:
+    return ",".join(str(weights[name]) for name in TRANSACTIONS)
+
+
+def expected_row_counts(warehouses: int) -> dict[str, int]:
+    """Rows per table right after a load (clause 4.3.3.1); order_line varies (5..15 per order)."""
+    districts = warehouses * DISTRICTS_PER_WAREHOUSE
+    return {
+        "warehouse": warehouses,
+        "district": districts,
+        "customer": districts * CUSTOMERS_PER_DISTRICT,
+        "history": districts * CUSTOMERS_PER_DISTRICT,
+        "orders": districts * ORDERS_PER_DISTRICT,
+        "new_order": districts * NEW_ORDERS_PER_DISTRICT,
+        "item": ITEMS,
+        "stock": warehouses * ITEMS,
+    }

@@ -1,0 +1,211 @@
+"""TPC-C on real servers: a 1-warehouse load checked against clause 4.3, a short run with
+its rollbacks, and the CLI refusing bad input before anything is half-done."""
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import dsn_of, run_cli
+
+from pgcachelab.cli.progress import LineProgress
+from pgcachelab.clusters.binaries import find_pgbench
+from pgcachelab.clusters.managed import ManagedCluster
+from pgcachelab.clusters.targets import ExistingTarget
+from pgcachelab.errors import UserError
+from pgcachelab.workloads.tpcc import driver, loader
+from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consistent, run_checks
+from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts
+
+pytestmark = pytest.mark.server
+DEBIAN_15_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+@pytest.fixture(scope="module")
+def loaded(module_cluster: ManagedCluster) -> Iterator[tuple[ManagedCluster, loader.LoadResult]]:
+    """The module's cluster with one warehouse loaded (the load is the slow part)."""
+    module_cluster.apply_settings({})
+    result = loader.load(module_cluster.connect, 1, 2, LineProgress(), random.Random(2))
+    yield module_cluster, result
+    module_cluster.stop()
+
+
+def _count(conn, sql: str) -> int:
+    return conn.execute(sql).fetchone()[0]
+
+
+def test_load_has_the_specified_rows(loaded):
+    cluster, result = loaded
+    assert result.info.warehouses == 1 and result.info.complete
+    with cluster.connect() as conn:
+        for table, rows in expected_row_counts(1).items():
+            assert _count(conn, f"select count(*) from tpcc.{table}") == rows, table
+        lines = _count(conn, "select count(*) from tpcc.order_line")
+        assert lines == _count(conn, "select sum(o_ol_cnt) from tpcc.orders")
+        assert _count(conn, "select min(o_ol_cnt) from tpcc.orders") == 5
+        assert _count(conn, "select max(o_ol_cnt) from tpcc.orders") == 15
+        # 900 undelivered orders per district: the last ones, without a carrier
+        assert _count(conn, "select min(no_o_id) from tpcc.new_order") == 2101
+        assert _count(conn, "select count(*) from tpcc.orders where o_carrier_id is null") == 9000
+        # every customer of a district has exactly one order (a permutation)
+        assert _count(conn, "select count(distinct (o_d_id, o_c_id)) from tpcc.orders") == 30000
+        # 10% ORIGINAL (binomial: well within 8-12% for 100,000 rows), BC credit 10%
+        original = _count(conn, "select count(*) from tpcc.item where i_data like '%ORIGINAL%'")
+        assert 8_000 < original < 12_000
+        bad_credit = _count(conn, "select count(*) from tpcc.customer where c_credit = 'BC'")
+        assert 2_400 < bad_credit < 3_600
+        # last names: the syllable table; the first 1,000 customers take each of the 1,000
+        assert _count(conn, "select count(distinct c_last) from tpcc.customer") == 1000
+        assert _count(
+            conn, "select c_last from tpcc.customer where c_d_id = 1 and c_id = 372"
+        ) == "PRICALLYOUGHT"  # fmt: skip
+        assert _count(conn, "select max(length(c_data)) from tpcc.customer") <= 500
+        assert _count(conn, "select min(length(s_data)) from tpcc.stock") >= 26
+        assert (_count(conn, "select warehouses from tpcc.load_info")) == 1
+        indexes = {row[0] for row in conn.execute(
+            "select indexname from pg_indexes where schemaname = 'tpcc'")}  # fmt: skip
+        assert "customer_last_name" in indexes and len(indexes) == 10
+
+
+def test_load_passes_the_consistency_checks(loaded):
+    cluster, result = loaded
+    assert [c.passed for c in result.checks] == [True] * 5
+    with cluster.connect() as conn:
+        assert all(c.passed for c in run_checks(conn))
+
+
+def test_a_broken_condition_fails_loudly(loaded):
+    cluster, _ = loaded
+    with cluster.connect() as conn, conn.transaction(force_rollback=True):
+        conn.execute("update tpcc.warehouse set w_ytd = w_ytd + 1")
+        with pytest.raises(ConsistencyError, match=r"condition 1: .* \(1 violations\)"):
+            require_consistent(conn, "in the test")
+
+
+def test_new_order_with_the_unused_item_rolls_back_its_work(loaded):
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        before = conn.execute(
+            "select d_next_o_id, (select count(*) from tpcc.orders) from tpcc.district"
+            " where d_w_id = 1 and d_id = 3").fetchone()  # fmt: skip
+        status = conn.execute(
+            "select tpcc.new_order(1, 3, 7, 6, array[1, 2, 3, 4, 5, %s],"
+            " array[1, 1, 1, 1, 1, 1], array[1, 1, 1, 1, 1, 1])", [UNUSED_ITEM_ID]
+        ).fetchone()[0]  # fmt: skip
+        after = conn.execute(
+            "select d_next_o_id, (select count(*) from tpcc.orders) from tpcc.district"
+            " where d_w_id = 1 and d_id = 3").fetchone()  # fmt: skip
+    assert status == "rolled back" and after == before
+
+
+def test_short_run_measures_tpmc_and_rolls_back_for_real(loaded):
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    options = driver.RunOptions(clients=2, threads=2, duration_s=3, warehouses=1)
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(5))  # fmt: skip
+    summary = run.summary
+    assert summary.tpmc > 0 and summary.tpm_total > summary.tpmc
+    assert summary.new_orders == summary.by_type["new_order"].completed
+    assert summary.failed == 0 and all(c.passed for c in run.checks)
+    assert run.client_cpu_s > 0
+    # every New-Order ran its function; about 1% of them rolled back (binomial, loose bounds)
+    assert 0 <= run.rollbacks <= summary.new_orders * 0.05
+    with cluster.connect() as conn:
+        assert (
+            _count(conn, f"select count(*) from tpcc.order_line where ol_i_id = {UNUSED_ITEM_ID}")
+            == 0
+        )
+        orders = _count(conn, "select count(*) from tpcc.orders") - 30000
+    # one order per New-Order that committed (the tests before added one more and rolled back)
+    assert orders == summary.new_orders - run.rollbacks
+
+
+def test_run_refuses_another_warehouse_count(loaded):
+    cluster, _ = loaded
+    with cluster.connect() as conn, pytest.raises(UserError, match="loaded with 1 warehouses"):
+        driver.require_load(conn, 3, "the test database")
+
+
+def test_cli_run_on_a_database_loaded_with_other_warehouses(loaded, lab_tmp):
+    cluster, _ = loaded
+    result = run_cli("tpcc", "run", "--dsn", dsn_of(cluster), "--warehouses", "2",
+                     "--duration", "1", tmpdir=lab_tmp)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    first, hint = result.stderr.splitlines()
+    assert first.startswith("pgcachelab: --warehouses: invalid value 2: ")
+    assert first.endswith(" was loaded with 1 warehouses")
+    assert (
+        hint == "hint: run with --warehouses 1, or reload with pgcachelab tpcc load --warehouses 2"
+    )
+
+
+def test_cli_refuses_a_database_without_a_load_or_with_a_foreign_schema(running_cluster, lab_tmp):
+    dsn = dsn_of(running_cluster)
+    result = run_cli("tpcc", "run", "--dsn", dsn, "--duration", "1", tmpdir=lab_tmp)
+    assert result.returncode == 2
+    assert result.stderr.startswith("pgcachelab: no complete TPC-C load in ")
+    assert "hint: load it first: pgcachelab tpcc load" in result.stderr
+    with running_cluster.connect() as conn:
+        conn.execute("create schema tpcc; create table tpcc.mine (x int)")
+    result = run_cli("tpcc", "load", "--dsn", dsn, tmpdir=lab_tmp)
+    assert result.returncode == 2
+    assert 'schema "tpcc" already exists and was not made by pgcachelab' in result.stderr
+    with running_cluster.connect() as conn:  # left as it was
+        assert _count(conn, "select count(*) from tpcc.mine") == 0
+    result = run_cli("tpcc", "run", "--dsn", dsn, "--set", "shared_buffers=1GB", tmpdir=lab_tmp)
+    assert result.returncode == 2
+    assert (
+        "'shared_buffers' needs a restart or reload of the server given by --dsn" in result.stderr
+    )
+
+
+def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
+    dsn = dsn_of(running_cluster)
+    load = run_cli("tpcc", "load", "--dsn", dsn, "--warehouses", "1", tmpdir=lab_tmp)
+    assert load.returncode == 0, load.stderr
+    assert load.stdout.startswith("loaded 1 warehouse(s) in ")
+    run = run_cli("tpcc", "run", "--dsn", dsn, "--duration", "2", "--clients", "2",
+                  "--weights", "50,50,0,0,0", "--json", tmpdir=lab_tmp)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert document["disclaimer"].startswith("TPC-C-like")
+    assert document["run"]["summary"]["tpmc"] > 0
+    assert document["run"]["script_names"] == ["new_order", "payment"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--warehouses", "0"], "--warehouses: invalid value 0: must be between 1"),
+        (["load", "--warehouses", "0"], "--warehouses: invalid value 0: must be between 1"),
+        (["run", "--weights", "45,43,4,4,5"], "the weights sum to 101"),
+        (["run", "--clients", "0"], "--clients: invalid value 0"),
+        (["load", "--workers", "0"], "--workers: invalid value 0"),
+        (["run", "--dsn", "x", "--pg-bin", "18"], "--dsn and --pg-bin exclude each other"),
+        (["run", "--set", "fsync"], "--set: invalid value 'fsync'"),
+        (["run", "--set", "no_such=1"], "unknown or read-only server setting 'no_such'"),
+        (["run", "--set", "work_mem=lots"], "--set: invalid value 'lots' for work_mem"),
+    ],
+)
+def test_cli_bad_input_before_any_server(args, message, lab_tmp):
+    result = run_cli("tpcc", *args, tmpdir=lab_tmp)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and message in lines[0] and lines[1].startswith("hint: ")
+    assert not list(lab_tmp.iterdir())  # no cluster was created
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DEBIAN_15_BIN / "postgres").is_file(), reason="no PostgreSQL 15")
+def test_cli_run_on_a_managed_postgresql_15_loads_runs_checks_and_cleans_up(lab_tmp):
+    result = run_cli("tpcc", "run", "--pg-bin", DEBIAN_15_BIN, "--duration", "2",
+                     "--clients", "2", "--json", tmpdir=lab_tmp)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["load"]["info"]["warehouses"] == 1
+    assert all(check["violations"] == 0 for check in document["load"]["checks"])
+    assert all(check["violations"] == 0 for check in document["run"]["checks"])
+    assert document["run"]["summary"]["tpmc"] > 0
+    assert not list(lab_tmp.iterdir())  # the throwaway cluster is gone
