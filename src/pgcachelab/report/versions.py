@@ -147,7 +147,10 @@ def changes_html(data: RunData, changes: list[VersionChange]) -> str:
         "tps (independent samples, unequal variances). Significant: the interval excludes 1. "
         "Every version is driven by the same pgbench; the data of each version and scale is "
         "initialised once and reused by every mode and client count (read-write points update "
-        "rows in place and their changes are not undone).</p>"
+        "rows in place and their changes are not undone). Versions run one after another, so "
+        "a change of the machine's load during the run lands on the versions and these "
+        "intervals cannot see it: compare on a quiet machine, or repeat the run with the "
+        "versions in the other order.</p>"
         f"{skipped_note}"
         f"<table><thead><tr>{head}</tr></thead><tbody>"
         + "".join(_change_row(c) for c in changes)
