@@ -185,6 +185,10 @@ def test_tiny_ladder_runs_stores_and_reports(tmp_path, lab_tmp):
     assert "synchronous_commit = off trades safety for speed" in page
     assert "reached their rate limit" in page
     assert "tpcc_tpmc_per_step" in page and "tpcc_tpmc_series" in page
+    advised = run_cli("advise", "last", "--lab-dir", lab_dir)
+    assert advised.returncode == 0, advised.stderr
+    assert "- ladder [limit-removed]: step limit-removed mattered: tpmC ×" in advised.stdout
+    assert "trades safety for speed: synchronous_commit = off" in advised.stdout
 
 
 @pytest.mark.server

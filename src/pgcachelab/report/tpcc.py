@@ -254,3 +254,57 @@ def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
         + _latency_table(data)
     )
     return plots, body
+
+
+def ladder_advice(data: RunData) -> list:
+    """`advise` on a TPC-C run: which steps mattered, and the best step that keeps durability."""
+    from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
+
+    results = ladder_results(step_samples(data))
+    advice = []
+    for before, result in zip(results, results[1:], strict=False):
+        if result.ratio is None:
+            continue
+        changed = "; ".join(f"{n} → {v}" for n, _, v in result.changes) or "nothing"
+        interval = (
+            f" [95% CI ×{result.ci_low:.2f}, ×{result.ci_high:.2f}]"
+            if result.ci_low is not None
+            else ""
+        )
+        new_risks = [
+            f"{s} = {v} ({why})"
+            for s, v, why in result.risks
+            if (s, v) not in {(n, b) for n, b, _ in before.risks}
+        ]
+        caveats = []
+        if result.n < MIN_REPETITIONS or before.n < MIN_REPETITIONS:
+            caveats.append(f"only {min(result.n, before.n)} repetitions")
+        if before.rate_limited:
+            caveats.append(f"{before.name} ran at its rate limit: it measured the limit")
+        if result.significant:
+            verdict = "mattered" if result.ratio > 1 else "made it SLOWER"
+            recommendation = f"step {result.name} {verdict}: tpmC ×{result.ratio:.2f}{interval}"
+        else:
+            recommendation = (
+                f"step {result.name} made no clear difference: ×{result.ratio:.2f}{interval}"
+                + (" includes 1" if result.ci_low is not None else "")
+            )
+        evidence = (
+            f"tpmC median {_num(before.median)} ({before.name}) → {_num(result.median)};"
+            f" changes: {changed}"
+            + (f"; trades safety for speed: {'; '.join(new_risks)}" if new_risks else "")
+        )
+        advice.append(Advice("ladder", result.name, recommendation, evidence, caveats))
+    safe = [r for r in results if not r.risks and not r.rate_limited and r.median]
+    if safe:
+        best = max(safe, key=lambda r: r.median)
+        advice.append(
+            Advice(
+                "ladder",
+                "",
+                f"the fastest step that keeps durability and vacuum is {best.name}",
+                f"tpmC median {_num(best.median)} ({_num(best.minimum)}..{_num(best.maximum)})",
+                [],
+            )
+        )
+    return advice
