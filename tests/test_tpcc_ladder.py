@@ -82,6 +82,7 @@ def test_memory_shares():
         ('[tpcc]\nrate_tpm = "fast"', 'tpcc.rate_tpm: invalid value "fast": not a positive rate'),
         ('[tpcc]\nthreads = "many"', 'tpcc.threads: invalid value "many"'),
         ("[tpcc]\nlanes = 3", "tpcc.lanes"),
+        ("[tpcc]\ntransactions = 0", "tpcc.transactions: invalid value 0"),
         ("[pgbench]\nclients = 3", "the tpcc workload takes no [pgbench] table"),
         ('[[ladder]]\nname = "a"\n[[ladder]]\nname = "a"', 'invalid value "a": repeats a step'),
         ('[[ladder]]\ndescription = "x"', "ladder[0].name: a step needs a name"),

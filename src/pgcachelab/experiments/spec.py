@@ -49,8 +49,10 @@ CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups")
 # TPC-C (seed 002): rate_tpm is all terminals together, "off" for no limit.
 TPCC_DEFAULTS = {"warehouses": 1, "workers": 2, "clients": 4, "threads": "auto",
                  "duration": "60s", "warmup": "0s", "weights": "45,43,4,4,4",
-                 "home_warehouse": True, "rate_tpm": NO_LIMIT, "max_tries": 10}  # fmt: skip
-TPCC_SWEEPABLE = ("warehouses", "clients", "threads", "duration", "warmup", "weights",
+                 "home_warehouse": True, "rate_tpm": NO_LIMIT, "max_tries": 10,
+                 "transactions": None}  # fmt: skip
+TPCC_SWEEPABLE = ("warehouses", "clients", "threads", "duration", "transactions", "warmup",
+                  "weights",
                   "home_warehouse", "rate_tpm", "os_cache", "prewarm", "version")  # fmt: skip
 # What a ladder step may change besides server settings: not the data or the server version.
 LADDER_WORKLOAD_KEYS = {
@@ -413,6 +415,10 @@ def _tpcc_parameters(problem: SpecProblem, raw: dict, prefix: str, only: str | N
             raw["warehouses"],
             f"more than {MAX_WAREHOUSES}",
             "each warehouse is about 100 MB",
+        )
+    if check("transactions") and raw["transactions"] is not None:
+        resolved["transactions"] = _positive_int(
+            problem, f"{prefix}transactions", raw["transactions"]
         )
     if check("threads") and raw["threads"] != "auto":
         resolved["threads"] = _positive_int(problem, f"{prefix}threads", raw["threads"])

@@ -47,6 +47,7 @@ def run_options(workload: dict, duration_s: float | None = None) -> driver.RunOp
         clients=clients,
         threads=threads_for(workload.get("threads", "auto"), clients),
         duration_s=int(duration_s or workload["duration"]),
+        transactions=None if duration_s else workload.get("transactions"),
         weights=parse_weights(workload["weights"]),
         home_warehouse=workload["home_warehouse"],
         rate_tpm=None if rate == NO_LIMIT else float(rate),
