@@ -12,6 +12,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from pgcachelab.analysis.ladder import StepResult, StepSamples, ladder_results  # noqa: E402
 from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
@@ -20,6 +22,7 @@ from pgcachelab.workloads.tpcc import DIFFERENCES  # noqa: E402
 
 DISCLAIMER = "a TPC-C-like workload, not an audited TPC-C result"
 # Workload parameters shown in a step's diff next to the server settings.
+BAR_COLOR, LIMITED_COLOR = "#1f77b4", "#d62728"
 WORKLOAD_KEYS = ("rate_tpm", "clients", "threads", "duration", "home_warehouse", "weights")
 
 
@@ -74,17 +77,22 @@ def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[P
     figure, axis = plt.subplots(figsize=(max(6.0, 1.3 * len(results) + 2), 4.2))
     positions = range(len(results))
     medians = [r.median or 0 for r in results]
-    colors = ["#d62728" if r.rate_limited else "#1f77b4" for r in results]
-    axis.bar(positions, medians, color=colors, alpha=0.75, label="median of the repetitions")
+    colors = [LIMITED_COLOR if r.rate_limited else BAR_COLOR for r in results]
+    axis.bar(positions, medians, color=colors, alpha=0.75)
     for x, result in zip(positions, results, strict=True):
         if result.minimum is not None:
             axis.plot([x, x], [result.minimum, result.maximum], color="black", linewidth=1.2)
         values = samples.get(result.name) or []
-        axis.scatter([x] * len(values), values, color="black", s=12, zorder=3,
-                     label="repetitions" if x == 0 else None)  # fmt: skip
-        if result.median:
-            axis.annotate(f"{result.median:,.0f}", (x, result.median), ha="center", va="bottom",
-                          fontsize=8, xytext=(0, 3), textcoords="offset points")  # fmt: skip
+        axis.scatter([x] * len(values), values, color="black", s=12, zorder=3)
+        if result.median:  # above the highest repetition, clear of the whisker
+            axis.annotate(f"{result.median:,.0f}", (x, result.maximum), ha="center", va="bottom",
+                          fontsize=8, xytext=(0, 4), textcoords="offset points")  # fmt: skip
+    handles = [
+        Patch(color=BAR_COLOR, alpha=0.75, label="median of the repetitions"),
+        Line2D([], [], color="black", marker="o", markersize=4, label="each repetition (min..max)"),
+    ]
+    if any(r.rate_limited for r in results):
+        handles.insert(1, Patch(color=LIMITED_COLOR, alpha=0.75, label="capped by its rate limit"))
     positive = [m for m in medians if m > 0]
     if positive and max(positive) / min(positive) > 20:
         axis.set_yscale("log")  # a rate-limited step sits two orders below the others
@@ -93,9 +101,10 @@ def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[P
         axis.set_ylabel("tpmC, New-Orders per minute")
     axis.set_xticks(list(positions), [r.name for r in results], rotation=20, ha="right")
     axis.set_xlabel("ladder step (cumulative)" if "step" in data.swept_keys else "point")
-    axis.set_title(f"tpmC per step ({DISCLAIMER}); red: capped by its rate limit")
+    axis.set_title(f"tpmC per step ({DISCLAIMER})")
     axis.grid(axis="y", alpha=0.3)
-    axis.legend(fontsize=8, loc="upper left")
+    axis.legend(handles=handles, fontsize=8, loc="upper left")
+    axis.margins(y=0.12)
     return save_figure(figure, out_dir, "tpcc_tpmc_per_step")
 
 
