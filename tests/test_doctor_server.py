@@ -2,6 +2,7 @@
 settings through the lab's cluster manager; `pgcachelab hugepages` on a throwaway cluster."""
 
 import json
+import shutil
 
 import pytest
 from conftest import dsn_of, run_cli
@@ -202,3 +203,27 @@ def test_hugepages_bad_size_is_one_line():
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: --shared-buffers: invalid value 'lots'")
     assert result.stderr.splitlines()[1] == "hint: e.g. --shared-buffers 4GB"
+
+
+@pytest.mark.server
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven")
+def test_hugepages_before_15_from_the_postmasters_vmpeak(pg_cache, lab_tmp):
+    """PostgreSQL 13 cannot say (no shared_memory_size_in_huge_pages): the lab starts it once
+    and reads the postmaster's VmPeak, the seeds' way."""
+    installed = run_cli("pg", "install", "13")
+    assert installed.returncode == 0, installed.stderr
+    pages = {}
+    for size_mb in (64, 256):
+        result = run_cli("hugepages", "--pg-bin", "13", "--shared-buffers", f"{size_mb}MB",
+                         tmpdir=lab_tmp)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "with PostgreSQL 13." in result.stdout
+        pages[size_mb] = int(result.stdout.split()[0])
+    page_mb = 2  # x86-64's default huge page size, which this machine has
+    # VmPeak covers shared memory and the binary and libraries mapped besides: more pages than
+    # shared_buffers alone, but not a hundred more
+    assert 64 / page_mb < pages[64] < 64 / page_mb + 100, pages
+    # 192MB more shared_buffers is 96 pages more, and the other shared memory grows a little
+    assert 96 <= pages[256] - pages[64] <= 110, pages
+    assert list(lab_tmp.iterdir()) == []  # the throwaway cluster is gone
