@@ -87,6 +87,47 @@ def test_effective_cache_size_beyond_memory_and_work_mem_beyond_memory():
     assert "= 100GB of 8GB" in outcomes["server.work_mem"].found
 
 
+def test_effective_cache_size_far_below_memory_is_info():
+    outcome = by_check(server_checks(facts_with(effective_cache_size=GB), 16 * GB))[
+        "server.effective_cache_size"
+    ]
+    assert outcome.severity == "info"
+    assert outcome.found == "effective_cache_size = 1073741824 (6% of 16GB)"
+    assert (
+        outcome.fix == "ALTER SYSTEM SET effective_cache_size = '9830MB'; then select "
+        "pg_reload_conf()"
+    )
+
+
+def test_small_maintenance_work_mem_on_a_large_machine_is_info():
+    outcome = by_check(server_checks(facts_with(maintenance_work_mem=16 * MB), 16 * GB))[
+        "server.maintenance_work_mem"
+    ]
+    assert outcome.severity == "info"
+    assert outcome.fix.startswith("ALTER SYSTEM SET maintenance_work_mem = '1024MB'")
+    # the same on 2GB is left alone: little to give
+    small = by_check(server_checks(facts_with(maintenance_work_mem=16 * MB), 2 * GB))
+    assert severity(small["server.maintenance_work_mem"]) == "ok"
+
+
+def test_well_set_server_checks_are_ok():
+    outcomes = by_check(server_checks(facts_with(shared_buffers=4 * GB, effective_cache_size=
+                                                 10 * GB), 16 * GB))  # fmt: skip
+    assert {check: severity(o) for check, o in outcomes.items()} == dict.fromkeys(
+        ["server.fsync", "server.full_page_writes", "server.synchronous_commit",
+         "server.autovacuum", "server.shared_buffers", "server.effective_cache_size",
+         "server.work_mem", "server.maintenance_work_mem", "server.checkpoints",
+         "server.checkpoint_completion_target", "server.bgwriter"], "ok")  # fmt: skip
+
+
+def test_what_the_server_does_not_show_is_skipped_with_the_reason():
+    facts = ServerFacts(180000, "18.0")  # a role that sees no settings and no counters
+    outcomes = by_check(server_checks(facts, None))
+    assert all(isinstance(o, Skipped) and o.reason for o in outcomes.values())
+    assert outcomes["server.fsync"].reason == "fsync not visible in pg_settings"
+    assert outcomes["server.checkpoints"].reason == "checkpoint counters not readable"
+
+
 def test_autovacuum_workers_taking_a_quarter_of_memory():
     outcome = by_check(server_checks(facts_with(maintenance_work_mem=2 * GB), 16 * GB))[
         "server.maintenance_work_mem"
