@@ -19,7 +19,7 @@ from pathlib import Path
 from pgcachelab.analysis.advice import choose, format_interval
 from pgcachelab.analysis.cache_split import index_survives_from
 from pgcachelab.analysis.summary import Summary
-from pgcachelab.report.dataset import RunData, load_run
+from pgcachelab.report.dataset import RunData, load_run, repetitions
 from pgcachelab.store.sqlite import STORE_FILE, ResultStore, Run
 from pgcachelab.units import format_bytes
 
@@ -51,6 +51,11 @@ class CacheSplitEvidence:
 
     def as_good_as_best(self, shared_buffers_bytes: float) -> bool:
         return int(shared_buffers_bytes) in {self.best_shared_buffers_bytes, *self.tied_bytes}
+
+    @property
+    def singles_out(self) -> bool:
+        """False when every other measured setting's interval overlaps the best's."""
+        return len(self.tied_bytes) < len(self.measured_bytes) - 1
 
     def measured(self, shared_buffers_bytes: float) -> bool:
         return int(shared_buffers_bytes) in self.measured_bytes
@@ -116,8 +121,6 @@ def _workload(run: Run) -> str | None:
 def evidence_from_run(data: RunData, huge_pages_in_use: str | None) -> CacheSplitEvidence | None:
     """The best shared_buffers for idx2 (as `advise` finds it) in the huge pages cell closest
     to the server's: the same setting if measured, else off, else the only one."""
-    from pgcachelab.report.cache_wash import repetitions  # imports matplotlib: only when needed
-
     reps = repetitions(data)
     cells = sorted({r.huge_pages for r in reps})
     if not cells:

@@ -75,10 +75,13 @@ def check_shared_buffers(
         f"shared_buffers = {facts.shown('shared_buffers')}, {fraction:.0%} of "
         f"{format_bytes(memory_bytes)} {memory_source}"
     )
-    if evidence is not None and evidence.memory_bytes == memory_bytes:
+    same_memory = evidence is not None and evidence.memory_bytes == memory_bytes
+    if same_memory and evidence.singles_out:
         return _shared_buffers_as_measured(check, found, shared_buffers, evidence)
     cited = evidence.text() if evidence else ""
-    if evidence is not None:
+    if same_memory:
+        cited += "; the run does not tell the settings apart, so the rule below stands"
+    elif evidence is not None:
         cited += (
             f"; that server had {format_bytes(evidence.memory_bytes)}, this one "
             f"{format_bytes(memory_bytes)}: the figure does not carry over as it is"
