@@ -153,11 +153,19 @@ def scale_advice(data: RunData) -> list[Advice]:
             caveats = [] if step.significant else [
                 "the intervals on both sides overlap: the fall may be noise"
             ]  # fmt: skip
+            if step.significant:
+                headline = (
+                    f"keep the data under scale {step.after}: throughput falls to "
+                    f"{step.ratio:.0%} from scale {step.before} to {step.after}"
+                )
+            else:  # a lower mean inside overlapping intervals is not a measured step
+                headline = (
+                    f"no measured step: throughput's mean is {step.ratio:.0%} from scale "
+                    f"{step.before} to {step.after}, inside the noise"
+                )
             advice.append(
                 Advice(
-                    "scale", _cell_text(cell),
-                    f"keep the data under scale {step.after}: throughput falls to "
-                    f"{step.ratio:.0%} from scale {step.before} to {step.after}",
+                    "scale", _cell_text(cell), headline,
                     f"database {_size(step.size_before_bytes)} -> {_size(step.size_after_bytes)}"
                     f" crosses {crossed}", caveats,
                 )
