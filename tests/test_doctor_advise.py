@@ -1,5 +1,6 @@
 """advise: pure advice on constructed samples, and end to end on quick runs made through the CLI."""
 
+import re
 import statistics
 
 import pytest
@@ -65,7 +66,10 @@ def test_advise_a_clients_sweep_names_the_peak_it_measured(tmp_path, lab_tmp):
     output, data = _run_and_advise(SPECS_DIR / "two-points.toml", tmp_path, lab_tmp)
     means = {r.point.swept["clients"]: statistics.fmean(m.tps for m in r.ok) for r in data.points}
     peak = max(means, key=means.get)
-    assert f"- clients: clients = {peak} gives the peak throughput" in output
+    # two repetitions on a shared machine: a clear peak, or a best mean the intervals cannot
+    # single out (and then the run says so instead of naming it)
+    assert (f"- clients: clients = {peak} gives the peak throughput" in output
+            or f"- clients: no value stands out: {peak} has the best mean" in output)  # fmt: skip
     assert "[95% CI" in output
     assert "cannot tell: only 2 repetitions" in output  # the spec repeats each point twice
 
@@ -73,8 +77,11 @@ def test_advise_a_clients_sweep_names_the_peak_it_measured(tmp_path, lab_tmp):
 @pytest.mark.server
 def test_advise_a_cache_wash_run_names_the_shared_buffers_for_idx2(tmp_path, lab_tmp):
     output, data = _run_and_advise(SPECS_DIR / "advise-cache-wash.toml", tmp_path, lab_tmp)
-    assert "- shared_buffers: shared_buffers = " in output
-    assert "gives the fastest index lookups after a large scan" in output
+    assert re.search(
+        r"- shared_buffers: (shared_buffers = \S+ gives the fastest index lookups "
+        r"after a large scan|no value stands out: \S+ has the best mean)",
+        output,
+    )
     assert "idx2 median" in output
     assert "cannot tell: only 2 repetitions" in output
 
