@@ -1,10 +1,11 @@
 """advise: pure advice on constructed samples, and end to end on quick runs made through the CLI."""
 
+import json
 import re
 import statistics
 
 import pytest
-from conftest import SPECS_DIR, run_cli
+from conftest import SPECS_DIR, dsn_of, run_cli
 
 from pgcachelab.analysis.advice import choose, format_interval, throughput_steps
 from pgcachelab.report.dataset import load_run
@@ -75,7 +76,9 @@ def test_advise_a_clients_sweep_names_the_peak_it_measured(tmp_path, lab_tmp):
 
 
 @pytest.mark.server
-def test_advise_a_cache_wash_run_names_the_shared_buffers_for_idx2(tmp_path, lab_tmp):
+def test_advise_a_cache_wash_run_names_the_shared_buffers_for_idx2(
+    tmp_path, lab_tmp, running_cluster
+):
     output, data = _run_and_advise(SPECS_DIR / "advise-cache-wash.toml", tmp_path, lab_tmp)
     assert re.search(
         r"- shared_buffers: (shared_buffers = \S+ gives the fastest index lookups "
@@ -84,6 +87,19 @@ def test_advise_a_cache_wash_run_names_the_shared_buffers_for_idx2(tmp_path, lab
     )
     assert "idx2 median" in output
     assert "cannot tell: only 2 repetitions" in output
+
+    # doctor on a server of the same major version on this host cites the run as evidence
+    result = run_cli("doctor", "--dsn", dsn_of(running_cluster), "--lab-dir", tmp_path / "lab",
+                     "--json")  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    run_id = data.run.run_id
+    assert report["context"]["lab_evidence"] == f"run {run_id}"
+    [finding] = [f for f in report["findings"] if f["check"] == "server.shared_buffers"]
+    assert finding["evidence"].startswith(f"the lab measured (run {run_id} 'advise-cache-wash'")
+    # without the run, doctor says why it has no evidence
+    other = run_cli("doctor", "--dsn", dsn_of(running_cluster), "--lab-dir", tmp_path, "--json")
+    assert json.loads(other.stdout)["context"]["lab_evidence"].startswith("no results store at")
 
 
 def test_advise_unknown_run_is_one_line(tmp_path):
