@@ -202,6 +202,15 @@ def lab_tmp() -> Iterator[Path]:
         yield base
 
 
+@pytest.fixture
+def pg_cache(monkeypatch) -> Iterator[Path]:
+    """An empty cache of server binaries for `pg install` (PGCACHELAB_PG_CACHE), reachable by
+    the server user and removed after the test; Maven's own repository is left as it is."""
+    with server_reachable_dir() as cache:
+        monkeypatch.setenv("PGCACHELAB_PG_CACHE", str(cache))
+        yield cache
+
+
 # -- the results store, read the way another process would -----------------------------------
 
 

@@ -92,3 +92,24 @@ def test_shipped_cache_split_experiments(name):
         p.settings["shared_buffers"] for p in spec.points() if p.settings["huge_pages"] == "on"
     ]
     assert sizes[0] != sizes[-1] and len(set(sizes)) == len(sizes)
+
+
+def test_latencies_pgbench_logged_as_zero_are_counted_and_give_no_ratio():
+    """pgbench 14+ logs a transaction whose reply was already there as 0 us: an idx1 median of
+    0 has no idx2/idx1 ratio and no huge pages ratio, and must not end the analysis."""
+    from pgcachelab.analysis.cache_split import (
+        Repetition,
+        huge_pages_effect,
+        index_survives_from,
+        zero_latencies,
+    )
+
+    def rep(huge_pages, idx1):
+        return Repetition(256 * 1024**2, huge_pages, 0,
+                          {"idx1": idx1, "seq": [900.0], "idx2": [0.2, 0.3, 0.2]})  # fmt: skip
+
+    reps = [rep("on", [0.0, 0.0, 0.1]), rep("off", [0.2, 0.2, 0.2])]
+    assert zero_latencies(reps, "idx1") == (2, 6)
+    assert index_survives_from(reps, "on") == (None, None)
+    assert index_survives_from(reps, "off")[0] == 256 * 1024**2
+    assert huge_pages_effect(reps, "idx1") is None

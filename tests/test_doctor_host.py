@@ -134,7 +134,7 @@ def test_cli_fail_on_sets_the_exit_code():
     warned = run_cli("doctor", "--root", TREES / "bad-host", "--json", "--fail-on", "warning")
     assert warned.returncode == 1, warned.stderr
     report = json.loads(warned.stdout)
-    assert report["format"] == 1
+    assert report["format"] == 2
     severities = {f["check"]: f["severity"] for f in report["findings"]}
     assert severities["host.thp.enabled"] == "warning"
     assert report["findings"][0]["severity"] == "warning"  # worst first

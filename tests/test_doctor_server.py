@@ -2,6 +2,7 @@
 settings through the lab's cluster manager; `pgcachelab hugepages` on a throwaway cluster."""
 
 import json
+import shutil
 
 import pytest
 from conftest import dsn_of, run_cli
@@ -84,6 +85,47 @@ def test_effective_cache_size_beyond_memory_and_work_mem_beyond_memory():
     assert severity(outcomes["server.effective_cache_size"]) == "warning"
     assert severity(outcomes["server.work_mem"]) == "warning"
     assert "= 100GB of 8GB" in outcomes["server.work_mem"].found
+
+
+def test_effective_cache_size_far_below_memory_is_info():
+    outcome = by_check(server_checks(facts_with(effective_cache_size=GB), 16 * GB))[
+        "server.effective_cache_size"
+    ]
+    assert outcome.severity == "info"
+    assert outcome.found == "effective_cache_size = 1073741824 (6% of 16GB)"
+    assert (
+        outcome.fix == "ALTER SYSTEM SET effective_cache_size = '9830MB'; then select "
+        "pg_reload_conf()"
+    )
+
+
+def test_small_maintenance_work_mem_on_a_large_machine_is_info():
+    outcome = by_check(server_checks(facts_with(maintenance_work_mem=16 * MB), 16 * GB))[
+        "server.maintenance_work_mem"
+    ]
+    assert outcome.severity == "info"
+    assert outcome.fix.startswith("ALTER SYSTEM SET maintenance_work_mem = '1024MB'")
+    # the same on 2GB is left alone: little to give
+    small = by_check(server_checks(facts_with(maintenance_work_mem=16 * MB), 2 * GB))
+    assert severity(small["server.maintenance_work_mem"]) == "ok"
+
+
+def test_well_set_server_checks_are_ok():
+    outcomes = by_check(server_checks(facts_with(shared_buffers=4 * GB, effective_cache_size=
+                                                 10 * GB), 16 * GB))  # fmt: skip
+    assert {check: severity(o) for check, o in outcomes.items()} == dict.fromkeys(
+        ["server.fsync", "server.full_page_writes", "server.synchronous_commit",
+         "server.autovacuum", "server.shared_buffers", "server.effective_cache_size",
+         "server.work_mem", "server.maintenance_work_mem", "server.checkpoints",
+         "server.checkpoint_completion_target", "server.bgwriter"], "ok")  # fmt: skip
+
+
+def test_what_the_server_does_not_show_is_skipped_with_the_reason():
+    facts = ServerFacts(180000, "18.0")  # a role that sees no settings and no counters
+    outcomes = by_check(server_checks(facts, None))
+    assert all(isinstance(o, Skipped) and o.reason for o in outcomes.values())
+    assert outcomes["server.fsync"].reason == "fsync not visible in pg_settings"
+    assert outcomes["server.checkpoints"].reason == "checkpoint counters not readable"
 
 
 def test_autovacuum_workers_taking_a_quarter_of_memory():
@@ -202,3 +244,27 @@ def test_hugepages_bad_size_is_one_line():
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: --shared-buffers: invalid value 'lots'")
     assert result.stderr.splitlines()[1] == "hint: e.g. --shared-buffers 4GB"
+
+
+@pytest.mark.server
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven")
+def test_hugepages_before_15_from_the_postmasters_vmpeak(pg_cache, lab_tmp):
+    """PostgreSQL 13 cannot say (no shared_memory_size_in_huge_pages): the lab starts it once
+    and reads the postmaster's VmPeak, the seeds' way."""
+    installed = run_cli("pg", "install", "13")
+    assert installed.returncode == 0, installed.stderr
+    pages = {}
+    for size_mb in (64, 256):
+        result = run_cli("hugepages", "--pg-bin", "13", "--shared-buffers", f"{size_mb}MB",
+                         tmpdir=lab_tmp)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "with PostgreSQL 13." in result.stdout
+        pages[size_mb] = int(result.stdout.split()[0])
+    page_mb = 2  # x86-64's default huge page size, which this machine has
+    # VmPeak covers shared memory and the binary and libraries mapped besides: more pages than
+    # shared_buffers alone, but not a hundred more
+    assert 64 / page_mb < pages[64] < 64 / page_mb + 100, pages
+    # 192MB more shared_buffers is 96 pages more, and the other shared memory grows a little
+    assert 96 <= pages[256] - pages[64] <= 110, pages
+    assert list(lab_tmp.iterdir()) == []  # the throwaway cluster is gone

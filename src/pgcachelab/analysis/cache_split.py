@@ -33,8 +33,18 @@ def _groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
 
 
 def survival_ratio(reps: list[Repetition]) -> Summary | None:
-    """idx2 / idx1 of the per-repetition medians."""
-    return summarise([r.median("idx2") / r.median("idx1") for r in reps])
+    """idx2 / idx1 of the per-repetition medians; a repetition whose idx1 median is 0 (see
+    zero_latencies) has no ratio."""
+    return summarise([r.median("idx2") / r.median("idx1") for r in reps if r.median("idx1") > 0])
+
+
+def zero_latencies(reps: list[Repetition], phase: str) -> tuple[int, int]:
+    """(latencies logged as 0 us, all latencies) of a phase. pgbench (14+) takes a
+    transaction's end time lazily: when the reply is already there as it looks, the end time is
+    its start time and the log says 0 (processXactStats, pg_time_now_lazy). Fast cached lookups
+    are the ones hit, so a phase's median is biased low, down to 0."""
+    values = [v for r in reps for v in r.samples_ms[phase]]
+    return sum(1 for v in values if v == 0), len(values)
 
 
 def index_survives_from(
@@ -46,8 +56,8 @@ def index_survives_from(
     answer, answer_ratio = None, None
     for sb in sorted(groups, reverse=True):
         ratio = survival_ratio(groups[sb])
-        if ratio.mean > SURVIVAL_TOLERANCE:
-            break
+        if ratio is None or ratio.mean > SURVIVAL_TOLERANCE:
+            break  # no ratio (idx1 logged as 0) cannot show the index survived
         answer, answer_ratio = sb, ratio
     return answer, answer_ratio
 
@@ -79,7 +89,7 @@ def huge_pages_effect(reps: list[Repetition], phase: str) -> Effect | None:
     logs = []
     for (hp, sb, rep), on in by_key.items():
         off = by_key.get(("off", sb, rep))
-        if hp == "on" and off is not None:
+        if hp == "on" and off is not None and on.median(phase) > 0 and off.median(phase) > 0:
             logs.append(math.log(on.median(phase) / off.median(phase)))
     if not logs:
         return None

@@ -22,6 +22,13 @@ def doctor(
         Path | None,
         typer.Option(help="Data directory whose disk to check (found from --dsn when local)."),
     ] = None,
+    lab_dir: Annotated[
+        Path,
+        typer.Option(
+            envvar="PGCACHELAB_DIR",
+            help="Lab directory whose cache-split runs are evidence for shared_buffers.",
+        ),
+    ] = Path("lab"),
     root: Annotated[Path, typer.Option(hidden=True, help="Read /proc and /sys under this.")] = Path(
         "/"
     ),
@@ -35,7 +42,7 @@ def doctor(
         raise UserError(f"--fail-on: invalid value {fail_on!r}", "use info, warning or critical")
     if data_dir is not None and not data_dir.is_dir():
         raise UserError(f"--data-dir: no directory {str(data_dir)!r}", "name an existing directory")
-    diagnosis = diagnose(root, dsn, data_dir)
+    diagnosis = diagnose(root, dsn, data_dir, lab_dir)
     if json_output:
         typer.echo(as_json(diagnosis))
     else:

@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +11,11 @@ import psycopg
 from pgcachelab.doctor.findings import Outcome
 from pgcachelab.doctor.host_checks import host_checks, memory_for_server_bytes
 from pgcachelab.doctor.host_facts import HostFacts, HostReader, device_of, postmaster_of_backend
+from pgcachelab.doctor.lab_evidence import (
+    HostIdentity,
+    major_of_version_num,
+    read_cache_split_evidence,
+)
 from pgcachelab.doctor.server_checks import server_checks, server_summary
 from pgcachelab.doctor.server_facts import ServerFacts, read_server_facts
 from pgcachelab.machine.hugepages import pages_for_bytes, parse_vmpeak_bytes
@@ -26,8 +32,10 @@ def diagnose_host_and_server(
     server: ServerFacts | None,
     data_dir: Path | None = None,
     postmaster_pid: int | None = None,
+    lab_dir: Path | None = None,
 ) -> Diagnosis:
-    """Host checks always; server checks when `server` is given."""
+    """Host checks always; server checks when `server` is given, with the evidence of a
+    cache-split run in `lab_dir` made on this host for this major version."""
     device, device_reason = None, "no data directory known: give --dsn or --data-dir"
     if data_dir is not None:
         try:
@@ -43,8 +51,16 @@ def diagnose_host_and_server(
     outcomes = host_checks(facts, summary)
     memory = memory_for_server_bytes(facts)
     limited = facts.cgroup_memory_limit_bytes and memory == facts.cgroup_memory_limit_bytes
+    evidence, evidence_note = None, "no server"
+    if server and lab_dir is not None:
+        identity = HostIdentity(
+            platform.node(), facts.memory_total_bytes, major_of_version_num(server.version_num)
+        )
+        in_use = summary.get("huge_pages_in_use")
+        huge_pages = server.text("huge_pages") if in_use is None else ("on" if in_use else "off")
+        evidence, evidence_note = read_cache_split_evidence(lab_dir, identity, huge_pages)
     if server:
-        outcomes += server_checks(server, memory, "cgroup limit" if limited else "RAM")
+        outcomes += server_checks(server, memory, "cgroup limit" if limited else "RAM", evidence)
     context = {
         "root": str(host.root),
         "memory_total_bytes": facts.memory_total_bytes,
@@ -53,6 +69,7 @@ def diagnose_host_and_server(
         "postmaster_pid": postmaster_pid,
         "server_version": server.server_version if server else None,
         "running_as": "root" if os.geteuid() == 0 else f"uid {os.geteuid()}",
+        "lab_evidence": f"run {evidence.run_id}" if evidence else evidence_note,
     }
     return Diagnosis(outcomes, context)
 
@@ -67,7 +84,10 @@ def _pages_from_vmpeak(host: HostReader, facts: HostFacts, pid: int) -> int | No
 
 
 def diagnose(
-    root: Path = Path("/"), dsn: str | None = None, data_dir: Path | None = None
+    root: Path = Path("/"),
+    dsn: str | None = None,
+    data_dir: Path | None = None,
+    lab_dir: Path | None = None,
 ) -> Diagnosis:
     """The doctor command's work: read, check, never change."""
     host = HostReader(root)
@@ -85,7 +105,7 @@ def diagnose(
         postmaster_pid = _confirm_postmaster(postmaster_pid, server_data_dir, root)
     if data_dir is None and postmaster_pid and server_data_dir:
         data_dir = Path(server_data_dir)  # only a local server's directory is ours to stat
-    diagnosis = diagnose_host_and_server(host, server, data_dir, postmaster_pid)
+    diagnosis = diagnose_host_and_server(host, server, data_dir, postmaster_pid, lab_dir)
     diagnosis.context["server"] = target.safe_description()
     return diagnosis
 

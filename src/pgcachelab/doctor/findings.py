@@ -19,6 +19,7 @@ class Finding:
     recommendation: str = ""  # what to do and why, one line
     source: str = ""  # the PostgreSQL docs page or the seed behind the recommendation
     fix: str = ""  # the exact command or setting
+    evidence: str = ""  # what the lab itself measured that bears on it (a stored run)
 
     def __post_init__(self):
         if self.severity not in SEVERITIES:

@@ -12,8 +12,9 @@ from rich.text import Text
 from pgcachelab.doctor.diagnose import Diagnosis
 from pgcachelab.doctor.findings import Finding, Skipped, severity_rank
 
-# JSON format history: 1 — findings and skipped checks, context.
-JSON_FORMAT_VERSION = 1
+# JSON format history: 1 — findings and skipped checks, context;
+# 2 — a finding's "evidence" (the lab's own measurements: a cache-split run for shared_buffers).
+JSON_FORMAT_VERSION = 2
 STYLES = {"ok": "green", "info": "cyan", "warning": "yellow", "critical": "bold red"}
 
 
@@ -70,6 +71,12 @@ def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) ->
         console.print(Text(f"  why: {finding.recommendation}"))
         console.print(Text(f"  fix: {finding.fix}"))
         console.print(Text(f"  source: {finding.source}"))
+        if finding.evidence:
+            console.print(Text(f"  evidence: {finding.evidence}"))
+    # Evidence behind a finding with nothing to change is still worth reading.
+    for finding in diagnosis.outcomes:
+        if isinstance(finding, Finding) and finding.severity == "ok" and finding.evidence:
+            console.print(Text(f"[ok] {finding.check}: {finding.evidence}"))
     if hint_without_server:
         console.print(
             "Server checks need a connection: pgcachelab doctor --dsn "

@@ -1,6 +1,7 @@
 """Server checks: pure functions of ServerFacts and the memory the server may use."""
 
 from pgcachelab.doctor.findings import DOCS, SEED_000, SEED_002, Finding, Outcome, Skipped, ok
+from pgcachelab.doctor.lab_evidence import CacheSplitEvidence
 from pgcachelab.doctor.server_facts import ServerFacts
 from pgcachelab.units import format_bytes
 
@@ -60,7 +61,10 @@ def check_durability(facts: ServerFacts) -> list[Outcome]:
 
 
 def check_shared_buffers(
-    facts: ServerFacts, memory_bytes: int | None, memory_source: str
+    facts: ServerFacts,
+    memory_bytes: int | None,
+    memory_source: str,
+    evidence: CacheSplitEvidence | None = None,
 ) -> Outcome:
     check = "server.shared_buffers"
     shared_buffers = facts.number("shared_buffers")
@@ -71,13 +75,24 @@ def check_shared_buffers(
         f"shared_buffers = {facts.shown('shared_buffers')}, {fraction:.0%} of "
         f"{format_bytes(memory_bytes)} {memory_source}"
     )
+    same_memory = evidence is not None and evidence.memory_bytes == memory_bytes
+    if same_memory and evidence.singles_out:
+        return _shared_buffers_as_measured(check, found, shared_buffers, evidence)
+    cited = evidence.text() if evidence else ""
+    if same_memory:
+        cited += "; the run does not tell the settings apart, so the rule below stands"
+    elif evidence is not None:
+        cited += (
+            f"; that server had {format_bytes(evidence.memory_bytes)}, this one "
+            f"{format_bytes(memory_bytes)}: the figure does not carry over as it is"
+        )
     measure = "measure with experiments/cache-split-quick.toml (seed 000) rather than trust a rule"
     if fraction > SHARED_BUFFERS_HIGH_FRACTION:
         return Finding(
             check, "warning", found,
             f"more than {SHARED_BUFFERS_HIGH_FRACTION:.0%} rarely helps: the OS cache and "
             f"work_mem need the rest; {measure}", f"{RESOURCE_DOCS}#GUC-SHARED-BUFFERS; {SEED_000}",
-            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True),
+            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True), cited,
         )  # fmt: skip
     if fraction < SHARED_BUFFERS_LOW_FRACTION and memory_bytes >= 2 * 1024**3:
         return Finding(
@@ -85,9 +100,29 @@ def check_shared_buffers(
             f"the docs start from 25% of memory; seed 000 found the index survives a large scan "
             f"only once shared_buffers holds it; {measure}",
             f"{RESOURCE_DOCS}#GUC-SHARED-BUFFERS; {SEED_000}",
-            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True),
+            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True), cited,
         )  # fmt: skip
-    return ok(check, found)
+    return Finding(check, "ok", found, evidence=cited)
+
+
+def _shared_buffers_as_measured(
+    check: str, found: str, shared_buffers: float, evidence: CacheSplitEvidence
+) -> Finding:
+    """The lab measured this host with this memory: its figures outrank the docs' 25% rule."""
+    if evidence.as_good_as_best(shared_buffers):
+        found += "; as good as the best the lab measured"
+        return Finding(check, "ok", found, evidence=evidence.text())
+    best = format_bytes(evidence.best_shared_buffers_bytes)
+    measured = evidence.measured(shared_buffers)
+    return Finding(
+        check, "info", found,
+        f"the lab measured shared_buffers = {best} fastest for index lookups after a large "
+        f"scan with this memory on this host (seed 000's question), "
+        f"{'faster than' if measured else 'and did not measure'} {format_bytes(shared_buffers)}"
+        f"; your workload may differ",
+        f"{SEED_000}; {RESOURCE_DOCS}#GUC-SHARED-BUFFERS",
+        _alter_system("shared_buffers", best, restart=True), evidence.text(),
+    )  # fmt: skip
 
 
 def check_effective_cache_size(facts: ServerFacts, memory_bytes: int | None) -> Outcome:
@@ -242,11 +277,14 @@ def check_bgwriter(facts: ServerFacts) -> Outcome:
 
 
 def server_checks(
-    facts: ServerFacts, memory_bytes: int | None, memory_source: str = "RAM"
+    facts: ServerFacts,
+    memory_bytes: int | None,
+    memory_source: str = "RAM",
+    evidence: CacheSplitEvidence | None = None,
 ) -> list[Outcome]:
     return [
         *check_durability(facts),
-        check_shared_buffers(facts, memory_bytes, memory_source),
+        check_shared_buffers(facts, memory_bytes, memory_source, evidence),
         check_effective_cache_size(facts, memory_bytes),
         check_work_mem(facts, memory_bytes),
         check_maintenance_work_mem(facts, memory_bytes),

@@ -5,10 +5,13 @@ Reads a RunData only. Which questions apply follows from what the run swept: cac
 """
 
 from pgcachelab.analysis.advice import Advice, Choice, choose, format_interval, throughput_steps
-from pgcachelab.analysis.cache_split import index_survives_from
-from pgcachelab.report.cache_wash import repetitions
-from pgcachelab.report.dataset import PointResult, RunData
-from pgcachelab.report.tpcc import is_tpcc_run, ladder_advice
+from pgcachelab.analysis.cache_split import (
+    SURVIVAL_TOLERANCE,
+    index_survives_from,
+    zero_latencies,
+)
+from pgcachelab.report.dataset import PointResult, RunData, repetitions
+from pgcachelab.report.tpcc_steps import is_tpcc_run, ladder_advice
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 
@@ -28,6 +31,18 @@ def _tps_by_cell(data: RunData, topic: str) -> dict[tuple, dict]:
         values = [m.tps for m in result.ok if m.tps]
         cells.setdefault(_cell(result, topic), {})[result.point.swept[topic]] = values
     return cells
+
+
+def _all_tied(choice: Choice) -> bool:
+    """Every other value's interval overlaps the best's: the run singles out nothing."""
+    return len(choice.summaries) > 1 and len(choice.indistinguishable) == len(choice.summaries) - 1
+
+
+def _headline(choice: Choice, claim: str, show=str) -> str:
+    if _all_tied(choice):
+        return (f"no value stands out: {show(choice.best)} has the best mean, but every other "
+                f"value's interval overlaps it")  # fmt: skip
+    return claim + _tied_text(choice, show)
 
 
 def _tied_text(choice: Choice, show=str) -> str:
@@ -66,13 +81,26 @@ def cache_wash_advice(data: RunData) -> list[Advice]:
                 f"; idx2 stays within 10% of idx1 from shared_buffers = {format_bytes(survives)}"
                 f" (idx2/idx1 {format_interval(ratio)})"
             )
+            if ratio.ci_high is None or ratio.ci_high > SURVIVAL_TOLERANCE:
+                choice.caveats.append(
+                    "that the index survives the scan rests on the mean ratio only: its interval "
+                    f"reaches past {SURVIVAL_TOLERANCE:.2f}"
+                )
         others = _others(choice, " ms", format_bytes)
+        caveats = list(choice.caveats)
+        for phase in ("idx1", "idx2"):
+            zeros, total = zero_latencies(mine, phase)
+            if zeros:
+                caveats.append(
+                    f"pgbench logged {zeros} of {total} {phase} latencies as 0 us (a reply "
+                    f"already there when it looked): {phase} medians are biased low"
+                )
         advice.append(
             Advice(
                 "shared_buffers", cell,
-                f"shared_buffers = {format_bytes(choice.best)} gives the fastest index lookups "
-                f"after a large scan{_tied_text(choice, format_bytes)}",
-                evidence + (f"; others: {others}" if others else ""), choice.caveats,
+                _headline(choice, f"shared_buffers = {format_bytes(choice.best)} gives the "
+                          "fastest index lookups after a large scan", format_bytes),
+                evidence + (f"; others: {others}" if others else ""), caveats,
             )
         )  # fmt: skip
     return advice
@@ -89,7 +117,7 @@ def best_value_advice(data: RunData, topic: str, what: str) -> list[Advice]:
         advice.append(
             Advice(
                 topic, _cell_text(cell),
-                f"{topic} = {choice.best} {what}{_tied_text(choice)}",
+                _headline(choice, f"{topic} = {choice.best} {what}"),
                 f"{format_interval(choice.best_summary, ' tps')}"
                 + (f"; others: {others}" if others else ""), choice.caveats,
             )
@@ -126,11 +154,19 @@ def scale_advice(data: RunData) -> list[Advice]:
             caveats = [] if step.significant else [
                 "the intervals on both sides overlap: the fall may be noise"
             ]  # fmt: skip
+            if step.significant:
+                headline = (
+                    f"keep the data under scale {step.after}: throughput falls to "
+                    f"{step.ratio:.0%} from scale {step.before} to {step.after}"
+                )
+            else:  # a lower mean inside overlapping intervals is not a measured step
+                headline = (
+                    f"no measured step: throughput's mean is {step.ratio:.0%} from scale "
+                    f"{step.before} to {step.after}, inside the noise"
+                )
             advice.append(
                 Advice(
-                    "scale", _cell_text(cell),
-                    f"keep the data under scale {step.after}: throughput falls to "
-                    f"{step.ratio:.0%} from scale {step.before} to {step.after}",
+                    "scale", _cell_text(cell), headline,
                     f"database {_size(step.size_before_bytes)} -> {_size(step.size_after_bytes)}"
                     f" crosses {crossed}", caveats,
                 )

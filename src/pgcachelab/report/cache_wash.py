@@ -18,7 +18,7 @@ from pgcachelab.analysis.cache_split import (  # noqa: E402
     index_survives_from,
 )
 from pgcachelab.analysis.summary import hit_ratio  # noqa: E402
-from pgcachelab.report.dataset import RunData  # noqa: E402
+from pgcachelab.report.dataset import RunData, repetitions  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
 from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
 
@@ -28,25 +28,6 @@ PHASE_TITLES = {
     "idx2": "idx2: index lookups after the scan",
 }
 HUGE_PAGES_COLORS = {"on": "tab:orange", "off": "tab:blue", "try": "tab:green", "": "tab:blue"}
-
-
-def repetitions(data: RunData) -> list[Repetition]:
-    reps = []
-    for result in data.points:
-        settings = result.point.settings
-        for m in result.ok:
-            wash = m.metrics.get("cache_wash")
-            if not wash:
-                continue
-            reps.append(
-                Repetition(
-                    shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
-                    huge_pages=str(settings.get("huge_pages", "")).lower(),
-                    repetition=m.repetition,
-                    samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
-                )
-            )
-    return reps
 
 
 def _huge_pages_values(reps: list[Repetition]) -> list[str]:

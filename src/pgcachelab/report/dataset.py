@@ -6,8 +6,10 @@ Renderers only read this; it is rebuilt from the store alone.
 import statistics
 from dataclasses import dataclass, field
 
+from pgcachelab.analysis.cache_split import PHASES, Repetition
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
 from pgcachelab.store.sqlite import Measurement, ResultStore, Run, StoredPoint
+from pgcachelab.units import shared_buffers_bytes
 
 
 @dataclass
@@ -108,3 +110,23 @@ def _max_cgroup(measurements: list[Measurement], key: str) -> float | None:
 
 def _probe(measurement: Measurement, counter: str):
     return measurement.metrics.get("probes", {}).get("database", {}).get(counter)
+
+
+def repetitions(data: RunData) -> list[Repetition]:
+    """Every cache-wash repetition of the run with its phase latencies (seed 000's sample)."""
+    reps = []
+    for result in data.points:
+        settings = result.point.settings
+        for m in result.ok:
+            wash = m.metrics.get("cache_wash")
+            if not wash:
+                continue
+            reps.append(
+                Repetition(
+                    shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
+                    huge_pages=str(settings.get("huge_pages", "")).lower(),
+                    repetition=m.repetition,
+                    samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
+                )
+            )
+    return reps

@@ -5,7 +5,6 @@ latencies per transaction type."""
 import html
 import itertools
 import statistics
-import tomllib
 from pathlib import Path
 
 import matplotlib
@@ -15,60 +14,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from pgcachelab.analysis.ladder import StepResult, StepSamples, ladder_results  # noqa: E402
-from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
+from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.tpcc_steps import (  # noqa: E402
+    figure,
+    is_tpcc_run,
+    step_name,
+    step_samples,
+    tpcc_runs,
+)
 from pgcachelab.workloads.tpcc import DIFFERENCES  # noqa: E402
 
 DISCLAIMER = "a TPC-C-like workload, not an audited TPC-C result"
 # Workload parameters shown in a step's diff next to the server settings.
 BAR_COLOR, LIMITED_COLOR = "#1f77b4", "#d62728"
 WORKLOAD_KEYS = ("rate_tpm", "clients", "threads", "duration", "home_warehouse", "weights")
-
-
-def is_tpcc_run(data: RunData) -> bool:
-    return any("tpcc" in m.metrics for r in data.points for m in r.ok)
-
-
-def _tpcc(result: PointResult) -> list[dict]:
-    return [m.metrics["tpcc"] for m in result.ok if "tpcc" in m.metrics]
-
-
-def _name(result: PointResult) -> str:
-    return str(result.point.swept.get("step") or result.point.label)
-
-
-def _descriptions(data: RunData) -> dict[str, str]:
-    try:
-        ladder = tomllib.loads(data.run.spec_text).get("ladder") or []
-    except tomllib.TOMLDecodeError:
-        return {}
-    return {
-        str(s.get("name")): str(s.get("description", "")) for s in ladder if isinstance(s, dict)
-    }
-
-
-def step_samples(data: RunData) -> list[StepSamples]:
-    descriptions = _descriptions(data)
-    # workload parameters that some step changes (the rate limit): the rest is the same for all
-    varying = [
-        k for k in WORKLOAD_KEYS if len({str(r.point.workload.get(k)) for r in data.points}) > 1
-    ]
-    steps = []
-    for result in data.points:
-        runs = _tpcc(result)
-        workload = {f"tpcc.{k}": str(result.point.workload.get(k)) for k in varying}
-        steps.append(
-            StepSamples(
-                name=_name(result),
-                tpmc=[run["tpmc"] for run in runs],
-                settings={**result.point.settings, **workload},
-                rate_limited=sum(1 for run in runs if run.get("rate_limited")),
-                failures=sorted({m.reason or "" for m in result.failures}),
-                description=descriptions.get(_name(result), ""),
-            )
-        )
-    return steps
 
 
 def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[Path]:
@@ -114,13 +75,13 @@ def series_plot(data: RunData, out_dir: Path) -> list[Path]:
     palette = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
     drawn = False
     for result, color in zip(data.points, palette, strict=False):
-        for number, run in enumerate(_tpcc(result)):
+        for number, run in enumerate(tpcc_runs(result)):
             series = run.get("series") or []
             if not series:
                 continue
             xs = [(p["start_s"] + p["end_s"]) / 2 for p in series]
             axis.plot(xs, [p["tpmc"] for p in series], color=color, alpha=0.8, linewidth=1,
-                      marker=".", label=_name(result) if number == 0 else None)  # fmt: skip
+                      marker=".", label=step_name(result) if number == 0 else None)  # fmt: skip
             drawn = True
     if not drawn:
         plt.close(figure)
@@ -134,17 +95,13 @@ def series_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "tpcc_tpmc_series")
 
 
-def _num(value, digits: int = 0) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
 def _median(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
 
 
 def _step_table(data: RunData, results: list[StepResult]) -> str:
-    by_name = {_name(r): _tpcc(r) for r in data.points}
+    by_name = {step_name(r): tpcc_runs(r) for r in data.points}
     header = ["step", "repetitions", "tpmC median", "min..max", "vs step before (95% CI)", "",
               "tpmTOTAL", "New-Order p90 ms", "rolled back %", "retries", "failed tx",
               "client CPU ms/tx"]  # fmt: skip
@@ -164,16 +121,16 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
         cells = [
             result.name,
             str(result.n),
-            _num(result.median),
-            f"{_num(result.minimum)}..{_num(result.maximum)}",
+            figure(result.median),
+            f"{figure(result.minimum)}..{figure(result.maximum)}",
             change,
             result.verdict,
-            _num(_median([run.get("tpm_total") for run in runs])),
-            _num(new_order_p90, 2),
-            _num(share * 100 if share is not None else None, 2),
-            _num(_median([run.get("retries") for run in runs])),
-            _num(_median([run.get("failed") for run in runs])),
-            _num(_median([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
+            figure(_median([run.get("tpm_total") for run in runs])),
+            figure(new_order_p90, 2),
+            figure(share * 100 if share is not None else None, 2),
+            figure(_median([run.get("retries") for run in runs])),
+            figure(_median([run.get("failed") for run in runs])),
+            figure(_median([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
         ]
         rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
                     + "</tr>")  # fmt: skip
@@ -187,15 +144,15 @@ def _latency_table(data: RunData) -> str:
     header = ["step", *[f"{t} p50/p90/p99 ms" for t in types]]
     rows = []
     for result in data.points:
-        runs = _tpcc(result)
-        cells = [_name(result)]
+        runs = tpcc_runs(result)
+        cells = [step_name(result)]
         for name in types:
             quantiles = [
                 _median([((run["by_type"].get(name) or {}).get("latency_ms") or {}).get(q)
                          for run in runs])
                 for q in ("p50", "p90", "p99")
             ]  # fmt: skip
-            cells.append(" / ".join(_num(q, 1) for q in quantiles))
+            cells.append(" / ".join(figure(q, 1) for q in quantiles))
         rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
                     + "</tr>")  # fmt: skip
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
@@ -237,7 +194,7 @@ def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
     checks = {
         c["name"]: c["violations"]
         for r in data.points
-        for run in _tpcc(r)
+        for run in tpcc_runs(r)
         for c in run.get("checks", [])
         if c["violations"]
     }
@@ -263,57 +220,3 @@ def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
         + _latency_table(data)
     )
     return plots, body
-
-
-def ladder_advice(data: RunData) -> list:
-    """`advise` on a TPC-C run: which steps mattered, and the best step that keeps durability."""
-    from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
-
-    results = ladder_results(step_samples(data))
-    advice = []
-    for before, result in zip(results, results[1:], strict=False):
-        if result.ratio is None:
-            continue
-        changed = "; ".join(f"{n} → {v}" for n, _, v in result.changes) or "nothing"
-        interval = (
-            f" [95% CI ×{result.ci_low:.2f}, ×{result.ci_high:.2f}]"
-            if result.ci_low is not None
-            else ""
-        )
-        new_risks = [
-            f"{s} = {v} ({why})"
-            for s, v, why in result.risks
-            if (s, v) not in {(n, b) for n, b, _ in before.risks}
-        ]
-        caveats = []
-        if result.n < MIN_REPETITIONS or before.n < MIN_REPETITIONS:
-            caveats.append(f"only {min(result.n, before.n)} repetitions")
-        if before.rate_limited:
-            caveats.append(f"{before.name} ran at its rate limit: it measured the limit")
-        if result.significant:
-            verdict = "mattered" if result.ratio > 1 else "made it SLOWER"
-            recommendation = f"step {result.name} {verdict}: tpmC ×{result.ratio:.2f}{interval}"
-        else:
-            recommendation = (
-                f"step {result.name} made no clear difference: ×{result.ratio:.2f}{interval}"
-                + (" includes 1" if result.ci_low is not None else "")
-            )
-        evidence = (
-            f"tpmC median {_num(before.median)} ({before.name}) → {_num(result.median)};"
-            f" changes: {changed}"
-            + (f"; trades safety for speed: {'; '.join(new_risks)}" if new_risks else "")
-        )
-        advice.append(Advice("ladder", result.name, recommendation, evidence, caveats))
-    safe = [r for r in results if not r.risks and not r.rate_limited and r.median]
-    if safe:
-        best = max(safe, key=lambda r: r.median)
-        advice.append(
-            Advice(
-                "ladder",
-                "",
-                f"the fastest step that keeps durability and vacuum is {best.name}",
-                f"tpmC median {_num(best.median)} ({_num(best.minimum)}..{_num(best.maximum)})",
-                [],
-            )
-        )
-    return advice

@@ -123,6 +123,21 @@ class ResultStore:
     def in_lab_dir(cls, lab_dir: Path) -> "ResultStore":
         return cls(Path(lab_dir) / STORE_FILE)
 
+    @classmethod
+    def open_read_only(cls, path: Path) -> "ResultStore":
+        """Open an existing store for reading only: no directory, schema or pragma is written,
+        so a reader that only looks (doctor, possibly not root) changes nothing.
+        Raises sqlite3.Error when the file is missing or not readable."""
+        store = cls.__new__(cls)
+        store.path = Path(path)
+        store.db = sqlite3.connect(f"{store.path.absolute().as_uri()}?mode=ro", uri=True,
+                                   timeout=30)  # fmt: skip
+        version = store.db.execute("pragma user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            store.db.close()
+            raise sqlite3.DatabaseError(f"written by a newer pgcachelab (v{version})")
+        return store
+
     def close(self) -> None:
         self.db.close()
 

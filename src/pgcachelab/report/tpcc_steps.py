@@ -1,0 +1,116 @@
+"""A TPC-C run's steps as the report and advise see them: tpmC samples per ladder step (or per
+point), the settings in force, and advice on which steps mattered. No plotting here, so that
+`advise` and `doctor` do not load matplotlib."""
+
+import tomllib
+
+from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
+from pgcachelab.analysis.ladder import StepSamples, ladder_results
+from pgcachelab.report.dataset import PointResult, RunData
+
+# Workload parameters shown in a step's diff next to the server settings.
+WORKLOAD_KEYS = ("rate_tpm", "clients", "threads", "duration", "home_warehouse", "weights")
+
+
+def is_tpcc_run(data: RunData) -> bool:
+    return any("tpcc" in m.metrics for r in data.points for m in r.ok)
+
+
+def tpcc_runs(result: PointResult) -> list[dict]:
+    return [m.metrics["tpcc"] for m in result.ok if "tpcc" in m.metrics]
+
+
+def step_name(result: PointResult) -> str:
+    return str(result.point.swept.get("step") or result.point.label)
+
+
+def _descriptions(data: RunData) -> dict[str, str]:
+    try:
+        ladder = tomllib.loads(data.run.spec_text).get("ladder") or []
+    except tomllib.TOMLDecodeError:
+        return {}
+    return {
+        str(s.get("name")): str(s.get("description", "")) for s in ladder if isinstance(s, dict)
+    }
+
+
+def step_samples(data: RunData) -> list[StepSamples]:
+    descriptions = _descriptions(data)
+    # workload parameters that some step changes (the rate limit): the rest is the same for all
+    varying = [
+        k for k in WORKLOAD_KEYS if len({str(r.point.workload.get(k)) for r in data.points}) > 1
+    ]
+    steps = []
+    for result in data.points:
+        runs = tpcc_runs(result)
+        workload = {f"tpcc.{k}": str(result.point.workload.get(k)) for k in varying}
+        steps.append(
+            StepSamples(
+                name=step_name(result),
+                tpmc=[run["tpmc"] for run in runs],
+                settings={**result.point.settings, **workload},
+                rate_limited=sum(1 for run in runs if run.get("rate_limited")),
+                failures=sorted({m.reason or "" for m in result.failures}),
+                description=descriptions.get(step_name(result), ""),
+            )
+        )
+    return steps
+
+
+def figure(value, digits: int = 0) -> str:
+    """A count or rate with thousands separators; a dash for none."""
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def ladder_advice(data: RunData) -> list:
+    """`advise` on a TPC-C run: which steps mattered, and the best step that keeps durability."""
+    results = ladder_results(step_samples(data))
+    advice = []
+    for before, result in zip(results, results[1:], strict=False):
+        if result.ratio is None:
+            continue
+        changed = "; ".join(f"{n} → {v}" for n, _, v in result.changes) or "nothing"
+        interval = (
+            f" [95% CI ×{result.ci_low:.2f}, ×{result.ci_high:.2f}]"
+            if result.ci_low is not None
+            else ""
+        )
+        new_risks = [
+            f"{s} = {v} ({why})"
+            for s, v, why in result.risks
+            if (s, v) not in {(n, b) for n, b, _ in before.risks}
+        ]
+        caveats = []
+        if result.n < MIN_REPETITIONS or before.n < MIN_REPETITIONS:
+            caveats.append(f"only {min(result.n, before.n)} repetitions")
+        if before.rate_limited:
+            caveats.append(f"{before.name} ran at its rate limit: it measured the limit")
+        if result.significant:
+            verdict = "mattered" if result.ratio > 1 else "made it SLOWER"
+            recommendation = f"step {result.name} {verdict}: tpmC ×{result.ratio:.2f}{interval}"
+        else:
+            recommendation = (
+                f"step {result.name} made no clear difference: ×{result.ratio:.2f}{interval}"
+                + (" includes 1" if result.ci_low is not None else "")
+            )
+        evidence = (
+            f"tpmC median {figure(before.median)} ({before.name})"
+            f" → {figure(result.median)};"
+            f" changes: {changed}"
+            + (f"; trades safety for speed: {'; '.join(new_risks)}" if new_risks else "")
+        )
+        advice.append(Advice("ladder", result.name, recommendation, evidence, caveats))
+    safe = [r for r in results if not r.risks and not r.rate_limited and r.median]
+    if safe:
+        best = max(safe, key=lambda r: r.median)
+        advice.append(
+            Advice(
+                "ladder",
+                "",
+                f"the fastest step that keeps durability and vacuum is {best.name}",
+                f"tpmC median {figure(best.median)}"
+                f" ({figure(best.minimum)}..{figure(best.maximum)})",
+                [],
+            )
+        )
+    return advice
