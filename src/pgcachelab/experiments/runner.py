@@ -32,6 +32,7 @@ from pgcachelab.machine import hugepages, oscache
 from pgcachelab.machine.cgroup import reap_stale_cgroups
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
+from pgcachelab.probes.cache_sampler import CacheSampler
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
@@ -303,6 +304,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     action = None
     machine_before = _machine_stats(ctx)
     workload, pgbench = _workload(ctx), pgbench_for(ctx.target)
+    sampler = None
     try:
         if isinstance(ctx.target, VersionedTarget) and ctx.target.switch(point.workload["version"]):
             ctx.workload_state.clear()  # a new cluster: no data yet
@@ -314,11 +316,16 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
                 ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
                 ctx.settings_recorded.add(point.index)
             metrics["caches"] = prepare_caches(ctx, point, conn)
+            sampler = _open_sampler(ctx, point)
+            if sampler and ctx.spec.inspect.accuracy_pairs and sampler.method == "extension":
+                sampler.start_pairs()  # during the warm-up: the same load, not measured
             metrics["warm"] = workload.prepare(ctx.target, pgbench, point, conn)
+            mark = _begin_sampling(ctx, sampler)
             machine_before = _machine_stats(ctx)
             before = snapshot(conn, PROBES)
-            outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state)
+            outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state, mark=mark)
             after = snapshot(conn, PROBES)
+            _end_sampling(ctx, sampler)
         metrics["machine"] = _machine_stats(ctx)
         _check_not_oom_killed(machine_before, metrics["machine"])
         metrics.update(outcome.metrics)
@@ -337,8 +344,52 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         measurement = _measurement(point, repetition, started_at, started, action, metrics)
         measurement.status, measurement.reason = "failed", reason
         line = f"{point.label} #{repetition + 1}: failed: {reason}"
+    finally:
+        if sampler is not None:
+            sampler.close()
+            metrics["inspect"] = _sampling_summary(sampler)  # measurement.metrics is this dict
     ctx.store.record_measurement(ctx.run_id, measurement)
+    if sampler is not None:
+        ctx.store.record_snapshots(ctx.run_id, point.index, repetition, sampler.snapshots)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+
+
+def _open_sampler(ctx: RunContext, point: Point) -> CacheSampler | None:
+    """The point's cache sampler ([inspect]), or None: no [inspect], or method "none"."""
+    if ctx.spec.inspect is None:
+        return None
+    method = point.workload.get("inspect_method", "auto")
+    return CacheSampler.open(ctx.target, point.settings, ctx.spec.inspect, method)
+
+
+def _begin_sampling(ctx: RunContext, sampler: CacheSampler | None):
+    """Stop the warm-up's pairs, take "before", start the periodic snapshots; returns the
+    workload's hook for snapshots between its phases (None when there are none)."""
+    if sampler is None:
+        return None
+    sampler.stop()
+    options = ctx.spec.inspect
+    if options.snapshots == "before-after":
+        sampler.take("before")
+    if options.every_s:
+        sampler.start_every(options.every_s)
+    return sampler.take if options.snapshots == "before-after" else None
+
+
+def _end_sampling(ctx: RunContext, sampler: CacheSampler | None) -> None:
+    if sampler is None:
+        return
+    sampler.stop()
+    if ctx.spec.inspect.snapshots == "before-after":
+        sampler.take("after")
+
+
+def _sampling_summary(sampler: CacheSampler) -> dict:
+    """What the measurement's own metrics keep of its snapshots (the rest is in the table)."""
+    failed = [s.error for s in sampler.snapshots if s.error]
+    return {"method": sampler.method, "mode": sampler.mode, "snapshots": len(sampler.snapshots),
+            "failed": len(failed), "first_error": failed[0] if failed else None,
+            "os_cache_note": sampler.note}  # fmt: skip
 
 
 def _with_scale(ctx: RunContext, point: Point) -> Point:

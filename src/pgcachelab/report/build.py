@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from pgcachelab.report.cache_composition import cache_composition_section
 from pgcachelab.report.cache_wash import cache_wash_section
 from pgcachelab.report.dataset import load_run
 from pgcachelab.report.html import render_html
@@ -21,6 +22,9 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
         plots = version_plots + progress_plot(data, out_dir)
     else:
         plots = wash_plots + all_plots(data, out_dir)
+    composition_plots, snapshots = cache_composition_section(data, out_dir)
+    plots = composition_plots + plots
     sections = [("Findings", findings)] if findings else []
     sections += [("Version to version", changes)] if changes else []
+    sections += [("Cache snapshots: before and after each point", snapshots)] if snapshots else []
     return render_html(data, plots, out_dir / "index.html", sections)
