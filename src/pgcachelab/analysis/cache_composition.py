@@ -217,7 +217,9 @@ def point_table(samples: list[Sample], count: int = 10) -> tuple[list[str], dict
                 continue
             os_values = [r.get("os_cached_bytes") for r, _ in rows if r]
             os_values = [v for v in os_values if v is not None]
-            knows_os = any(os_cache_known(s.data) for _, s in rows)
+            # A relation missing from every snapshot of this moment has no buffer; its OS
+            # cache share is known only for user relations, which are always listed.
+            knows_os = any(r is not None and os_cache_known(s.data) for r, s in rows)
             sizes = [r["size_bytes"] for r, _ in rows if r and r.get("size_bytes") is not None]
             table[name][label] = RelationAt(
                 shared_buffers_bytes=statistics.median(sb),
