@@ -183,3 +183,41 @@ def test_bad_inspect_values_are_one_line_user_errors(extra, message):
         _spec(extra)
     assert message in error.value.message
     assert error.value.hint
+
+
+# -- the overhead experiment (seed 003) -------------------------------------------------------
+
+
+def test_paired_sag_pairs_rounds_and_gives_an_interval():
+    from pgcachelab.analysis.inspect_overhead import paired_sag
+
+    baseline = {0: 1000.0, 1: 1200.0, 2: 800.0}  # the machine drifts between rounds
+    polled = {0: 990.0, 1: 1188.0, 2: 792.0, 3: 5.0}  # 1% less in each round; 3 has no pair
+    sag = paired_sag(baseline, polled, "extension/fast")
+    assert sag.ratios.n == 3
+    assert sag.sag_percent == pytest.approx(1.0)
+    low, high = sag.sag_ci_percent
+    assert low == pytest.approx(1.0) and high == pytest.approx(1.0)  # no spread: no width
+    assert paired_sag(baseline, {}, "summary") is None
+
+
+def test_pair_error_finds_the_largest_relative_error_and_the_material_one():
+    from pgcachelab.analysis.inspect_overhead import pair_error, pairs
+    from pgcachelab.store.sqlite import StoredSnapshot
+
+    def data(buffers: dict) -> dict:
+        relations = [{"name": name, "buffers": count} for name, count in buffers.items()]
+        return {"relations": relations, "buffers_used": sum(buffers.values())}
+
+    consistent = data({"big": 1000, "small": 2, "gone": 1})
+    fast = data({"big": 990, "small": 1})
+    error = pair_error(fast, consistent)
+    assert (error.largest, error.relation) == (1.0, "gone")  # 1 buffer counted as 0
+    assert (error.largest_material, error.relation_material) == (0.01, "big")
+
+    def snapshot(seq, label):
+        return StoredSnapshot(0, 0, seq, seq, label, "extension", None, 1.0, None, {"s": seq})
+
+    stored = [snapshot(0, "pair-fast"), snapshot(1, "pair-consistent"), snapshot(2, "sample"),
+              snapshot(3, "pair-fast"), snapshot(4, "sample")]  # fmt: skip
+    assert pairs(stored) == [({"s": 0}, {"s": 1})]

@@ -6,6 +6,7 @@ from pgcachelab.report.cache_composition import cache_composition_section
 from pgcachelab.report.cache_wash import cache_wash_section
 from pgcachelab.report.dataset import load_run
 from pgcachelab.report.html import render_html
+from pgcachelab.report.inspect_overhead import inspect_overhead_section
 from pgcachelab.report.plots import all_plots, progress_plot
 from pgcachelab.report.versions import versions_section
 from pgcachelab.store.sqlite import ResultStore
@@ -22,9 +23,13 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
         plots = version_plots + progress_plot(data, out_dir)
     else:
         plots = wash_plots + all_plots(data, out_dir)
+    overhead_plots, overhead = inspect_overhead_section(data, out_dir)
     composition_plots, snapshots = cache_composition_section(data, out_dir)
-    plots = composition_plots + plots
+    if overhead:  # polling without relations' OS cache: the composition says little there
+        composition_plots, snapshots = [], ""
+    plots = overhead_plots + composition_plots + plots
     sections = [("Findings", findings)] if findings else []
     sections += [("Version to version", changes)] if changes else []
+    sections += [("The cost of looking inside shared_buffers", overhead)] if overhead else []
     sections += [("Cache snapshots: before and after each point", snapshots)] if snapshots else []
     return render_html(data, plots, out_dir / "index.html", sections)
