@@ -444,3 +444,29 @@ def test_a_cache_wash_run_stores_snapshots_and_reports_the_composition(
     page = report.read_text()
     assert "Cache snapshots: before and after each point" in page and index in page
     assert "cache-composition" in page
+
+
+def test_an_overhead_run_polls_per_method_and_reports_sag_and_accuracy(
+    pg_cachelab_18, tmp_path, lab_tmp
+):
+    from conftest import SPECS_DIR, store_query
+
+    lab_dir = tmp_path / "lab"
+    result = run_cli("run", SPECS_DIR / "inspect-overhead-tiny.toml", "--lab-dir", lab_dir,
+                     tmpdir=lab_tmp)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = store_query(
+        lab_dir,
+        "select point_index, label, method, mode, count(*), count(error) from cache_snapshots"
+        " group by point_index, label, method, mode order by point_index, label",
+    )
+    by_point = {(p, label): (method, mode, n, errors) for p, label, method, mode, n, errors in rows}
+    assert not any(p == 0 for p, _ in by_point)  # the baseline takes no snapshot
+    assert by_point[(1, "sample")][:2] == ("summary", "consistent")
+    assert by_point[(2, "sample")][:2] == ("extension", "fast")
+    assert by_point[(2, "pair-fast")][2] == by_point[(2, "pair-consistent")][2] >= 1
+    assert (1, "pair-fast") not in by_point  # pairs only where the extension runs
+    assert all(errors == 0 for *_, errors in by_point.values())
+    page = Path(result.stdout.strip()).read_text()
+    assert "The cost of looking inside shared_buffers" in page
+    assert "pg_cachelab fast" in page and "Accuracy of fast against consistent" in page
