@@ -24,9 +24,10 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     else:
         plots = wash_plots + all_plots(data, out_dir)
     overhead_plots, overhead = inspect_overhead_section(data, out_dir)
-    composition_plots, snapshots = cache_composition_section(data, out_dir)
-    if overhead:  # polling without relations' OS cache: the composition says little there
-        composition_plots, snapshots = [], ""
+    # An overhead run polls for the cost, not for what is cached: no composition there.
+    composition_plots, snapshots = (
+        ([], "") if overhead else cache_composition_section(data, out_dir)
+    )
     plots = overhead_plots + composition_plots + plots
     sections = [("Findings", findings)] if findings else []
     sections += [("Version to version", changes)] if changes else []
