@@ -400,3 +400,73 @@ def test_extension_install_command_builds_into_the_install(pg_cachelab_18, pg_in
     result = run_cli("extension", "install", "--pg-bin", "/nonexistent/bin")
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: --pg-bin: no postgres binary in")
+
+
+# -- snapshots during an experiment ([inspect]) -----------------------------------------------
+
+
+def test_a_cache_wash_run_stores_snapshots_and_reports_the_composition(
+    pg_cachelab_18, tmp_path, lab_tmp
+):
+    from conftest import SPECS_DIR, store_query
+
+    lab_dir = tmp_path / "lab"
+    result = run_cli("run", SPECS_DIR / "cache-wash-inspect.toml", "--lab-dir", lab_dir,
+                     tmpdir=lab_tmp)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = store_query(
+        lab_dir,
+        "select point_index, label, method, error, data from cache_snapshots"
+        " order by point_index, seq",
+    )
+    for point_index in (0, 1):
+        mine = [row for row in rows if row[0] == point_index]
+        labels = [label for _, label, *_ in mine if label != "sample"]
+        assert labels == ["before", "after idx1", "after seq", "after"]
+        assert {method for _, _, method, *_ in mine} == {"extension"}  # auto: the cheap one
+        assert [error for *_, error, _ in mine if error] == []
+    snapshots = {(p, label): json.loads(data) for p, label, _, _, data in rows}
+    index = "public.random_random_idx"
+
+    def cached(point_index, label, key):
+        data = snapshots[(point_index, label)]
+        relation = next(r for r in data["relations"] if r["name"] == index)
+        return relation[key] * (data["block_size"] if key == "buffers" else 1)
+
+    # 32MB holds the index (~0.9MB) through the scan, and the OS cache (root: mincore) too;
+    # 256kB cannot hold it
+    size_bytes = cached(1, "after seq", "size_bytes")
+    assert cached(1, "after seq", "buffers") >= 0.9 * size_bytes
+    assert cached(1, "after seq", "os_cached_bytes") >= 0.9 * size_bytes
+    assert cached(0, "after seq", "buffers") < 0.5 * size_bytes
+    report = Path(result.stdout.strip())
+    assert (report.parent / "cache-composition.svg").exists()
+    page = report.read_text()
+    assert "Cache snapshots: before and after each point" in page and index in page
+    assert "cache-composition" in page
+
+
+def test_an_overhead_run_polls_per_method_and_reports_sag_and_accuracy(
+    pg_cachelab_18, tmp_path, lab_tmp
+):
+    from conftest import SPECS_DIR, store_query
+
+    lab_dir = tmp_path / "lab"
+    result = run_cli("run", SPECS_DIR / "inspect-overhead-tiny.toml", "--lab-dir", lab_dir,
+                     tmpdir=lab_tmp)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = store_query(
+        lab_dir,
+        "select point_index, label, method, mode, count(*), count(error) from cache_snapshots"
+        " group by point_index, label, method, mode order by point_index, label",
+    )
+    by_point = {(p, label): (method, mode, n, errors) for p, label, method, mode, n, errors in rows}
+    assert not any(p == 0 for p, _ in by_point)  # the baseline takes no snapshot
+    assert by_point[(1, "sample")][:2] == ("summary", "consistent")
+    assert by_point[(2, "sample")][:2] == ("extension", "fast")
+    assert by_point[(2, "pair-fast")][2] == by_point[(2, "pair-consistent")][2] >= 1
+    assert (1, "pair-fast") not in by_point  # pairs only where the extension runs
+    assert all(errors == 0 for *_, errors in by_point.values())
+    page = Path(result.stdout.strip()).read_text()
+    assert "The cost of looking inside shared_buffers" in page
+    assert "pg_cachelab fast" in page and "Accuracy of fast against consistent" in page

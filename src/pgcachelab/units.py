@@ -74,7 +74,9 @@ def format_bytes(value: float) -> str:
         size = MEMORY_UNITS_BYTES[unit]
         if abs(value) >= size:
             number = value / size
-            return f"{number:.0f}{unit}" if number == int(number) else f"{number:.3g}{unit}"
+            if number == int(number) or number >= 1000:  # .3g would write 1020 as 1.02e+03
+                return f"{number:.0f}{unit}"
+            return f"{number:.3g}{unit}"
     return f"{value:.0f}B"
 
 

@@ -6,8 +6,6 @@ no default: guessing a server from the environment would inspect the wrong one s
 """
 
 import json
-import os
-import struct
 import time
 from pathlib import Path
 from typing import Annotated
@@ -16,9 +14,16 @@ import psycopg
 import typer
 
 from pgcachelab.errors import UserError
+from pgcachelab.probes.datadir import (  # noqa: F401 (is_local_host: part of this module's API)
+    fill_os_cache,
+    is_local_host,
+    local_data_dir,
+    os_cache_readable,
+)
+from pgcachelab.probes.datadir import os_cache_note as _os_cache_note
+from pgcachelab.probes.datadir import reason as _reason
 
 METHOD_CHOICES = ("auto", "extension", "pg_buffercache", "summary")
-LOCAL_HOSTS = ("", "localhost", "127.0.0.1", "::1")
 _DSN_HELP = "Inspect this server (a libpq connection string or URI)."
 _WORK_DIR_HELP = "Inspect the lab's managed cluster in this work directory (holds pgdata/)."
 
@@ -71,11 +76,6 @@ def parse_settings_file(text: str) -> dict[str, str]:
     return settings
 
 
-def is_local_host(host: str | None) -> bool:
-    """True for a Unix socket directory or a loopback name: the server runs on this machine."""
-    return host is None or host.startswith("/") or host.startswith("@") or host in LOCAL_HOSTS
-
-
 # -- the server and its data directory -------------------------------------------------------
 
 
@@ -116,58 +116,6 @@ def _connect_dsn(dsn: str) -> psycopg.Connection:
             f"--dsn: cannot connect: {_reason(error)}",
             "check that the server runs and the connection string is right",
         ) from None
-
-
-def _reason(error: Exception) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[-1] if lines else "refused"
-
-
-def _system_identifier(data_dir: Path) -> int:
-    """The first field of global/pg_control, in the machine's byte order."""
-    with open(data_dir / "global" / "pg_control", "rb") as control:
-        return struct.unpack("=Q", control.read(8))[0]
-
-
-def local_data_dir(conn: psycopg.Connection) -> tuple[Path | None, str | None]:
-    """(data directory, None) when the connected server's files are readable here, else
-    (None, why not): the server must be local and its pg_control must be the server's own."""
-    if not is_local_host(conn.info.host):
-        return None, f"the server is on {conn.info.host}, not on this machine"
-    try:
-        data_dir = Path(conn.execute("show data_directory").fetchone()[0])
-        server_id = conn.execute("select system_identifier from pg_control_system()").fetchone()
-    except psycopg.Error as error:
-        return None, f"the server does not tell its data directory to this role ({_reason(error)})"
-    try:
-        if _system_identifier(data_dir) != int(server_id[0]):
-            return None, f"{data_dir} here is another cluster's data directory"
-    except OSError as error:
-        return None, f"its data directory is not readable here ({error.strerror}: {data_dir})"
-    return data_dir, None
-
-
-def _os_cache_note(data_dir: Path | None, why_not: str | None) -> str | None:
-    from pgcachelab.probes.pagecache import residency_reliable
-
-    if data_dir is None:
-        return f"OS page cache not shown: {why_not}"
-    if not os.access(data_dir, os.R_OK | os.X_OK):
-        return f"OS page cache not shown: {data_dir} is not readable by this user"
-    if not residency_reliable(data_dir):
-        return "OS page cache may be overstated: mincore counts pages only for the files' owner"
-    return None
-
-
-def fill_os_cache(snapshot, data_dir: Path) -> None:
-    """Each named relation fork's bytes in the OS page cache (mincore over its segments)."""
-    from pgcachelab.probes.pagecache import relation_residency_bytes
-
-    for relation in snapshot.relations:
-        if relation.file_path is not None:
-            relation.os_cached_bytes = relation_residency_bytes(
-                data_dir, relation.file_path, relation.fork
-            )
 
 
 def resolve_method(conn: psycopg.Connection, requested: str, mode: str) -> str:
@@ -260,7 +208,7 @@ def inspect(
         try:
             while True:
                 snapshot = _collect(conn, chosen, mode)
-                if note is None or note.startswith("OS page cache may"):
+                if os_cache_readable(note):
                     fill_os_cache(snapshot, data_dir)
                 snapshot.os_cache_note = note
                 if as_json:

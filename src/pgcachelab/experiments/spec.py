@@ -33,7 +33,7 @@ PROTOCOLS = ("simple", "extended", "prepared")
 INIT_STEP_LETTERS = set("dtgGvpf")
 SWEEPABLE_WORKLOAD_KEYS = ("scale", "scale_class", "clients", "threads", "duration",
                            "transactions", "mode", "rate", "protocol", "os_cache", "prewarm",
-                           "version")  # fmt: skip
+                           "version", "inspect_method")  # fmt: skip
 # Keys whose values change the data or the server a point needs: points are grouped by them, so
 # that data is initialised (and a version's cluster created) once per group, not once per point.
 DATA_KEYS = ("version", "scale", "scale_class", "init_steps", "warehouses")
@@ -43,9 +43,9 @@ MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
             "machine", "pgbench", "cache_wash", "tpcc", "ladder", "sweep",
-            "report"}  # fmt: skip
+            "report", "inspect"}  # fmt: skip
 CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
-CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups")
+CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups", "inspect_method")
 # TPC-C (seed 002): rate_tpm is all terminals together, "off" for no limit.
 TPCC_DEFAULTS = {"warehouses": 1, "workers": 2, "clients": 4, "threads": "auto",
                  "duration": "60s", "warmup": "0s", "weights": "45,43,4,4,4",
@@ -53,7 +53,8 @@ TPCC_DEFAULTS = {"warehouses": 1, "workers": 2, "clients": 4, "threads": "auto",
                  "transactions": None}  # fmt: skip
 TPCC_SWEEPABLE = ("warehouses", "clients", "threads", "duration", "transactions", "warmup",
                   "weights",
-                  "home_warehouse", "rate_tpm", "os_cache", "prewarm", "version")  # fmt: skip
+                  "home_warehouse", "rate_tpm", "os_cache", "prewarm", "version",
+                  "inspect_method")  # fmt: skip
 # What a ladder step may change besides server settings: not the data or the server version.
 LADDER_WORKLOAD_KEYS = {
     "pgbench": set(SWEEPABLE_WORKLOAD_KEYS) - set(DATA_KEYS),
@@ -62,6 +63,20 @@ LADDER_WORKLOAD_KEYS = {
 }
 SERVER_KEYS = {"pg_bin", "listen_tcp", "settings", "data_checksums"}
 REPORT_KEYS = {"title"}
+# Cache snapshots during a run (issue 7): before and after each point, between a workload's
+# phases, and every N seconds from a thread with its own connection.
+SNAPSHOT_CHOICES = ("none", "before-after")
+INSPECT_METHODS = ("auto", "extension", "pg_buffercache", "summary")
+INSPECT_MODES = ("consistent", "fast")
+INSPECT_DEFAULTS = {
+    "snapshots": "before-after",
+    "every": "0s",
+    "method": "auto",
+    "mode": "consistent",
+    "os_cache": True,
+    "top": 30,
+    "accuracy_pairs": False,
+}
 PGBENCH_DEFAULTS = {
     "mode": "select-only",
     "scripts": [],
@@ -85,6 +100,26 @@ PGBENCH_DEFAULTS = {
 class Script:
     file: Path
     weight: int
+
+
+@dataclass(frozen=True)
+class InspectOptions:
+    """What `[inspect]` asks for; a point's method is its workload's `inspect_method`."""
+
+    snapshots: str  # none | before-after (and between a workload's phases)
+    every_s: float  # 0: no snapshots during the point
+    os_cache: bool  # mincore over the relation files when the data directory is local
+    top: int  # relations stored per snapshot; the rest are summed
+    accuracy_pairs: bool  # extension: fast then consistent, back to back, during the warm-up
+
+
+def parse_inspect_method(value: str) -> tuple[str, str] | None:
+    """ "extension/fast" -> ("extension", "fast"); "pg_buffercache" -> (.., "consistent");
+    "none" -> None (no snapshot at all: the baseline of the overhead experiment)."""
+    if value == "none":
+        return None
+    method, _, mode = value.partition("/")
+    return method, mode or "consistent"
 
 
 @dataclass(frozen=True)
@@ -124,6 +159,7 @@ class ExperimentSpec:
     # The memory that "N% of memory" settings are shares of: set by the runner once it knows
     # the (emulated) machine; until then they resolve against [machine] memory, if given.
     memory_for_shares: int | None = None
+    inspect: InspectOptions | None = None
 
     def setting_names(self) -> set[str]:
         return set(self.settings) | set(self.sweep_settings)
@@ -253,6 +289,17 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         value = machine.get(key, parameters.get(key, default))
         parameters[key] = _machine_point_value(problem, f"machine.{key}", value)
 
+    inspect = None
+    if "inspect" in raw:
+        inspect_raw = _table(problem, raw, "inspect")
+        _reject_unknown(problem, inspect_raw, set(INSPECT_DEFAULTS), "inspect.")
+        inspect, parameters["inspect_method"] = _inspect_options(
+            problem, {**INSPECT_DEFAULTS, **inspect_raw}
+        )
+    if "inspect_method" in sweep_workload_raw and inspect is None:
+        raise problem("sweep.inspect_method", "sweeping the inspect method needs [inspect]",
+                      "add an [inspect] table (e.g. every = \"1s\")")  # fmt: skip
+
     sweep_workload = {}
     for key, values in sweep_workload_raw.items():
         values = _sweep_values(problem, f"sweep.{key}", values)
@@ -263,6 +310,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
                 continue
             if key in MACHINE_POINT_DEFAULTS:
                 _machine_point_value(problem, f"sweep.{key}", value)
+            elif key == "inspect_method":
+                _inspect_method(problem, f"sweep.{key}", value)
             elif workload == "cache-wash":
                 _cache_wash_parameters(problem, {**parameters, key: value}, "sweep.")
             elif workload == "tpcc":
@@ -325,6 +374,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         sweep_settings=sweep_settings,
         report=report,
         ladder=ladder,
+        inspect=inspect,
     )
 
 
@@ -371,6 +421,51 @@ def _cache_wash_parameters(problem: SpecProblem, raw: dict, prefix: str = "cache
     if not isinstance(raw["prewarm"], bool):
         raise problem.bad_value(f"{prefix}prewarm", raw["prewarm"], "not a boolean", "true/false")
     return resolved
+
+
+def _inspect_method(problem: SpecProblem, key: str, value) -> str:
+    """ "none", a method, or "extension/MODE"; returned as written."""
+    if not isinstance(value, str):
+        raise problem.bad_value(key, value, "not a method", 'write e.g. "extension/fast"')
+    method, slash, mode = value.partition("/")
+    if value != "none" and (
+        method not in INSPECT_METHODS or (slash and (method != "extension" or
+                                                     mode not in INSPECT_MODES))
+    ):  # fmt: skip
+        raise problem.bad_value(
+            key, value, "unknown inspect method",
+            f"use none, {', '.join(INSPECT_METHODS)}, extension/consistent or extension/fast",
+        )  # fmt: skip
+    return value
+
+
+def _inspect_options(problem: SpecProblem, raw: dict) -> tuple[InspectOptions, str]:
+    """The options, and the point's method ("extension/fast", "auto", ...) for the workload."""
+    if raw["snapshots"] not in SNAPSHOT_CHOICES:
+        raise problem.bad_value("inspect.snapshots", raw["snapshots"], "unknown choice",
+                                f"use one of {', '.join(SNAPSHOT_CHOICES)}")  # fmt: skip
+    every_s = _seconds(problem, "inspect.every", raw["every"], True)
+    if raw["snapshots"] == "none" and not every_s:
+        raise problem.bad_value("inspect.snapshots", "none", "and no every: nothing to take",
+                                'set every = "5s", or snapshots = "before-after"')  # fmt: skip
+    method = _inspect_method(problem, "inspect.method", raw["method"])
+    if "/" in method or method == "none":
+        raise problem.bad_value("inspect.method", method, "give the mode under inspect.mode",
+                                f"use one of {', '.join(INSPECT_METHODS)}")  # fmt: skip
+    if raw["mode"] not in INSPECT_MODES:
+        raise problem.bad_value("inspect.mode", raw["mode"], "unknown mode",
+                                f"use one of {', '.join(INSPECT_MODES)}")  # fmt: skip
+    if raw["mode"] != "consistent" and method not in ("auto", "extension"):
+        raise problem.bad_value("inspect.mode", raw["mode"], f"the {method} method has no modes",
+                                'use method = "extension", or mode = "consistent"')  # fmt: skip
+    for key in ("os_cache", "accuracy_pairs"):
+        if not isinstance(raw[key], bool):
+            raise problem.bad_value(f"inspect.{key}", raw[key], "not a boolean", "true or false")
+    top = _positive_int(problem, "inspect.top", raw["top"])
+    options = InspectOptions(raw["snapshots"], every_s, raw["os_cache"], top,
+                             raw["accuracy_pairs"])  # fmt: skip
+    point_method = method if raw["mode"] == "consistent" else f"{method}/{raw['mode']}"
+    return options, point_method
 
 
 def _machine_point_value(problem: SpecProblem, key: str, value):
@@ -486,6 +581,8 @@ def _ladder(problem: SpecProblem, raw, workload: str, parameters: dict, base_dir
             merged = {**parameters, change_key: value}
             if change_key in MACHINE_POINT_DEFAULTS:
                 _machine_point_value(problem, f"{key}.{change_key}", value)
+            elif change_key == "inspect_method":
+                _inspect_method(problem, f"{key}.{change_key}", value)
             elif workload == "tpcc":
                 checked = _tpcc_parameters(problem, merged, f"{key}.", only=change_key)
                 workload_changes[change_key] = checked[change_key]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from pgcachelab.analysis.cache_split import PHASES, Repetition
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
-from pgcachelab.store.sqlite import Measurement, ResultStore, Run, StoredPoint
+from pgcachelab.store.sqlite import Measurement, ResultStore, Run, StoredPoint, StoredSnapshot
 from pgcachelab.units import shared_buffers_bytes
 
 
@@ -39,6 +39,7 @@ class RunData:
     run: Run
     points: list[PointResult]
     server_settings: dict = field(default_factory=dict)  # point index -> the whole pg_settings
+    snapshots: list[StoredSnapshot] = field(default_factory=list)  # cache snapshots ([inspect])
 
     @property
     def swept_keys(self) -> list[str]:
@@ -84,7 +85,9 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
                 phase_medians_ms=_phase_medians(ok),
             )
         )
-    return RunData(run=run, points=results, server_settings=server_settings)
+    return RunData(
+        run=run, points=results, server_settings=server_settings, snapshots=store.snapshots(run_id)
+    )
 
 
 def phase_median_ms(measurement: Measurement, phase: str) -> float | None:

@@ -2,6 +2,8 @@
 
 Schema history (PRAGMA user_version):
   1 - runs, points, measurements, point_server_settings.
+  2 - cache_snapshots: per measurement, the cache snapshots taken during it (issue 7).
+      Migration from 1: the table is added; version 1 rows are kept as they are.
 """
 
 import json
@@ -11,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STORE_FILE = "results.sqlite"
 
 _SCHEMA = """
@@ -62,6 +64,25 @@ create table if not exists point_server_settings (
     primary key (run_id, point_index)
 );
 """
+# Each migration takes the store from the version before it to its own (applied in order).
+_MIGRATIONS = {
+    2: """
+create table if not exists cache_snapshots (
+    run_id text not null,
+    point_index integer not null,
+    repetition integer not null,
+    seq integer not null,            -- order within the measurement
+    taken_at real not null,          -- unix time
+    label text not null,             -- before, after PHASE, after, sample, pair-fast, ...
+    method text,                     -- extension, pg_buffercache, summary
+    mode text,
+    elapsed_ms real,                 -- the snapshot query's time, as the client saw it
+    error text,                      -- why the snapshot failed, if it did
+    data text,                       -- json: analysis.cache_composition.compact()
+    primary key (run_id, point_index, repetition, seq)
+);
+""",
+}
 
 
 @dataclass
@@ -97,6 +118,22 @@ class Measurement:
 
 
 @dataclass
+class StoredSnapshot:
+    """One cache snapshot of a measurement (see the cache_snapshots table)."""
+
+    point_index: int
+    repetition: int
+    seq: int
+    taken_at: float
+    label: str
+    method: str | None
+    mode: str | None
+    elapsed_ms: float | None
+    error: str | None
+    data: dict | None
+
+
+@dataclass
 class StoredPoint:
     point_index: int
     label: str
@@ -116,7 +153,9 @@ class ResultStore:
         version = self.db.execute("pragma user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise RuntimeError(f"{self.path} was written by a newer pgcachelab (v{version})")
-        self.db.executescript(_SCHEMA)
+        self.db.executescript(_SCHEMA)  # version 1's tables (a new store starts there)
+        for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+            self.db.executescript(_MIGRATIONS[target])
         self.db.execute(f"pragma user_version = {SCHEMA_VERSION}")
 
     @classmethod
@@ -195,6 +234,24 @@ class ResultStore:
             (run_id, point_index, _json(settings)),
         )
 
+    def record_snapshots(
+        self, run_id: str, point_index: int, repetition: int, snapshots: list[StoredSnapshot]
+    ) -> None:
+        """Replace the measurement's snapshots: a retried repetition keeps only its own."""
+        with self.db:
+            self.db.execute("begin")
+            self.db.execute(
+                "delete from cache_snapshots where run_id = ? and point_index = ?"
+                " and repetition = ?",
+                (run_id, point_index, repetition),
+            )
+            self.db.executemany(
+                "insert into cache_snapshots values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, point_index, repetition, s.seq, s.taken_at, s.label, s.method, s.mode,
+                  s.elapsed_ms, s.error, None if s.data is None else _json(s.data))
+                 for s in snapshots],
+            )  # fmt: skip
+
     # -- reading ---------------------------------------------------------------------------
 
     def runs(self) -> list[Run]:
@@ -238,6 +295,16 @@ class ResultStore:
             "select point_index, settings from point_server_settings where run_id = ?", (run_id,)
         ).fetchall()
         return {point: json.loads(settings) for point, settings in rows}
+
+    def snapshots(self, run_id: str) -> list[StoredSnapshot]:
+        rows = self.db.execute(
+            "select point_index, repetition, seq, taken_at, label, method, mode, elapsed_ms,"
+            " error, data from cache_snapshots where run_id = ?"
+            " order by point_index, repetition, seq",
+            (run_id,),
+        ).fetchall()
+        return [StoredSnapshot(*row[:9], data=json.loads(row[9]) if row[9] else None)
+                for row in rows]  # fmt: skip
 
     def abandoned_runs(self) -> list[Run]:
         """Runs marked running whose lab process is gone (killed): their servers may live on."""

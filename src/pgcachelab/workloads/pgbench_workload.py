@@ -51,7 +51,8 @@ def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
     return {"warmup_s": warmup_s}
 
 
-def run(target, pgbench, point, conn: psycopg.Connection, state: dict) -> Outcome:
+def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None) -> Outcome:
+    """One pgbench run (one phase: `mark`, the hook for snapshots between phases, is unused)."""
     measured = run_pgbench(pgbench, run_args(point.workload), target.pgbench_target(point.settings))
     return Outcome(
         metrics={

@@ -130,8 +130,9 @@ def tpcc_metrics(run: driver.TpccRun) -> dict:
     }
 
 
-def run(target, pgbench, point, conn: psycopg.Connection, state: dict) -> Outcome:
-    """One measured run; a broken consistency condition raises ConsistencyError."""
+def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None) -> Outcome:
+    """One measured run; a broken consistency condition raises ConsistencyError. `mark` (the
+    cache sampler's phase marker) goes unused: a TPC-C run has one phase."""
     measured = driver.run(
         target,
         pgbench,

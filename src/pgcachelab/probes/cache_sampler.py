@@ -1,0 +1,183 @@
+"""Cache snapshots during a measurement: before it, between a workload's phases, after it, and
+every N seconds from a thread, all on one connection of the sampler's own.
+
+Each snapshot is shared_buffers per relation (probes/buffercache.py) and, when the server's
+data directory is readable here, each relation's bytes in the OS page cache (mincore). Relations
+with no buffer at all are added from pg_class so that a relation washed out of shared_buffers
+but still in the OS cache is seen. A snapshot that fails is kept with its reason; it never
+fails the measurement. Snapshots stay in memory until the runner stores them with the
+measurement (SQLite connections stay in the thread that made them).
+"""
+
+import threading
+import time
+
+import psycopg
+
+from pgcachelab.analysis.cache_composition import compact
+from pgcachelab.clusters.managed import ClusterError
+from pgcachelab.experiments.spec import InspectOptions, parse_inspect_method
+from pgcachelab.probes.buffercache import (
+    RelationCache,
+    available_methods,
+    choose_method,
+    collect,
+    relation_kind,
+)
+from pgcachelab.probes.datadir import (
+    fill_os_cache,
+    local_data_dir,
+    os_cache_note,
+    os_cache_readable,
+    reason,
+)
+from pgcachelab.store.sqlite import StoredSnapshot
+
+# Workloads that wait for the other sessions of the database to end (cache-wash waits for the
+# statistics of pgbench's sessions) leave this one out by its name.
+APPLICATION_NAME = "pgcachelab-sampler"
+_USER_RELATIONS = """
+select n.nspname, c.relname, c.relkind::text, pg_relation_size(c.oid),
+       pg_relation_filepath(c.oid), c.reltablespace, pg_relation_filenode(c.oid)
+from pg_class c join pg_namespace n on n.oid = c.relnamespace
+where c.relkind in ('r', 'i', 'm', 't')
+  and n.nspname not in ('pg_catalog', 'information_schema')
+  and c.relpersistence <> 't' and pg_relation_size(c.oid) > 0
+"""
+_NEEDS = {
+    "extension": "pgcachelab extension install, then CREATE EXTENSION pg_cachelab",
+    "pg_buffercache": "CREATE EXTENSION pg_buffercache",
+    "summary": "PostgreSQL 16+ and CREATE EXTENSION pg_buffercache",
+    "auto": "CREATE EXTENSION pg_buffercache (or pg_cachelab)",
+}
+
+
+def uncached_relations(rows: list[tuple], present: set[str]) -> list[RelationCache]:
+    """User relations (main forks) that no buffer holds, from _USER_RELATIONS rows."""
+    relations = []
+    for schema, name, relkind, size_bytes, file_path, tablespace_oid, relfilenode in rows:
+        if f"{schema}.{name}" in present or file_path is None:
+            continue
+        relations.append(
+            RelationCache(
+                database=None, database_oid=0, tablespace_oid=int(tablespace_oid),
+                relfilenode=int(relfilenode or 0), fork="main", buffers=0, dirty=0, pinned=0,
+                usage_counts=[0] * 6, schema=schema, name=name,
+                kind=relation_kind(relkind, schema), size_bytes=int(size_bytes),
+                file_path=file_path,
+            )
+        )  # fmt: skip
+    return relations
+
+
+class CacheSampler:
+    def __init__(self, conn, method: str, mode: str, options: InspectOptions, data_dir, note):
+        self.conn = conn
+        self.method, self.mode = method, mode
+        self.options = options
+        self.data_dir = data_dir
+        self.note = note
+        self.read_os_cache = options.os_cache and os_cache_readable(note) and data_dir is not None
+        self.snapshots: list[StoredSnapshot] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def open(cls, target, settings: dict, options: InspectOptions, point_method: str):
+        """A sampler for one measurement, or None when the point takes no snapshot."""
+        wanted = parse_inspect_method(point_method)
+        if wanted is None:
+            return None
+        requested, mode = wanted
+        conn = target.connect(settings)
+        try:
+            conn.execute(f"set application_name = '{APPLICATION_NAME}'")
+            if target.kind == "managed":
+                _create_extensions(conn, requested)
+            method = choose_method(requested, available_methods(conn))
+            if method is None:
+                raise ClusterError(
+                    f"inspect: method {point_method!r} is not available in database"
+                    f" {conn.info.dbname!r}; it needs {_NEEDS[requested]}"
+                )
+            data_dir, note = None, None
+            if options.os_cache:
+                data_dir, why_not = local_data_dir(conn)
+                note = os_cache_note(data_dir, why_not)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, method, mode if method == "extension" else "consistent", options,
+                   data_dir, note)  # fmt: skip
+
+    def take(self, label: str, mode: str | None = None, os_cache: bool = True) -> None:
+        """One snapshot now, labelled; its failure is recorded, not raised."""
+        mode = mode or self.mode
+        with self._lock:
+            taken_at, data, error, elapsed_ms = time.time(), None, None, None
+            try:
+                snapshot = collect(self.conn, self.method, mode)
+                elapsed_ms = snapshot.elapsed_ms
+                if os_cache and self.read_os_cache and self.method != "summary":
+                    present = {r.qualified_name for r in snapshot.relations}
+                    rows = self.conn.execute(_USER_RELATIONS).fetchall()
+                    snapshot.relations += uncached_relations(rows, present)
+                    fill_os_cache(snapshot, self.data_dir)
+                snapshot.os_cache_note = self.note if self.options.os_cache else None
+                data = compact(snapshot, self.options.top)
+            except (psycopg.Error, OSError) as failure:
+                error = reason(failure)
+            self.snapshots.append(
+                StoredSnapshot(0, 0, len(self.snapshots), taken_at, label, self.method, mode,
+                               elapsed_ms, error, data)
+            )  # fmt: skip
+
+    def start_every(self, seconds: float, label: str = "sample") -> None:
+        """Snapshots every `seconds` from a thread until stop()."""
+        self._start(seconds, lambda: self.take(label))
+
+    def start_pairs(self, seconds: float = 1.0) -> None:
+        """Every `seconds`: a fast snapshot and, right after it, a consistent one (the
+        accuracy of fast under the same load; only the buffer counts, no OS cache)."""
+
+        def pair():
+            self.take("pair-fast", "fast", os_cache=False)
+            self.take("pair-consistent", "consistent", os_cache=False)
+
+        self._start(seconds, pair)
+
+    def _start(self, seconds: float, tick) -> None:
+        self.stop()
+        self._stop.clear()
+
+        def loop():
+            next_at = time.monotonic() + seconds
+            while not self._stop.wait(max(0.0, next_at - time.monotonic())):
+                tick()
+                # A slow snapshot skips the ticks it overran instead of bunching them up.
+                next_at = max(next_at + seconds, time.monotonic())
+
+        self._thread = threading.Thread(target=loop, name=APPLICATION_NAME, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def close(self) -> None:
+        self.stop()
+        self.conn.close()
+
+
+def _create_extensions(conn: psycopg.Connection, requested: str) -> None:
+    """In a cluster the lab runs: pg_cachelab where it is installed, and pg_buffercache."""
+    available = conn.execute(
+        "select exists (select from pg_available_extensions where name = 'pg_cachelab')"
+    ).fetchone()[0]
+    if requested in ("auto", "extension") and available:  # else auto takes pg_buffercache
+        conn.execute("create extension if not exists pg_cachelab")
+    if requested != "extension":
+        conn.execute("create extension if not exists pg_buffercache")

@@ -1,0 +1,187 @@
+"""The cache snapshots of a run ([inspect]): composition over time, before/after per point."""
+
+import html
+import statistics
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pgcachelab.analysis.cache_composition import (  # noqa: E402
+    OTHER,
+    Sample,
+    composition,
+    point_table,
+    split,
+)
+from pgcachelab.report.dataset import RunData  # noqa: E402
+from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.units import format_bytes  # noqa: E402
+
+MIB = 1024 * 1024
+TOP_IN_PLOT = 8
+PAIR_LABELS = ("pair-fast", "pair-consistent")  # accuracy pairs: not part of the composition
+
+
+def samples(data: RunData) -> list[Sample]:
+    """The run's successful snapshots, placed in seconds since the run started."""
+    start = data.run.created_at
+    return [
+        Sample(s.point_index, s.repetition, s.taken_at - start, s.label, s.data)
+        for s in data.snapshots
+        if s.data is not None and s.label not in PAIR_LABELS
+    ]
+
+
+def _color_map(names: list[str]) -> dict[str, str]:
+    palette = plt.get_cmap("tab10").colors
+    colors = {name: palette[i % len(palette)] for i, name in enumerate(n for n in names
+                                                                      if n != OTHER)}  # fmt: skip
+    colors[OTHER] = "#bbbbbb"
+    return colors
+
+
+def composition_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """Stacked areas per relation over the run, one panel per cache; each measurement is
+    drawn on its own (nothing is sampled between them) and its start marked."""
+    found = samples(data)
+    if not found:
+        return []
+    comp = composition(found, TOP_IN_PLOT)
+    caches = [("shared_buffers", comp.shared_buffers)]
+    if comp.os_cache is not None:
+        caches.append(("OS page cache (mincore)", comp.os_cache))
+    colors = _color_map(comp.names)
+    figure, axes = plt.subplots(len(caches), 1, figsize=(12, 3.6 * len(caches)), sharex=True,
+                                squeeze=False)  # fmt: skip
+    labels_shown = len(comp.segments) <= 40
+    for axis, (title, series) in zip(axes[:, 0], caches, strict=True):
+        offset = 0
+        for segment in comp.segments:
+            xs = [s.seconds for s in segment]
+            end = offset + len(segment)
+            stacks = [[v / MIB for v in series[name][offset:end]] for name in comp.names]
+            if len(xs) == 1:  # one snapshot: a thin bar instead of an invisible area
+                xs = [xs[0] - 0.5, xs[0] + 0.5]
+                stacks = [values * 2 for values in stacks]
+            axis.stackplot(xs, stacks, colors=[colors[n] for n in comp.names], alpha=0.85,
+                           linewidth=0)  # fmt: skip
+            if title == "shared_buffers":
+                totals = [v / MIB for v in comp.shared_buffers_total_bytes[offset:end]]
+                axis.plot([s.seconds for s in segment], totals, color="black", linewidth=0.8)
+            axis.axvline(segment[0].seconds, color="black", linestyle=":", linewidth=0.7)
+            if labels_shown and title == "shared_buffers":
+                axis.annotate(
+                    f"p{segment[0].point_index}", (segment[0].seconds, 1.0),
+                    xycoords=("data", "axes fraction"), fontsize=6, va="bottom",
+                )  # fmt: skip
+            for sample in segment:
+                if sample.label.startswith("after ") and sample.label != "after":
+                    axis.axvline(sample.seconds, color="gray", linestyle="-", linewidth=0.3)
+            offset = end
+        axis.set_ylabel(f"{title} (MiB)")
+        axis.grid(alpha=0.3)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[n]) for n in comp.names]
+    axes[0, 0].legend(handles, comp.names, fontsize=7, loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0))  # fmt: skip
+    axes[-1, 0].set_xlabel(
+        "seconds since the run started (dotted: a measurement starts, pN its point;"
+        " thin gray: between phases; black line: shared_buffers size)"
+    )
+    figure.suptitle(f"{data.run.name}: cache composition by relation")
+    return save_figure(figure, out_dir, "cache-composition")
+
+
+def _bytes(value) -> str:
+    return "–" if value is None else format_bytes(value)
+
+
+def _point_html(point_label: str, point_samples: list[Sample]) -> str:
+    labels, table = point_table(point_samples)
+    if not table:
+        return ""
+    last = labels[-1]
+    head = "".join(
+        f"<th>{html.escape(label)}<br>shared_buffers / OS cache</th>" for label in labels
+    )
+    head += (f"<th>at {html.escape(last)}: in both (estimate)</th><th>shared_buffers only</th>"
+             "<th>OS cache only</th><th>disk only</th><th>size</th>")  # fmt: skip
+    rows = []
+    for name, by_label in table.items():
+        cells = []
+        for label in labels:
+            at = by_label.get(label)
+            cells.append(
+                "–"
+                if at is None
+                else f"{_bytes(at.shared_buffers_bytes)} / {_bytes(at.os_cached_bytes)}"
+            )
+        at = by_label.get(last)
+        if at is not None and at.os_cached_bytes is not None and at.size_bytes is not None:
+            parts = split(int(at.shared_buffers_bytes), int(at.os_cached_bytes),
+                          int(at.size_bytes))  # fmt: skip
+            cells += [
+                f"{_bytes(parts.both_bytes)} ({_bytes(parts.both_low_bytes)}.."
+                f"{_bytes(parts.both_high_bytes)})",
+                _bytes(parts.shared_buffers_only_bytes), _bytes(parts.os_cache_only_bytes),
+                _bytes(parts.disk_only_bytes), _bytes(parts.size_bytes),
+            ]  # fmt: skip
+        else:
+            cells += ["–"] * 4 + [_bytes(at.size_bytes if at else None)]
+        rows.append(f'<tr><td class="text">{html.escape(name)}</td>'
+                    + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")  # fmt: skip
+    return (
+        f"<h3>{html.escape(point_label)}</h3><table><thead><tr><th>relation</th>{head}</tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _method_note(data: RunData) -> str:
+    taken = [s for s in data.snapshots if s.label not in PAIR_LABELS]
+    failed = [s for s in taken if s.error]
+    methods = sorted({f"{s.method}" + (f"/{s.mode}" if s.mode else "") for s in taken})
+    times = [s.elapsed_ms for s in taken if s.elapsed_ms is not None]
+    notes = {s.data.get("os_cache_note") for s in taken if s.data and s.data.get("os_cache_note")}
+    text = (
+        f"{len(taken)} snapshots ({', '.join(methods)}), median snapshot query "
+        f"{statistics.median(times):.1f} ms"
+        if times
+        else f"{len(taken)} snapshots"
+    )
+    if failed:
+        text += f"; {len(failed)} failed (first: {failed[0].error})"
+    for note in sorted(notes):
+        text += f"; {note}"
+    return html.escape(text) + "."
+
+
+def snapshots_html(data: RunData) -> str:
+    """Before/after tables per point (medians over repetitions), with the four-way split."""
+    found = samples(data)
+    if not found:
+        return ""
+    parts = [
+        f"<p class='note'>{_method_note(data)} Each cell: bytes of the relation in shared_buffers"
+        " / in the OS page cache, medians over the point's repetitions. <b>In both</b> cannot be"
+        " counted from per-relation totals: it is estimated as if the two caches held pages"
+        " independently (B × O / size), within its bounds in brackets (at least B + O − size,"
+        " at most the smaller of B and O); the other three columns follow from it. Pages read"
+        " into shared_buffers went through the OS cache, so right after reads the true overlap"
+        " is nearer the upper bound. The OS cache is read (mincore) for the relations in"
+        " shared_buffers and for every user relation; a catalog relation counts only while it"
+        " has a buffer.</p>"
+    ]
+    labels_by_point = {p.point.point_index: p.point.label for p in data.points}
+    for point_index in sorted({s.point_index for s in found}):
+        mine = [s for s in found if s.point_index == point_index]
+        parts.append(_point_html(f"#{point_index}: {labels_by_point.get(point_index, '')}", mine))
+    return "".join(parts)
+
+
+def cache_composition_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
+    """The composition plot and the before/after tables; nothing without snapshots."""
+    if not samples(data):
+        return [], ""
+    return composition_plot(data, out_dir), snapshots_html(data)

@@ -1,0 +1,168 @@
+"""The overhead part of a report (seed 003): tps sag per inspect method, snapshot time against
+shared_buffers, and the accuracy of fast against consistent. Shown when a run sweeps
+`inspect_method`."""
+
+import html
+import statistics
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
+    BASELINE,
+    MATERIAL_SHARE,
+    pair_error,
+    paired_sag,
+    pairs,
+)
+from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.units import format_bytes  # noqa: E402
+
+KEY = "inspect_method"
+METHOD_NAMES = {"none": "none (baseline)", "pg_buffercache": "pg_buffercache view, grouped",
+                "summary": "pg_buffercache_summary()", "extension": "pg_cachelab consistent",
+                "extension/consistent": "pg_cachelab consistent",
+                "extension/fast": "pg_cachelab fast"}  # fmt: skip
+
+
+def _cells(data: RunData) -> dict[tuple, dict[str, PointResult]]:
+    """Points by the other swept values (e.g. shared_buffers), then by method."""
+    cells: dict[tuple, dict[str, PointResult]] = {}
+    for result in data.points:
+        swept = result.point.swept
+        cell = tuple((k, v) for k, v in swept.items() if k != KEY)
+        cells.setdefault(cell, {})[swept.get(KEY, BASELINE)] = result
+    return cells
+
+
+def _cell_text(cell: tuple) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cell) or "all points"
+
+
+def _times_ms(data: RunData, point_index: int) -> list[float]:
+    return [s.elapsed_ms for s in data.snapshots if s.point_index == point_index
+            and s.label == "sample" and s.elapsed_ms is not None]  # fmt: skip
+
+
+def _pct(value: float) -> str:
+    return f"{value:+.2f}"
+
+
+def sag_table(data: RunData) -> str:
+    rows = []
+    for cell, methods in _cells(data).items():
+        baseline = methods.get(BASELINE)
+        base_tps = {m.repetition: m.tps for m in baseline.ok} if baseline else {}
+        summary_ms = _median(_times_ms(data, methods["summary"].point.point_index)) if (
+            "summary" in methods) else None  # fmt: skip
+        for method, result in methods.items():
+            tps = {m.repetition: m.tps for m in result.ok}
+            sag = paired_sag(base_tps, tps, method) if method != BASELINE else None
+            times = _times_ms(data, result.point.point_index)
+            median_ms = _median(times)
+            cells = [
+                _cell_text(cell), METHOD_NAMES.get(method, method),
+                f"{result.tps.median:,.0f}" if result.tps else "–",
+                "–" if sag is None else _pct(sag.sag_percent),
+                "–" if sag is None or sag.sag_ci_percent is None
+                else f"{_pct(sag.sag_ci_percent[0])}..{_pct(sag.sag_ci_percent[1])}",
+                str(sag.ratios.n) if sag else "–",
+                "–" if median_ms is None else f"{median_ms:.2f}",
+                "–" if not times else f"{max(times):.2f}",
+                str(len(times)),
+                "–" if median_ms is None or not summary_ms else f"{median_ms / summary_ms:.2f}",
+            ]  # fmt: skip
+            rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
+                                         for c in cells) + "</tr>")  # fmt: skip
+    head = ["cell", "method", "tps median", "tps sag %", "sag 95% CI", "rounds",
+            "snapshot ms (median)", "snapshot ms (max)", "snapshots", "× summary"]  # fmt: skip
+    return (
+        "<p class='note'>Every method polls once a second from a session of its own during the "
+        "pgbench run; the baseline does not poll. Sag = 1 − tps(method) / tps(baseline), paired "
+        "by round (repetition) and averaged, with the 95% t-interval over the rounds; a negative "
+        "sag is noise. Snapshot time is the snapshot query's time at the client (the naming "
+        "join included; no OS cache), under the load.</p><table><thead><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def accuracy_table(data: RunData) -> str:
+    rows = []
+    for cell, methods in _cells(data).items():
+        indexes = {r.point.point_index for m, r in methods.items() if m.startswith("extension")}
+        found = pairs([s for s in data.snapshots if s.point_index in indexes])
+        if not found:
+            continue
+        errors = [pair_error(fast, consistent) for fast, consistent in found]
+        worst = max(errors, key=lambda e: e.largest)
+        worst_material = max(errors, key=lambda e: e.largest_material)
+        cells = [
+            _cell_text(cell), str(len(errors)),
+            f"{statistics.median(e.largest for e in errors) * 100:.2f}",
+            f"{worst.largest * 100:.2f} ({worst.relation})",
+            f"{statistics.median(e.largest_material for e in errors) * 100:.2f}",
+            f"{worst_material.largest_material * 100:.2f} ({worst_material.relation_material})",
+        ]  # fmt: skip
+        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
+                                     for c in cells) + "</tr>")  # fmt: skip
+    if not rows:
+        return ""
+    head = ["cell", "pairs", "largest error % (median over pairs)", "largest error % (worst)",
+            f"relations ≥ {MATERIAL_SHARE:.0%} of used: median", "… worst"]  # fmt: skip
+    return (
+        "<p class='note'>During each extension point's warm-up (the same pgbench load, not "
+        "measured), once a second: a fast snapshot and right after it a consistent one. Per "
+        "pair, the largest relative error of fast's buffers per relation against consistent's; "
+        "it includes what really changed in the few milliseconds between the two.</p>"
+        "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )  # fmt: skip
+
+
+def time_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """Snapshot time per method against shared_buffers (when shared_buffers is swept)."""
+    lines: dict[str, list[tuple[float, float]]] = {}
+    for result in data.points:
+        method = result.point.swept.get(KEY, BASELINE)
+        times = _times_ms(data, result.point.point_index)
+        if method == BASELINE or not times or not result.shared_buffers_bytes:
+            continue
+        lines.setdefault(method, []).append((result.shared_buffers_bytes, _median(times)))
+    if not lines or len({x for values in lines.values() for x, _ in values}) < 2:
+        return []
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for method, values in sorted(lines.items()):
+        values.sort()
+        axis.plot([x for x, _ in values], [y for _, y in values], "o-", markersize=4,
+                  label=METHOD_NAMES.get(method, method))  # fmt: skip
+    sizes = sorted({x for values in lines.values() for x, _ in values})
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xticks(sizes, [format_bytes(s) for s in sizes])
+    axis.minorticks_off()
+    axis.set_xlabel("shared_buffers")
+    axis.set_ylabel("snapshot time under load (ms, median, log)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=8)
+    axis.set_title(f"{data.run.name}: the cost of one snapshot per method")
+    return save_figure(figure, out_dir, "inspect-snapshot-time")
+
+
+def inspect_overhead_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
+    """Plots and tables; nothing when the run does not sweep inspect_method."""
+    if KEY not in data.swept_keys:
+        return [], ""
+    accuracy = accuracy_table(data)
+    body = "<h3>tps sag and snapshot time</h3>" + sag_table(data)
+    if accuracy:
+        body += "<h3>Accuracy of fast against consistent</h3>" + accuracy
+    return time_plot(data, out_dir), body

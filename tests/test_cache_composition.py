@@ -1,0 +1,223 @@
+"""The snapshot logic of [inspect] sampling, on snapshots and rows captured from real servers.
+
+run_snapshots.json: the cache_snapshots of a real two-point pgbench run (PG 18, 16MB
+shared_buffers, every = 1s); rows-18.json: rows of pg_cachelab and the grouped view
+(tests/data/inspect/capture.py).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pgcachelab.analysis.cache_composition import (
+    OTHER,
+    Sample,
+    compact,
+    composition,
+    labels_in_order,
+    point_table,
+    split,
+    top_relations,
+)
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.spec import parse_inspect_method, parse_spec
+from pgcachelab.probes.buffercache import snapshot_from_relations
+from pgcachelab.probes.cache_sampler import uncached_relations
+
+DATA = Path(__file__).parent / "data" / "inspect"
+
+
+def _samples() -> list[Sample]:
+    captured = json.loads((DATA / "run_snapshots.json").read_text())["samples"]
+    return [
+        Sample(s["point_index"], s["repetition"], s["seconds"], s["label"], s["data"])
+        for s in captured
+    ]
+
+
+def _snapshot():
+    captured = json.loads((DATA / "rows-18.json").read_text())
+    facts = tuple(captured["facts"])
+    return snapshot_from_relations("extension", "consistent", facts, captured["extension"])
+
+
+def test_compact_keeps_the_top_relations_and_sums_the_rest_exactly():
+    snapshot = _snapshot()
+    data = compact(snapshot, top=5)
+
+    assert len(data["relations"]) == 5
+    assert data["other"]["relations"] == len(snapshot.relations) - 5
+    kept = sum(r["buffers"] for r in data["relations"])
+    assert kept + data["other"]["buffers"] == snapshot.buffers_used
+    weights = [r["buffers"] for r in data["relations"]]  # no OS cache here: buffers decide
+    assert weights == sorted(weights, reverse=True)
+    assert weights[-1] >= max(r.buffers for r in snapshot.relations[5:])
+
+
+def test_composition_stacks_add_up_to_each_snapshot_and_keep_measurements_apart():
+    samples = _samples()
+    comp = composition(samples, count=3)
+
+    assert comp.names[-1] == OTHER and len(comp.names) == 4
+    assert comp.names[:2] == ["public.pgbench_accounts", "public.pgbench_accounts_pkey"]
+    assert [len(segment) for segment in comp.segments] == [5, 5]  # before, 3 samples, after
+    ordered = [s for segment in comp.segments for s in segment]
+    for position, sample in enumerate(ordered):
+        used = sample.data["buffers_used"] * sample.data["block_size"]
+        assert sum(comp.shared_buffers[n][position] for n in comp.names) == used
+        os_total = sum(r["os_cached_bytes"] or 0 for r in sample.data["relations"])
+        os_total += sample.data["other"]["os_cached_bytes"]
+        assert sum(comp.os_cache[n][position] for n in comp.names) == os_total
+
+
+def test_composition_without_os_cache_has_no_os_series():
+    samples = [
+        Sample(s.point_index, s.repetition, s.seconds, s.label,
+               {**s.data, "relations": [{**r, "os_cached_bytes": None}
+                                        for r in s.data["relations"]]})
+        for s in _samples()
+    ]  # fmt: skip
+    assert composition(samples).os_cache is None
+
+
+def test_top_relations_rank_by_the_peak_in_either_cache():
+    names = top_relations(_samples(), 2)
+    # the index has no buffer before the first point, but is fully in the OS cache
+    assert names == ["public.pgbench_accounts", "public.pgbench_accounts_pkey"]
+
+
+def test_point_table_gives_before_and_after_medians():
+    point_0 = [s for s in _samples() if s.point_index == 0]
+    labels, table = point_table(point_0, count=2)
+
+    assert labels == ["before", "after"]
+    index = table["public.pgbench_accounts_pkey"]
+    assert index["before"].shared_buffers_bytes == 0
+    assert index["after"].shared_buffers_bytes > 4_000_000  # select-only read it in
+    assert index["before"].os_cached_bytes == index["before"].size_bytes
+
+
+def test_labels_in_order_keep_phases_and_leave_out_periodic_samples():
+    moments = ["before", "sample", "after idx1", "after seq", "after"]
+    samples = [Sample(0, 0, seconds, label, {}) for seconds, label in enumerate(moments)]
+    assert labels_in_order(samples) == ["before", "after idx1", "after seq", "after"]
+
+
+@pytest.mark.parametrize(
+    ("shared_buffers", "os_cache", "size", "both", "low", "high"),
+    [
+        (100, 100, 100, 100, 100, 100),  # all of it in both
+        (0, 50, 100, 0, 0, 0),  # nothing in shared_buffers
+        (50, 50, 100, 25, 0, 50),  # independence: a quarter in both
+        (80, 60, 100, 48, 40, 60),  # the lower bound: 80 + 60 - 100
+        (10, 10, 1000, 0, 0, 10),  # 0.1 rounds to 0
+    ],
+)
+def test_split_estimate_and_bounds(shared_buffers, os_cache, size, both, low, high):
+    parts = split(shared_buffers, os_cache, size)
+    assert (parts.both_bytes, parts.both_low_bytes, parts.both_high_bytes) == (both, low, high)
+    assert parts.shared_buffers_only_bytes == shared_buffers - both
+    assert parts.os_cache_only_bytes == os_cache - both
+    total = (parts.both_bytes + parts.shared_buffers_only_bytes + parts.os_cache_only_bytes
+             + parts.disk_only_bytes)  # fmt: skip
+    assert total == size
+
+
+def test_split_of_a_relation_that_grew_since_its_size_was_read():
+    parts = split(120, 0, 100)  # shared_buffers saw a page extended after pg_relation_size
+    assert parts.size_bytes == 120 and parts.disk_only_bytes == 0
+
+
+def test_uncached_relations_adds_user_relations_with_no_buffer():
+    rows = [("public", "t", "r", 8192, "base/5/16384", 0, 16384),
+            ("public", "t_idx", "i", 16384, "base/5/16390", 0, 16390)]  # fmt: skip
+    added = uncached_relations(rows, present={"public.t"})
+    assert [(r.qualified_name, r.kind, r.buffers) for r in added] == [("public.t_idx", "index", 0)]
+
+
+SPEC = """
+name = "s"
+[pgbench]
+duration = "2s"
+"""
+
+
+def _spec(extra: str):
+    return parse_spec(SPEC + extra, Path("spec.toml"))
+
+
+def test_inspect_table_defaults_and_point_method():
+    spec = _spec('[inspect]\nevery = "5s"\nmethod = "extension"\nmode = "fast"\n')
+    assert spec.inspect.every_s == 5 and spec.inspect.snapshots == "before-after"
+    assert spec.points()[0].workload["inspect_method"] == "extension/fast"
+    assert _spec("").inspect is None
+
+
+def test_inspect_method_sweep():
+    spec = _spec('[inspect]\n[sweep]\ninspect_method = ["none", "summary", "extension/fast"]\n')
+    assert [p.workload["inspect_method"] for p in spec.points()] == [
+        "none", "summary", "extension/fast"
+    ]  # fmt: skip
+    assert parse_inspect_method("none") is None
+    assert parse_inspect_method("pg_buffercache") == ("pg_buffercache", "consistent")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('[inspect]\nevery = "soon"\n', 'inspect.every: invalid value "soon"'),
+        ('[inspect]\nmethod = "fast"\n', 'inspect.method: invalid value "fast"'),
+        ('[inspect]\nmethod = "summary"\nmode = "fast"\n', 'inspect.mode: invalid value "fast"'),
+        ('[inspect]\nsnapshots = "none"\n', 'inspect.snapshots: invalid value "none"'),
+        ("[inspect]\ntop = 0\n", "inspect.top: invalid value 0"),
+        ("[inspect]\nos_cache = 1\n", "inspect.os_cache: invalid value 1"),
+        ('[inspect]\nevry = "1s"\n', "inspect.evry: unknown key"),
+        ('[sweep]\ninspect_method = ["none"]\n', "sweep.inspect_method: sweeping the inspect"),
+        ('[inspect]\n[sweep]\ninspect_method = ["pg_buffercache/fast"]\n',
+         'sweep.inspect_method: invalid value "pg_buffercache/fast"'),
+    ],
+)  # fmt: skip
+def test_bad_inspect_values_are_one_line_user_errors(extra, message):
+    with pytest.raises(UserError) as error:
+        _spec(extra)
+    assert message in error.value.message
+    assert error.value.hint
+
+
+# -- the overhead experiment (seed 003) -------------------------------------------------------
+
+
+def test_paired_sag_pairs_rounds_and_gives_an_interval():
+    from pgcachelab.analysis.inspect_overhead import paired_sag
+
+    baseline = {0: 1000.0, 1: 1200.0, 2: 800.0}  # the machine drifts between rounds
+    polled = {0: 990.0, 1: 1188.0, 2: 792.0, 3: 5.0}  # 1% less in each round; 3 has no pair
+    sag = paired_sag(baseline, polled, "extension/fast")
+    assert sag.ratios.n == 3
+    assert sag.sag_percent == pytest.approx(1.0)
+    low, high = sag.sag_ci_percent
+    assert low == pytest.approx(1.0) and high == pytest.approx(1.0)  # no spread: no width
+    assert paired_sag(baseline, {}, "summary") is None
+
+
+def test_pair_error_finds_the_largest_relative_error_and_the_material_one():
+    from pgcachelab.analysis.inspect_overhead import pair_error, pairs
+    from pgcachelab.store.sqlite import StoredSnapshot
+
+    def data(buffers: dict) -> dict:
+        relations = [{"name": name, "buffers": count} for name, count in buffers.items()]
+        return {"relations": relations, "buffers_used": sum(buffers.values())}
+
+    consistent = data({"big": 1000, "small": 2, "gone": 1})
+    fast = data({"big": 990, "small": 1})
+    error = pair_error(fast, consistent)
+    assert (error.largest, error.relation) == (1.0, "gone")  # 1 buffer counted as 0
+    assert (error.largest_material, error.relation_material) == (0.01, "big")
+
+    def snapshot(seq, label):
+        return StoredSnapshot(0, 0, seq, seq, label, "extension", None, 1.0, None, {"s": seq})
+
+    stored = [snapshot(0, "pair-fast"), snapshot(1, "pair-consistent"), snapshot(2, "sample"),
+              snapshot(3, "pair-fast"), snapshot(4, "sample")]  # fmt: skip
+    assert pairs(stored) == [({"s": 0}, {"s": 1})]
