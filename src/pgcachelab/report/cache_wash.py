@@ -83,7 +83,8 @@ def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path
             axis.plot([], [], color=color, linewidth=8, alpha=0.6,
                       label=f"huge_pages={mode}" if mode else "all points")  # fmt: skip
         axis.set_xticks(range(len(sizes)), [format_bytes(s) for s in sizes], rotation=45)
-        axis.set_xlabel("shared_buffers")
+        # one box per setting, evenly spaced: geometric settings as on a log axis
+        axis.set_xlabel("shared_buffers (one box per setting, evenly spaced)")
         axis.set_ylabel("latency (ms, log scale)")
         axis.set_yscale("log")
         axis.grid(alpha=0.3, axis="y", which="both")
@@ -125,7 +126,9 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
         axis.grid(alpha=0.3, which="both")
         axis.legend(fontsize=7)
     hits_axis.set_ylabel("shared_buffers hit ratio of the phase (%)")
-    reads_axis.set_ylabel("blocks read from outside shared_buffers")
+    hits_axis.set_title("hit ratio per phase", fontsize=10)
+    reads_axis.set_ylabel("blocks read from outside shared_buffers (8 kB blocks)")
+    reads_axis.set_title("blocks read per phase", fontsize=10)
     reads_axis.set_yscale("symlog", linthresh=1)
     reads_axis.set_ylim(bottom=0)
     figure.suptitle(f"{data.run.name}: where each phase found its blocks (pg_statio)")
@@ -133,9 +136,11 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
 
 
 def _ms(summary) -> str:
-    text = f"{summary.median:.3f} ms"
-    if summary.ci_low is not None:
-        text += f" (95% CI of the mean {summary.ci_low:.3f}..{summary.ci_high:.3f})"
+    text = f"median {summary.median:.3f} ms"
+    if summary.median_low is not None:
+        coverage = summary.median_coverage
+        level = "95% CI" if coverage >= 0.95 else f"min..max, a {coverage:.0%} interval"
+        text += f" ({level} of the median {summary.median_low:.3f}..{summary.median_high:.3f})"
     return text
 
 
