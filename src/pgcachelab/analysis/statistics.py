@@ -23,6 +23,9 @@ TREND_MIN_CHANGE = 0.05
 # than DEVIATION_MADS robust standard deviations (1.4826 MAD) of the other seconds.
 DEVIATION_MIN_SHARE = 0.25
 DEVIATION_MADS = 4.0
+# A second below this share of the median is a stall whatever the spread: with several stalled
+# seconds among few, the spread itself is inflated by them.
+STALL_SHARE = 0.10
 
 # Two-sided 95% Student t quantiles by degrees of freedom; 1.96 beyond the table.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -154,7 +157,10 @@ def tps_deviations(seconds: list[float], tps: list[float]) -> Deviations | None:
     middle = statistics.median(tps)
     spread = 1.4826 * statistics.median(abs(y - middle) for y in tps)
     limit = max(DEVIATION_MADS * spread, DEVIATION_MIN_SHARE * middle)
-    dips = [t for t, y in zip(seconds, tps, strict=True) if y < middle - limit]
+    dips = [
+        t for t, y in zip(seconds, tps, strict=True)
+        if y < middle - limit or y < STALL_SHARE * middle
+    ]  # fmt: skip
     spikes = [t for t, y in zip(seconds, tps, strict=True) if y > middle + limit]
     return Deviations(dips, spikes, middle, min(tps))
 
@@ -219,7 +225,7 @@ def progress_warnings(label: str, seconds: list[float], tps: list[float], writes
         ))  # fmt: skip
     deviations = tps_deviations(seconds, tps)
     if deviations is not None and deviations.dips_s:
-        cause = "checkpoint stalls?" if writes else "other load on the machine?"
+        cause = "a checkpoint or a lock?" if writes else "other load on the machine?"
         warnings.append(StabilityWarning(
             label, f"{len(deviations.dips_s)} second(s) with tps far below the median "
             f"{deviations.median_tps:,.0f} (lowest {deviations.lowest_tps:,.0f}, at "

@@ -202,6 +202,9 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         raise problem("cache_wash", "[cache_wash] needs workload = \"cache-wash\"",
                       'set workload = "cache-wash" or remove the table')  # fmt: skip
     repetitions, auto, target_ci = _repetitions(problem, raw)
+    if auto and workload == "cache-wash":
+        raise problem("repetitions", 'invalid value "auto": it follows tps, which cache-wash '
+                      "does not measure", "give a number of repetitions")  # fmt: skip
     warmup_repetitions = raw.get("warmup_repetitions", 0)
     _positive_int(problem, "warmup_repetitions", warmup_repetitions, 0)
     order = raw.get("order", "sequential")
