@@ -16,6 +16,7 @@ from pgcachelab.analysis.statistics import (
     point_warnings,
     progress_warnings,
     relative_half_width,
+    repetitions_warning,
     settled,
     tps_deviations,
     tps_trend,
@@ -80,8 +81,11 @@ def test_noise_is_the_median_coefficient_of_variation_of_the_points():
 
 
 def test_point_warnings_name_what_to_try():
-    few = point_warnings("scale=1", [100.0, 101.0, 99.0])
-    assert len(few) == 1 and "75%" in few[0].problem and "repetitions = 6" in few[0].try_next
+    assert point_warnings("scale=1", [100.0, 101.0, 99.0]) == []
+    few = repetitions_warning({"scale=1": 3, "scale=2": 2, "scale=4": 6, "scale=8": 1})
+    assert few.point == "run" and "2 of 4 points" in few.problem and "50%" in few.problem
+    assert "repetitions = 6" in few.try_next
+    assert repetitions_warning({"scale=1": 6, "scale=2": 1}) is None
     wide = point_warnings("scale=1", [100.0, 150.0, 70.0, 120.0, 90.0, 130.0])
     assert any("CV" in w.problem and "longer duration" in w.try_next for w in wide)
     never = point_warnings("scale=1", [100.0, 104, 97, 103, 99, 100], target=0.01)

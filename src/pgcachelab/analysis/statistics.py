@@ -184,22 +184,33 @@ class StabilityWarning:
         return f"{self.point}: {self.problem}; try {self.try_next}"
 
 
-def point_warnings(label: str, values: list[float], target: float | None = None) -> list:
-    """Warnings about one point's repetitions: too few for a 95% interval, spread too wide,
-    interval wider than the precision the spec asked for."""
+def repetitions_warning(counts: dict[str, int]) -> StabilityWarning | None:
+    """One warning for the run when points have too few repetitions for a 95% interval of
+    their median (said once, not once per point)."""
+    few = {label: n for label, n in counts.items() if 2 <= n < MIN_EXACT_95}
+    if not few:
+        return None
+    fewest = min(few.values())
+    coverage = order_statistic_coverage(fewest, 1)
+    where = "every point" if len(few) == len(counts) else f"{len(few)} of {len(counts)} points"
+    return StabilityWarning(
+        "run", f"{where} with fewer than {MIN_EXACT_95} repetitions (fewest {fewest}): their "
+        f"medians' intervals are min..max and cover as little as {coverage:.0%}, not 95%",
+        f"repetitions = {MIN_EXACT_95} or more, or repetitions = \"auto\"",
+    )  # fmt: skip
+
+
+def point_warnings(label: str, values: list[float], target: float | None = None,
+                   what: str = "repetitions") -> list:  # fmt: skip
+    """Warnings about one point's repetitions: spread too wide, interval wider than the
+    precision the spec asked for."""
     warnings = []
     if len(values) < 2:
         return warnings
-    if len(values) < MIN_EXACT_95:
-        coverage = median_interval(values).coverage
-        warnings.append(StabilityWarning(
-            label, f"{len(values)} repetitions: the median's interval (min..max) covers only "
-            f"{coverage:.0%}, not 95%", f"repetitions = {MIN_EXACT_95} or more",
-        ))  # fmt: skip
     cv = coefficient_of_variation(values)
     if cv is not None and cv > WIDE_SPREAD_CV:
         warnings.append(StabilityWarning(
-            label, f"repetitions spread widely (CV {cv:.0%})",
+            label, f"{what} spread widely (CV {cv:.0%})",
             "more repetitions, a longer duration, order = \"interleaved\", or a quieter machine",
         ))  # fmt: skip
     if target is not None and not settled(values, target):

@@ -135,12 +135,16 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "cache-wash-blocks")
 
 
+def _level(summary) -> str:
+    coverage = summary.median_coverage
+    return "95% CI" if coverage >= 0.95 else f"min..max, a {coverage:.0%} interval"
+
+
 def _ms(summary) -> str:
     text = f"median {summary.median:.3f} ms"
     if summary.median_low is not None:
-        coverage = summary.median_coverage
-        level = "95% CI" if coverage >= 0.95 else f"min..max, a {coverage:.0%} interval"
-        text += f" ({level} of the median {summary.median_low:.3f}..{summary.median_high:.3f})"
+        low, high = summary.median_low, summary.median_high
+        text += f" ({_level(summary)} of the median {low:.3f}..{high:.3f})"
     return text
 
 
@@ -156,9 +160,9 @@ def findings_html(reps: list[Repetition]) -> str:
             figure = "–"
         else:
             answer = format_bytes(size)
-            figure = f"idx2/idx1 = {ratio.mean:.2f}" + (
-                f" (95% CI {ratio.ci_low:.2f}..{ratio.ci_high:.2f})"
-                if ratio.ci_low is not None else " (one repetition: no interval)"
+            figure = f"idx2/idx1 = {ratio.median:.2f} (median)" + (
+                f" ({_level(ratio)} of the median {ratio.median_low:.2f}..{ratio.median_high:.2f})"
+                if ratio.median_low is not None else " (one repetition: no interval)"
             )  # fmt: skip
         rows.append(
             (f"smallest shared_buffers from which idx2 is within "

@@ -14,6 +14,7 @@ from pgcachelab.analysis.statistics import (
     machine_noise,
     point_warnings,
     progress_warnings,
+    repetitions_warning,
     settled,
 )
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
@@ -51,11 +52,13 @@ class RunData:
     points: list[PointResult]
     server_settings: dict = field(default_factory=dict)  # point index -> the whole pg_settings
     schedule: dict = field(default_factory=dict)  # order, seed, repetitions, warm-up (runner)
-    noise: Noise | None = None
+    noise: dict[str, Noise] = field(default_factory=dict)  # figure ("tps", "idx1 ms") -> noise
 
     @property
     def warnings(self) -> list[StabilityWarning]:
-        return [w for result in self.points for w in result.warnings]
+        counts = {r.point.label: len(r.ok) for r in self.points}
+        few = repetitions_warning(counts)
+        return ([few] if few else []) + [w for result in self.points for w in result.warnings]
 
     @property
     def unsettled(self) -> list[PointResult]:
@@ -92,10 +95,20 @@ def schedule_of(run: Run) -> dict:
             "target_ci": None, "warmup_repetitions": raw.get("warmup_repetitions", 0)}  # fmt: skip
 
 
+def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
+    """What each repetition measured: tps, or a cache-wash repetition's median per phase."""
+    figures = {"tps": [m.tps for m in ok if m.tps is not None]}
+    for phase in ("idx1", "seq", "idx2"):
+        figures[f"{phase} ms"] = [v for m in ok if (v := phase_median_ms(m, phase)) is not None]
+    return {name: values for name, values in figures.items() if values}
+
+
 def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None) -> list:
     """The point's repetitions, then each repetition's per-second tps."""
-    tps = [m.tps for m in ok if m.tps is not None]
-    found = point_warnings(point.label, tps, target)
+    found = []
+    for name, values in repetition_figures(ok).items():
+        what = "repetitions" if name == "tps" else f"{name} medians of the repetitions"
+        found += point_warnings(point.label, values, target if name == "tps" else None, what)
     progress_warmup_s = point.workload.get("progress_warmup", 1) or 0
     writes = point.workload.get("mode") not in ("select-only", None)
     for m in ok:
@@ -141,7 +154,11 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
                 settled=settled(tps, target) if target else None,
             )
         )
-    noise = machine_noise({r.point.point_index: [m.tps for m in r.ok if m.tps] for r in results})
+    noise = {}
+    for result in results:
+        for name, values in repetition_figures(result.ok).items():
+            noise.setdefault(name, {})[result.point.point_index] = values
+    noise = {name: machine_noise(by_point) for name, by_point in noise.items()}
     return RunData(run, results, server_settings, schedule, noise)
 
 

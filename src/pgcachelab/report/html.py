@@ -106,12 +106,16 @@ def differing_settings_html(data: RunData) -> str:
         return "<p class='note'>The server settings are the same at every point.</p>"
     rows = "".join(
         f'<tr><th>{_esc(name)}</th><td class="text">'
-        f"{_esc(', '.join(dict.fromkeys(values.values())))}</td></tr>"
+        f"{_esc(', '.join(v if v != '' else '(empty)' for v in dict.fromkeys(values.values())))}"
+        "</td></tr>"
         for name, values in differing.items()
     )
     return (
         "<h3>Server settings that differ between points</h3>"
-        f"<table><thead><tr><th>setting</th><th>values, in point order</th></tr></thead>"
+        "<p class='note'>As pg_settings reported them at each point: the swept settings, what "
+        "PostgreSQL derives from them and, across versions, changed defaults.</p>"
+        "<table><thead><tr><th>setting</th><th>values, in point order (each once)</th></tr>"
+        "</thead>"
         f"<tbody>{rows}</tbody></table>"
     )
 
@@ -119,17 +123,16 @@ def differing_settings_html(data: RunData) -> str:
 def quality_html(data: RunData) -> str:
     """The machine's noise, points that never settled, and pyperf-style warnings."""
     parts = []
-    noise = data.noise
-    if noise is not None and noise.median_cv is not None:
+    measured = {name: n for name, n in data.noise.items() if n.median_cv is not None}
+    for name, noise in measured.items():
         worst = max(noise.cv_by_point.values())
         parts.append(
-            f"<p>Noise of this machine during the run: repeated identical points vary by a "
-            f"median coefficient of variation of <b>{noise.median_cv:.1%}</b> "
-            f"(worst point {worst:.1%}, {len(noise.cv_by_point)} points with 2+ repetitions; "
-            "each point's CV is in the table below). Differences smaller than about twice "
-            "this are not worth reading.</p>"
+            f"<p>Noise of this machine during the run ({_esc(name)}): repeated identical points "
+            f"vary by a median coefficient of variation of <b>{noise.median_cv:.1%}</b> "
+            f"(worst point {worst:.1%}, {len(noise.cv_by_point)} points with 2+ repetitions). "
+            "A difference between points of that order is within the machine's noise.</p>"
         )
-    else:
+    if not measured:
         parts.append("<p class='note'>No point has two repetitions: the machine's noise is "
                      "unknown. Use repetitions = 3 or more.</p>")  # fmt: skip
     unsettled = data.unsettled

@@ -121,8 +121,12 @@ def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
         _scatter_and_median(axis, lambda r: r.point.swept[x_key], results, name, color)
     set_x_axis(axis, x_key, [r.point.swept[x_key] for r in data.points])
-    axis.set_ylabel(f"{TPS_LABEL}\ndots: repetitions, line: median, bar: its 95% CI")
-    axis.set_title(f"{data.run.name}: throughput against {x_key}")
+    axis.set_ylabel(TPS_LABEL)
+    axis.set_title(
+        f"{data.run.name}: throughput against {x_key}\n"
+        "dots: repetitions, line: median, bar: the median's 95% interval",
+        fontsize=10,
+    )
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3)
     if x_key == "scale":
