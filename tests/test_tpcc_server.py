@@ -122,6 +122,19 @@ def test_short_run_measures_tpmc_and_rolls_back_for_real(loaded):
     assert orders == summary.new_orders - run.rollbacks
 
 
+def test_transactions_per_terminal_instead_of_a_duration(loaded):
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    options = driver.RunOptions(clients=2, threads=2, transactions=25, warehouses=1)
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(6))  # fmt: skip
+    summary = run.summary
+    assert summary.completed + summary.failed == 50  # 25 per terminal (BenchmarkSQL's -t)
+    assert 0 < summary.duration_s < 30
+    assert abs(summary.tpm_total - summary.completed * 60 / summary.duration_s) < 1e-6
+    assert all(c.passed for c in run.checks)
+
+
 def test_run_refuses_another_warehouse_count(loaded):
     cluster, _ = loaded
     with cluster.connect() as conn, pytest.raises(UserError, match="loaded with 1 warehouses"):

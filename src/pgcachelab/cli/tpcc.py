@@ -162,6 +162,10 @@ def run_command(
     clients: Annotated[int, typer.Option(help="Terminals (pgbench clients).")] = 4,
     threads: Annotated[int, typer.Option(help="pgbench threads.")] = 2,
     duration: Annotated[int, typer.Option(help="Seconds of measurement.")] = 60,
+    transactions: Annotated[
+        int | None,
+        typer.Option(help="Transactions per terminal instead of a duration (runTxnsPerTerminal)."),
+    ] = None,
     weights: Annotated[
         str,
         typer.Option(help="New-Order,Payment,Order-Status,Delivery,Stock-Level percentages."),
@@ -197,7 +201,8 @@ def run_command(
     from pgcachelab.workloads.tpcc.params import check_warehouses, parse_weights
 
     options = driver.check_run_options(driver.RunOptions(
-        clients=clients, threads=threads, duration_s=duration, weights=parse_weights(weights),
+        clients=clients, threads=threads, duration_s=duration, transactions=transactions,
+        weights=parse_weights(weights),
         home_warehouse=home_warehouse, rate_tpm=rate_tpm, max_tries=max_tries,
         warehouses=warehouses,
     ))  # fmt: skip

@@ -41,9 +41,10 @@ from pgcachelab.probes.environment import collect_environment, memory_total_byte
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.store.sqlite import Measurement, ResultStore
 from pgcachelab.units import format_bytes, shared_buffers_bytes
-from pgcachelab.workloads import cache_wash, pgbench_workload
+from pgcachelab.workloads import cache_wash, pgbench_workload, tpcc_workload
 from pgcachelab.workloads.pgbench import PgbenchError
 from pgcachelab.workloads.scale_class import ScaleClassError, scale_for_class
+from pgcachelab.workloads.tpcc.checks import ConsistencyError
 
 PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
 POINT_ERRORS = (ClusterError, PgbenchError, psycopg.Error)
@@ -187,7 +188,16 @@ def reap_abandoned(store: ResultStore, progress) -> None:
         progress.note(f"restored vm.nr_hugepages = {restored}, raised by a killed lab")
 
 
+def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
+    """ "25% of memory" settings are shares of the emulated machine, else of this one."""
+    machine = target.machine
+    spec.memory_for_shares = (
+        machine.memory_bytes if machine is not None and machine.memory_bytes else None
+    ) or memory_total_bytes()
+
+
 def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str:
+    _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     reap_abandoned(store, progress)
     environment = collect_environment(
@@ -225,6 +235,7 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
         )
     memory_bytes = run.target.get("memory_limit_bytes")
     target = make_target(spec, pg_bin, dsn, memory_bytes, progress.note)
+    _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     run = store.run(run_id)  # reaping may have recorded a kept cluster
     if isinstance(target, ManagedTarget) and run.work_dir:
@@ -342,7 +353,9 @@ def _say_kept(ctx: RunContext, kept: str | None) -> None:
 
 
 def _workload(ctx: RunContext):
-    return cache_wash if ctx.spec.workload == "cache-wash" else pgbench_workload
+    return {"cache-wash": cache_wash, "tpcc": tpcc_workload}.get(
+        ctx.spec.workload, pgbench_workload
+    )
 
 
 def _memory_available(ctx: RunContext) -> int:
@@ -357,6 +370,8 @@ def ensure_data(ctx: RunContext, point: Point) -> dict:
         return cache_wash.ensure_data(
             ctx.target, point, ctx.workload_state, _memory_available(ctx), ctx.progress.note
         )
+    if ctx.spec.workload == "tpcc":
+        return tpcc_workload.ensure_data(ctx.target, point, ctx.workload_state, ctx.progress.begin)
     return pgbench_workload.ensure_data(
         ctx.target, pgbench_for(ctx.target), point, ctx.workload_state
     )
@@ -404,6 +419,15 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         measurement = _measurement(point, repetition, started_at, started, action, metrics)
         measurement.status, measurement.reason = "failed", reason
         line = f"{point.label} #{repetition + 1}: failed: {reason}"
+    except ConsistencyError as error:
+        # The data is no longer a valid TPC-C database: record why, then stop the whole run.
+        measurement = _measurement(point, repetition, started_at, started, action, metrics)
+        measurement.status, measurement.reason = "failed", str(error)
+        ctx.store.record_measurement(ctx.run_id, measurement)
+        raise UserError(
+            f"{point.label} #{repetition + 1}: {error}",
+            "the run stops here: its later figures would not be valid; see the server log",
+        ) from None
     ctx.store.record_measurement(ctx.run_id, measurement)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
 

@@ -14,11 +14,20 @@ from pgcachelab.analysis.statistics import MIN_EXACT_95
 from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
 from pgcachelab.clusters.installs import normalise_major
 from pgcachelab.errors import UserError
+from pgcachelab.experiments.ladder import (
+    NO_LIMIT,
+    STEP_KEYS,
+    LadderStep,
+    cumulative,
+    memory_share,
+    resolve_memory_shares,
+)
 from pgcachelab.machine.oscache import OS_CACHE_MODES
 from pgcachelab.units import parse_bytes, parse_seconds, shared_buffers_bytes
 from pgcachelab.workloads.scale_class import SCALE_CLASSES
+from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, format_weights, parse_weights
 
-WORKLOADS = ("pgbench", "cache-wash")
+WORKLOADS = ("pgbench", "cache-wash", "tpcc")
 ORDERS = ("sequential", "interleaved", "random")
 PGBENCH_MODES = ("select-only", "simple-update", "tpcb-like", "custom")
 PROTOCOLS = ("simple", "extended", "prepared")
@@ -28,18 +37,32 @@ SWEEPABLE_WORKLOAD_KEYS = ("scale", "scale_class", "clients", "threads", "durati
                            "version")  # fmt: skip
 # Keys whose values change the data or the server a point needs: points are grouped by them, so
 # that data is initialised (and a version's cluster created) once per group, not once per point.
-DATA_KEYS = ("version", "scale", "scale_class", "init_steps")
+DATA_KEYS = ("version", "scale", "scale_class", "init_steps", "warehouses")
 # Per-point cache handling, kept with the workload parameters of each point.
 MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
 MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
-            "machine", "pgbench", "cache_wash", "sweep", "report", "warmup_repetitions",
-            "target_ci", "max_repetitions"}  # fmt: skip
+            "machine", "pgbench", "cache_wash", "tpcc", "ladder", "sweep", "report",
+            "warmup_repetitions", "target_ci", "max_repetitions"}  # fmt: skip
 DEFAULT_TARGET_CI = 0.02  # repetitions = "auto": until the median is known to ±2%...
 DEFAULT_MAX_REPETITIONS = 20  # ...or this many measured repetitions
 CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
 CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups")
+# TPC-C (seed 002): rate_tpm is all terminals together, "off" for no limit.
+TPCC_DEFAULTS = {"warehouses": 1, "workers": 2, "clients": 4, "threads": "auto",
+                 "duration": "60s", "warmup": "0s", "weights": "45,43,4,4,4",
+                 "home_warehouse": True, "rate_tpm": NO_LIMIT, "max_tries": 10,
+                 "transactions": None}  # fmt: skip
+TPCC_SWEEPABLE = ("warehouses", "clients", "threads", "duration", "transactions", "warmup",
+                  "weights",
+                  "home_warehouse", "rate_tpm", "os_cache", "prewarm", "version")  # fmt: skip
+# What a ladder step may change besides server settings: not the data or the server version.
+LADDER_WORKLOAD_KEYS = {
+    "pgbench": set(SWEEPABLE_WORKLOAD_KEYS) - set(DATA_KEYS),
+    "cache-wash": set(CACHE_WASH_SWEEPABLE),
+    "tpcc": set(TPCC_SWEEPABLE) - set(DATA_KEYS),
+}
 SERVER_KEYS = {"pg_bin", "listen_tcp", "settings", "data_checksums"}
 REPORT_KEYS = {"title"}
 PGBENCH_DEFAULTS = {
@@ -101,6 +124,10 @@ class ExperimentSpec:
     sweep_workload: dict[str, list]
     sweep_settings: dict[str, list]
     report: dict = field(default_factory=dict)
+    ladder: list[LadderStep] = field(default_factory=list)  # cumulative steps, in order
+    # The memory that "N% of memory" settings are shares of: set by the runner once it knows
+    # the (emulated) machine; until then they resolve against [machine] memory, if given.
+    memory_for_shares: int | None = None
     warmup_repetitions: int = 0  # run first at every point, stored, left out of every figure
     auto_repetitions: bool = False
     target_ci: float | None = None  # auto: the relative half-width of the median's 95% interval
@@ -185,7 +212,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         raise problem.bad_value(
             "workload", workload, "unknown workload", f"use one of {', '.join(WORKLOADS)}"
         )
-    sweepable = SWEEPABLE_WORKLOAD_KEYS if workload == "pgbench" else CACHE_WASH_SWEEPABLE
+    sweepable = {"pgbench": SWEEPABLE_WORKLOAD_KEYS, "cache-wash": CACHE_WASH_SWEEPABLE,
+                 "tpcc": TPCC_SWEEPABLE}[workload]  # fmt: skip
     for key in sweep_workload_raw:
         if key not in sweepable:
             raise problem(
@@ -198,13 +226,21 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     if workload == "cache-wash" and pgbench_raw:
         raise problem("pgbench", "the cache-wash workload takes no [pgbench] table",
                       "put its parameters under [cache_wash]")  # fmt: skip
-    if workload == "pgbench" and cache_wash_raw:
+    if workload != "cache-wash" and cache_wash_raw:
         raise problem("cache_wash", "[cache_wash] needs workload = \"cache-wash\"",
                       'set workload = "cache-wash" or remove the table')  # fmt: skip
+    tpcc_raw = _table(problem, raw, "tpcc")
+    _reject_unknown(problem, tpcc_raw, set(TPCC_DEFAULTS), "tpcc.")
+    if workload != "tpcc" and tpcc_raw:
+        raise problem("tpcc", '[tpcc] needs workload = "tpcc"',
+                      'set workload = "tpcc" or remove the table')  # fmt: skip
+    if workload == "tpcc" and pgbench_raw:
+        raise problem("pgbench", "the tpcc workload takes no [pgbench] table",
+                      "put its parameters under [tpcc]")  # fmt: skip
     repetitions, auto, target_ci = _repetitions(problem, raw)
-    if auto and workload == "cache-wash":
-        raise problem("repetitions", 'invalid value "auto": it follows tps, which cache-wash '
-                      "does not measure", "give a number of repetitions")  # fmt: skip
+    if auto and workload != "pgbench":
+        raise problem("repetitions", f'invalid value "auto": it follows the tps of pgbench, '
+                      f"not the figures of {workload}", "give a number of repetitions")  # fmt: skip
     warmup_repetitions = raw.get("warmup_repetitions", 0)
     _positive_int(problem, "warmup_repetitions", warmup_repetitions, 0)
     order = raw.get("order", "sequential")
@@ -223,6 +259,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         memory_bytes = _memory(problem, "machine.memory", machine["memory"])
     if workload == "cache-wash":
         parameters = _cache_wash_parameters(problem, {**CACHE_WASH_DEFAULTS, **cache_wash_raw})
+    elif workload == "tpcc":
+        parameters = _tpcc_parameters(problem, {**TPCC_DEFAULTS, **tpcc_raw}, "tpcc.")
     else:
         parameters = {**PGBENCH_DEFAULTS, **pgbench_raw}
         parameters = _resolve_workload(problem, parameters, "pgbench.", path.parent)
@@ -243,6 +281,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
                 _machine_point_value(problem, f"sweep.{key}", value)
             elif workload == "cache-wash":
                 _cache_wash_parameters(problem, {**parameters, key: value}, "sweep.")
+            elif workload == "tpcc":
+                _tpcc_parameters(problem, {**parameters, key: value}, "sweep.", only=key)
             else:
                 _resolve_workload(
                     problem, {**parameters, key: value}, "sweep.", path.parent, only=key
@@ -254,6 +294,14 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         sweep_settings[name] = [
             _setting_text(problem, f"sweep.settings.{name}", value) for value in values
         ]
+
+    ladder = _ladder(problem, raw.get("ladder"), workload, parameters, path.parent)
+    for step in ladder:
+        for key in [*step.workload, *(f"settings.{name}" for name in step.settings)]:
+            swept = sweep_settings if key.startswith("settings.") else sweep_workload
+            if key.removeprefix("settings.") in swept:
+                raise problem(f"sweep.{key}", "both the sweep and a ladder step set it",
+                              "set it in one place: the ladder or the sweep")  # fmt: skip
 
     pg_bin = server.get("pg_bin")
     if pg_bin is not None and not isinstance(pg_bin, str):
@@ -292,6 +340,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         sweep_workload=sweep_workload,
         sweep_settings=sweep_settings,
         report=report,
+        ladder=ladder,
         warmup_repetitions=warmup_repetitions,
         auto_repetitions=auto,
         target_ci=target_ci,
@@ -382,7 +431,122 @@ def _machine_point_value(problem: SpecProblem, key: str, value):
 def _setting_text(problem: SpecProblem, key: str, value) -> str:
     if isinstance(value, dict | list):
         raise problem.bad_value(key, value, "not a setting value", "use a string, number or bool")
-    return setting_value_text(value)
+    text = setting_value_text(value)
+    if "%" in text and "memory" in text.lower():
+        share = memory_share(text)
+        if share is None or not 0 < share < 1:
+            raise problem.bad_value(
+                key,
+                value,
+                "not a share of memory",
+                'write e.g. "25% of memory" (more than 0, below 100)',
+            )
+    return text
+
+
+def _tpcc_parameters(problem: SpecProblem, raw: dict, prefix: str, only: str | None = None) -> dict:
+    """Check TPC-C parameters and resolve units; `only` limits checks to one swept key."""
+    resolved = dict(raw)
+
+    def check(key):
+        return only is None or only == key
+
+    for key in ("warehouses", "workers", "clients", "max_tries"):
+        if check(key):
+            resolved[key] = _positive_int(problem, f"{prefix}{key}", raw[key])
+    if check("warehouses") and resolved["warehouses"] > MAX_WAREHOUSES:
+        raise problem.bad_value(
+            f"{prefix}warehouses",
+            raw["warehouses"],
+            f"more than {MAX_WAREHOUSES}",
+            "each warehouse is about 100 MB",
+        )
+    if check("transactions") and raw["transactions"] is not None:
+        resolved["transactions"] = _positive_int(
+            problem, f"{prefix}transactions", raw["transactions"]
+        )
+    if check("threads") and raw["threads"] != "auto":
+        resolved["threads"] = _positive_int(problem, f"{prefix}threads", raw["threads"])
+    for key in ("duration", "warmup"):
+        if check(key):
+            resolved[key] = _seconds(problem, f"{prefix}{key}", raw[key], key == "warmup")
+    if check("weights"):
+        weights = raw["weights"]
+        text = ",".join(map(str, weights)) if isinstance(weights, list) else str(weights)
+        try:
+            resolved["weights"] = format_weights(parse_weights(text, f"{prefix}weights"))
+        except UserError as error:
+            raise UserError(f"{problem.path}: {error.message}", error.hint) from None
+    if check("home_warehouse") and not isinstance(raw["home_warehouse"], bool):
+        raise problem.bad_value(
+            f"{prefix}home_warehouse",
+            raw["home_warehouse"],
+            "not a boolean",
+            "true binds each terminal to one warehouse",
+        )
+    rate = raw["rate_tpm"]
+    if (
+        check("rate_tpm")
+        and rate != NO_LIMIT
+        and (not isinstance(rate, int | float) or isinstance(rate, bool) or rate <= 0)
+    ):
+        raise problem.bad_value(
+            f"{prefix}rate_tpm",
+            rate,
+            "not a positive rate",
+            f'transactions per minute of all terminals, e.g. 300, or "{NO_LIMIT}"',
+        )
+    return resolved
+
+
+def _ladder(problem: SpecProblem, raw, workload: str, parameters: dict, base_dir: Path) -> list:
+    """`[[ladder]]` steps: a name, an optional description, settings and workload changes."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not raw or not all(isinstance(s, dict) for s in raw):
+        raise problem(
+            "ladder",
+            "not a list of steps",
+            'write [[ladder]] tables, each with name = "..." and its changes',
+        )
+    allowed = LADDER_WORKLOAD_KEYS[workload]
+    steps, names = [], set()
+    for position, entry in enumerate(raw):
+        key = f"ladder[{position}]"
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise problem(f"{key}.name", "a step needs a name", 'e.g. name = "io"')
+        if name in names:
+            raise problem.bad_value(f"{key}.name", name, "repeats a step name", "name each once")
+        names.add(name)
+        for other in set(entry) - STEP_KEYS:
+            if other not in allowed:
+                raise problem(
+                    f"{key}.{other}",
+                    f"a {workload} ladder step cannot set it",
+                    f"steps set settings = {{...}} and {', '.join(sorted(allowed))}",
+                )
+        workload_changes = {k: v for k, v in entry.items() if k not in STEP_KEYS}
+        for change_key, value in workload_changes.items():
+            merged = {**parameters, change_key: value}
+            if change_key in MACHINE_POINT_DEFAULTS:
+                _machine_point_value(problem, f"{key}.{change_key}", value)
+            elif workload == "tpcc":
+                checked = _tpcc_parameters(problem, merged, f"{key}.", only=change_key)
+                workload_changes[change_key] = checked[change_key]
+            elif workload == "cache-wash":
+                checked = _cache_wash_parameters(problem, merged, f"{key}.")
+                workload_changes[change_key] = checked[change_key]
+            else:
+                checked = _resolve_workload(problem, merged, f"{key}.", base_dir, only=change_key)
+                workload_changes[change_key] = checked[change_key]
+        settings = {
+            setting: _setting_text(problem, f"{key}.settings.{setting}", value)
+            for setting, value in _table(problem, entry, "settings", f"{key}.").items()
+        }
+        description = entry.get("description", "")
+        steps.append(LadderStep(name, str(description), settings, workload_changes))
+    return steps
 
 
 def _sweep_values(problem: SpecProblem, key: str, values) -> list:
@@ -598,8 +762,18 @@ def validate_settings(
     those a session can set, since the lab never changes its configuration).
     """
     problem = SpecProblem(spec.path)
+    memory = spec.memory_for_shares or spec.memory_bytes
     named = [(f"server.settings.{n}", n, [v]) for n, v in spec.settings.items()]
     named += [(f"sweep.settings.{n}", n, vs) for n, vs in spec.sweep_settings.items()]
+    named += [
+        (f"ladder[{i}].settings.{n}", n, [v])
+        for i, step in enumerate(spec.ladder)
+        for n, v in step.settings.items()
+    ]
+    named = [
+        (key, name, [resolve_memory_shares({name: v}, memory)[name] for v in values])
+        for key, name, values in named
+    ]
     for key, name, values in named:
         if name in skip:
             continue
@@ -647,7 +821,8 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
     With huge pages on, shared_buffers runs from the largest down (seed 000): the kernel can
     always shrink a huge page pool, but may not find contiguous memory to grow it later.
     """
-    axes = [("workload", k, v) for k, v in spec.sweep_workload.items()]
+    axes = [("step", "step", [step.name for step in spec.ladder])] if spec.ladder else []
+    axes += [("workload", k, v) for k, v in spec.sweep_workload.items()]
     axes += [
         (
             "settings",
@@ -657,6 +832,8 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
         for k, v in spec.sweep_settings.items()
     ]
     points = []
+    in_force = dict(zip([s.name for s in spec.ladder], cumulative(spec.ladder), strict=True))
+    memory = spec.memory_for_shares or spec.memory_bytes
     combos = itertools.product(*(values for _, _, values in axes)) if axes else [()]
     for index, combo in enumerate(combos):
         workload = dict(spec.parameters)
@@ -664,10 +841,15 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
         swept = {}
         for (kind, key, _), value in zip(axes, combo, strict=True):
             swept[key] = value
-            if kind == "workload":
+            if kind == "step":
+                step_settings, step_workload = in_force[value]
+                settings.update(step_settings)
+                workload.update(step_workload)
+            elif kind == "workload":
                 workload[key] = value
             else:
                 settings[key] = value
+        settings = resolve_memory_shares(settings, memory)
         if "duration" in workload:
             workload["duration"] = parse_seconds(workload["duration"])
         points.append(Point(index=index, workload=workload, settings=settings, swept=swept))

@@ -8,6 +8,7 @@ from pgcachelab.analysis.advice import Advice, Choice, choose, format_interval, 
 from pgcachelab.analysis.cache_split import index_survives_from
 from pgcachelab.report.cache_wash import repetitions
 from pgcachelab.report.dataset import PointResult, RunData
+from pgcachelab.report.tpcc import is_tpcc_run, ladder_advice
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 
@@ -152,6 +153,8 @@ def run_advice(data: RunData) -> list[Advice]:
     advice: list[Advice] = []
     if any(m.metrics.get("cache_wash") for r in data.points for m in r.ok):
         advice += cache_wash_advice(data)
+    elif is_tpcc_run(data):
+        advice += ladder_advice(data)
     elif "version" in keys:
         advice += best_value_advice(data, "version", "is the fastest")
     else:

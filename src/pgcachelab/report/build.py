@@ -6,6 +6,7 @@ from pgcachelab.report.cache_wash import cache_wash_section
 from pgcachelab.report.dataset import load_run
 from pgcachelab.report.html import render_html
 from pgcachelab.report.plots import all_plots, progress_plot
+from pgcachelab.report.tpcc import tpcc_section
 from pgcachelab.report.versions import versions_section
 from pgcachelab.store.sqlite import ResultStore
 
@@ -16,11 +17,15 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     data = load_run(store, run_id)
     wash_plots, findings = cache_wash_section(data, out_dir)
     version_plots, changes = versions_section(data, out_dir)
-    if version_plots or changes:
+    tpcc_plots, tpcc_body = tpcc_section(data, out_dir)
+    if tpcc_body:
+        plots = tpcc_plots
+    elif version_plots or changes:
         # one line per version in panels: the generic plots would draw every cell as a line
         plots = version_plots + progress_plot(data, out_dir)
     else:
         plots = wash_plots + all_plots(data, out_dir)
     sections = [("Findings", findings)] if findings else []
     sections += [("Version to version", changes)] if changes else []
+    sections += [("TPC-C", tpcc_body)] if tpcc_body else []
     return render_html(data, plots, out_dir / "index.html", sections)

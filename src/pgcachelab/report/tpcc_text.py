@@ -32,13 +32,19 @@ def format_load(result: LoadResult) -> str:
     ])  # fmt: skip
 
 
+def _length(run: TpccRun) -> str:
+    if run.options.transactions:
+        return f"{run.options.transactions} transactions each ({run.summary.duration_s:.1f} s)"
+    return f"{run.options.duration_s} s"
+
+
 def format_run(run: TpccRun) -> str:
     summary = run.summary
     options = run.options
     lines = [
         f"{DISCLAIMER}: {run.warehouses} warehouse(s), {options.clients} terminal(s)"
         f" ({'home warehouse' if options.home_warehouse else 'any warehouse'}),"
-        f" {options.duration_s} s, mix {format_weights(options.weights)}, pgbench"
+        f" {_length(run)}, mix {format_weights(options.weights)}, pgbench"
         f" {run.pgbench_version}",
         f"tpmC {summary.tpmc:,.0f}   tpmTOTAL {summary.tpm_total:,.0f}",
         f"New-Orders {summary.new_orders:,} (rolled back {run.rollbacks:,},"

@@ -24,12 +24,18 @@ from pgcachelab.workloads.tpcc.params import (
     check_warehouses,
     choose_c_last_run,
 )
-from pgcachelab.workloads.tpcc.results import SERIES_INTERVAL_S, TpccSummary, summarise
+from pgcachelab.workloads.tpcc.results import (
+    SERIES_INTERVAL_S,
+    TpccSummary,
+    logged_span_s,
+    summarise,
+)
 from pgcachelab.workloads.tpcc.scripts import ScriptParameters, render_scripts
 
 LOG_PREFIX = "tpcc"
-# A run that reaches this share of its rate limit was capped by it (the seed's first runs).
-RATE_LIMIT_HIT_SHARE = 0.95
+# A run whose completed transactions are within this many standard deviations of what its rate
+# limit lets through (pgbench's schedule is a Poisson process) was capped by the limit.
+RATE_LIMIT_SIGMAS = 3.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class RunOptions:
     clients: int = 4
     threads: int = 2
     duration_s: int = 60
+    transactions: int | None = None  # per terminal (BenchmarkSQL's runTxnsPerTerminal): -t, not -T
     weights: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     home_warehouse: bool = True
     rate_tpm: float | None = None  # all terminals together, transactions per minute
@@ -50,7 +57,8 @@ def check_run_options(options: RunOptions) -> RunOptions:
         check_warehouses(options.warehouses)
     for option, value in (("--clients", options.clients), ("--threads", options.threads),
                           ("--duration", options.duration_s),
-                          ("--max-tries", options.max_tries)):  # fmt: skip
+                          ("--max-tries", options.max_tries),
+                          ("--transactions", options.transactions or 1)):  # fmt: skip
         if value < 1:
             raise UserError(f"{option}: invalid value {value!r}: must be 1 or more",
                             f"e.g. {option} 4")  # fmt: skip
@@ -90,6 +98,16 @@ class TpccRun:
         return self.client_cpu_s * 1000.0 / completed if completed else math.nan
 
 
+def reached_rate_limit(completed: int, rate_tpm: float, duration_s: float) -> bool:
+    """Did the run do what its limit allowed (so the limit, not the server, set the figure)?
+
+    pgbench schedules transactions as a Poisson process at the rate: over the run it lets
+    through about rate x duration of them, give or take the square root of that.
+    """
+    allowed = rate_tpm / 60.0 * duration_s
+    return completed >= allowed - RATE_LIMIT_SIGMAS * math.sqrt(allowed)
+
+
 def pgbench_version(pgbench: Path) -> tuple[str, int]:
     output = subprocess.run([str(pgbench), "--version"], capture_output=True, text=True).stdout
     return parse_version(output)
@@ -100,7 +118,9 @@ def pgbench_args(
 ) -> tuple[list[str], list[str]]:
     """pgbench's options, and the transaction name of each script number in its log."""
     args = ["-n", "-M", "prepared", "-c", str(options.clients),
-            "-j", str(min(options.threads, options.clients)), "-T", str(options.duration_s),
+            "-j", str(min(options.threads, options.clients)),
+            *(["-t", str(options.transactions)] if options.transactions
+              else ["-T", str(options.duration_s)]),
             "-P", str(int(SERIES_INTERVAL_S)), "--log", f"--log-prefix={log_prefix}"]  # fmt: skip
     names = []
     for name in TRANSACTIONS:
@@ -163,7 +183,8 @@ def run(target, pgbench: Path, options: RunOptions, progress, where: str,
             script_files[name].write_text(text)
         log_prefix = scratch_dir / LOG_PREFIX
         args, script_names = pgbench_args(options, script_files, log_prefix, major)
-        progress.start(math.ceil(options.duration_s / SERIES_INTERVAL_S), 0)
+        progress.start(0 if options.transactions else
+                       math.ceil(options.duration_s / SERIES_INTERVAL_S), 0)  # fmt: skip
         progress.begin("tpcc run")
 
         def on_line(line: str) -> None:
@@ -184,15 +205,17 @@ def run(target, pgbench: Path, options: RunOptions, progress, where: str,
             for path in log_files:
                 shutil.copy(path, keep_logs_in / path.name)
     transactions = [t for text in logs for t in parse_transaction_log(text)]
-    summary = summarise(transactions, script_names, float(options.duration_s))
+    # with -t the run lasts as long as it takes: its length comes from the log
+    duration_s = logged_span_s(transactions) if options.transactions else options.duration_s
+    summary = summarise(transactions, script_names, float(duration_s))
     with target.connect() as conn:
         rollbacks = _rollbacks(conn) - rollbacks_before
         checks = require_consistent(conn, "after the run")
     client_cpu_s = (cpu_after.ru_utime - cpu_before.ru_utime) + (
         cpu_after.ru_stime - cpu_before.ru_stime
     )
-    rate_limited = options.rate_tpm is not None and (
-        summary.tpm_total >= RATE_LIMIT_HIT_SHARE * options.rate_tpm
+    rate_limited = options.rate_tpm is not None and reached_rate_limit(
+        summary.completed, options.rate_tpm, summary.duration_s
     )
     result = pgbench_run.result
     return TpccRun(

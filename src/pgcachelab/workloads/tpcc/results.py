@@ -84,6 +84,16 @@ def tpmc_series(
     return points
 
 
+def logged_span_s(transactions: list[LoggedTransaction]) -> float:
+    """From the first transaction's start to the last one's end (pgbench logs ends and
+    latencies); at least a millisecond, so that rates stay finite."""
+    if not transactions:
+        return 0.001
+    ends = [_end_s(t) for t in transactions]
+    starts = [end - (t.latency_us or 0) / 1e6 for end, t in zip(ends, transactions, strict=True)]
+    return max(0.001, max(ends) - min(starts))
+
+
 def summarise(
     transactions: list[LoggedTransaction],
     script_names: list[str],

@@ -1,0 +1,91 @@
+"""A tuning ladder's steps (seed 002): tpmC per step and what each step changed. Pure functions.
+
+Each step is compared with the step before it as a ratio of geometric means with Welch's 95%
+interval on the logarithms (as versions are, analysis/versions.py): a step "mattered" when its
+interval excludes 1. A step that ran at its rate limit measured the limit, not the server.
+"""
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from pgcachelab.analysis.versions import welch_log_ratio
+from pgcachelab.experiments.ladder import risks, step_changes
+
+
+@dataclass(frozen=True)
+class StepSamples:
+    """What the store holds for one step (or one point of a TPC-C run without a ladder)."""
+
+    name: str
+    tpmc: list[float]  # one per successful repetition
+    settings: dict  # the settings in force (cumulative)
+    rate_limited: int = 0  # repetitions that reached their rate limit
+    failures: list[str] = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    name: str
+    description: str
+    n: int
+    median: float | None
+    minimum: float | None
+    maximum: float | None
+    ratio: float | None  # against the step before; None for the first or without data
+    ci_low: float | None
+    ci_high: float | None
+    changes: list  # (setting, before, now) against the step before
+    risks: list  # (setting, value, why) of the settings in force
+    rate_limited: int
+    failures: list[str]
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_low is not None and (self.ci_high < 1 or self.ci_low > 1)
+
+    @property
+    def verdict(self) -> str:
+        if self.ratio is None:
+            return ""
+        if self.ci_low is None:
+            return "too few repetitions to tell"
+        if not self.significant:
+            return "no clear change (the interval includes 1)"
+        return "faster" if self.ratio > 1 else "SLOWER"
+
+
+def ladder_results(steps: list[StepSamples]) -> list[StepResult]:
+    results = []
+    previous: StepSamples | None = None
+    for step in steps:
+        values = [v for v in step.tpmc if v is not None and not math.isnan(v)]
+        ratio = low = high = None
+        comparable = previous is not None and values and all(v > 0 for v in values)
+        if comparable and [v for v in previous.tpmc if v and v > 0]:
+            ratio, low, high = welch_log_ratio(previous.tpmc, values)
+        results.append(
+            StepResult(
+                name=step.name,
+                description=step.description,
+                n=len(values),
+                median=statistics.median(values) if values else None,
+                minimum=min(values) if values else None,
+                maximum=max(values) if values else None,
+                ratio=ratio,
+                ci_low=low,
+                ci_high=high,
+                changes=step_changes(previous.settings if previous else {}, step.settings),
+                risks=risks(step.settings),
+                rate_limited=step.rate_limited,
+                failures=list(step.failures),
+            )
+        )
+        previous = step
+    return results
+
+
+def steps_that_mattered(results: list[StepResult]) -> list[StepResult]:
+    """Steps whose tpmC differs from the step before beyond the noise of the repetitions."""
+    return [r for r in results if r.significant]

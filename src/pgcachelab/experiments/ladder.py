@@ -1,0 +1,84 @@
+"""Tuning ladders: named, cumulative configuration steps (seed 002's story), and settings given
+as a share of the machine's memory. Pure functions.
+
+A spec lists `[[ladder]]` steps in order; step N runs with everything steps 1..N set, so the
+report can show what each step added. Memory settings are written as "25% of memory" and
+resolved against the emulated machine's memory (or the real one), so one ladder fits any
+machine instead of the seed's absolute 16GB.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from pgcachelab.units import format_bytes
+
+STEP_KEYS = {"name", "description", "settings"}
+NO_LIMIT = "off"  # a ladder step lifts a rate limit the steps before it set
+_MEMORY_SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*of\s+memory\s*$", re.IGNORECASE)
+# Settings that trade durability or maintenance away for speed (seed 002 uses some of them).
+RISKY_SETTINGS = {
+    "fsync": ("off", "a crash can corrupt the database"),
+    "full_page_writes": ("off", "a crash can leave torn pages that recovery cannot repair"),
+    "synchronous_commit": ("off", "a crash loses the last commits (up to 3 × wal_writer_delay)"),
+    "autovacuum": ("off", "tables bloat and transaction ids wrap around without vacuum"),
+}
+
+
+@dataclass(frozen=True)
+class LadderStep:
+    name: str
+    description: str = ""
+    settings: dict = field(default_factory=dict)  # server settings as text, as written
+    workload: dict = field(default_factory=dict)  # workload parameters this step changes
+
+
+def memory_share(value: str) -> float | None:
+    """0.25 for "25% of memory"; None when the value is not written that way."""
+    match = _MEMORY_SHARE.match(value) if isinstance(value, str) else None
+    return float(match.group(1)) / 100.0 if match else None
+
+
+def resolve_memory_shares(settings: dict[str, str], memory_bytes: int | None) -> dict[str, str]:
+    """Settings with every "N% of memory" replaced by a size in whole megabytes."""
+    resolved = {}
+    for name, value in settings.items():
+        share = memory_share(value)
+        if share is not None and memory_bytes:
+            value = f"{max(1, int(memory_bytes * share) // 2**20)}MB"
+        resolved[name] = value
+    return resolved
+
+
+def cumulative(steps: list[LadderStep]) -> list[tuple[dict, dict]]:
+    """(settings, workload changes) in force at each step: each step keeps what came before."""
+    settings: dict = {}
+    workload: dict = {}
+    in_force = []
+    for step in steps:
+        settings = {**settings, **step.settings}
+        workload = {**workload, **step.workload}
+        in_force.append((dict(settings), dict(workload)))
+    return in_force
+
+
+def step_changes(previous: dict, current: dict) -> list[tuple[str, str | None, str]]:
+    """(name, value before, value now) of what a step changed against the one before it."""
+    return [
+        (name, previous.get(name), value)
+        for name, value in current.items()
+        if previous.get(name) != value
+    ]
+
+
+def risks(settings: dict) -> list[tuple[str, str, str]]:
+    """(setting, value, what it risks) for settings that trade away durability or vacuum."""
+    found = []
+    for name, (risky_value, why) in RISKY_SETTINGS.items():
+        value = settings.get(name)
+        if value is not None and str(value).strip().lower() in (risky_value, "false", "0", "no"):
+            found.append((name, str(value), why))
+    return found
+
+
+def describe_memory(memory_bytes: int | None) -> str:
+    return format_bytes(memory_bytes) if memory_bytes else "the machine's memory"

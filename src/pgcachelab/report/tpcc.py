@@ -1,0 +1,319 @@
+"""The TPC-C part of a report (seed 002): tpmC per ladder step (or per point) with the
+repetitions' spread, each step's settings diff and warnings, the tpmC series over each run, and
+latencies per transaction type."""
+
+import html
+import itertools
+import statistics
+import tomllib
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from pgcachelab.analysis.ladder import StepResult, StepSamples, ladder_results  # noqa: E402
+from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.workloads.tpcc import DIFFERENCES  # noqa: E402
+
+DISCLAIMER = "a TPC-C-like workload, not an audited TPC-C result"
+# Workload parameters shown in a step's diff next to the server settings.
+BAR_COLOR, LIMITED_COLOR = "#1f77b4", "#d62728"
+WORKLOAD_KEYS = ("rate_tpm", "clients", "threads", "duration", "home_warehouse", "weights")
+
+
+def is_tpcc_run(data: RunData) -> bool:
+    return any("tpcc" in m.metrics for r in data.points for m in r.ok)
+
+
+def _tpcc(result: PointResult) -> list[dict]:
+    return [m.metrics["tpcc"] for m in result.ok if "tpcc" in m.metrics]
+
+
+def _name(result: PointResult) -> str:
+    return str(result.point.swept.get("step") or result.point.label)
+
+
+def _descriptions(data: RunData) -> dict[str, str]:
+    try:
+        ladder = tomllib.loads(data.run.spec_text).get("ladder") or []
+    except tomllib.TOMLDecodeError:
+        return {}
+    return {
+        str(s.get("name")): str(s.get("description", "")) for s in ladder if isinstance(s, dict)
+    }
+
+
+def step_samples(data: RunData) -> list[StepSamples]:
+    descriptions = _descriptions(data)
+    # workload parameters that some step changes (the rate limit): the rest is the same for all
+    varying = [
+        k for k in WORKLOAD_KEYS if len({str(r.point.workload.get(k)) for r in data.points}) > 1
+    ]
+    steps = []
+    for result in data.points:
+        runs = _tpcc(result)
+        workload = {f"tpcc.{k}": str(result.point.workload.get(k)) for k in varying}
+        steps.append(
+            StepSamples(
+                name=_name(result),
+                tpmc=[run["tpmc"] for run in runs],
+                settings={**result.point.settings, **workload},
+                rate_limited=sum(1 for run in runs if run.get("rate_limited")),
+                failures=sorted({m.reason or "" for m in result.failures}),
+                description=descriptions.get(_name(result), ""),
+            )
+        )
+    return steps
+
+
+def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[Path]:
+    """Bars: median tpmC per step; whiskers: min..max; dots: each repetition."""
+    samples = {s.name: s.tpmc for s in step_samples(data)}
+    figure, axis = plt.subplots(figsize=(max(6.0, 1.3 * len(results) + 2), 4.2))
+    positions = range(len(results))
+    medians = [r.median or 0 for r in results]
+    colors = [LIMITED_COLOR if r.rate_limited else BAR_COLOR for r in results]
+    axis.bar(positions, medians, color=colors, alpha=0.75)
+    for x, result in zip(positions, results, strict=True):
+        if result.minimum is not None:
+            axis.plot([x, x], [result.minimum, result.maximum], color="black", linewidth=1.2)
+        values = samples.get(result.name) or []
+        axis.scatter([x] * len(values), values, color="black", s=12, zorder=3)
+        if result.median:  # above the highest repetition, clear of the whisker
+            axis.annotate(f"{result.median:,.0f}", (x, result.maximum), ha="center", va="bottom",
+                          fontsize=8, xytext=(0, 4), textcoords="offset points")  # fmt: skip
+    handles = [
+        Patch(color=BAR_COLOR, alpha=0.75, label="median of the repetitions"),
+        Line2D([], [], color="black", marker="o", markersize=4, label="each repetition (min..max)"),
+    ]
+    if any(r.rate_limited for r in results):
+        handles.insert(1, Patch(color=LIMITED_COLOR, alpha=0.75, label="capped by its rate limit"))
+    positive = [m for m in medians if m > 0]
+    if positive and max(positive) / min(positive) > 20:
+        axis.set_yscale("log")  # a rate-limited step sits two orders below the others
+        axis.set_ylabel("tpmC, New-Orders per minute (log scale)")
+    else:
+        axis.set_ylabel("tpmC, New-Orders per minute")
+    axis.set_xticks(list(positions), [r.name for r in results], rotation=20, ha="right")
+    axis.set_xlabel("ladder step (cumulative)" if "step" in data.swept_keys else "point")
+    axis.set_title(f"tpmC per step ({DISCLAIMER})")
+    axis.grid(axis="y", alpha=0.3)
+    axis.legend(handles=handles, fontsize=8, loc="upper left")
+    axis.margins(y=0.12)
+    return save_figure(figure, out_dir, "tpcc_tpmc_per_step")
+
+
+def series_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """tpmC in 10-second intervals over each run, one colour per step."""
+    figure, axis = plt.subplots(figsize=(8.5, 4.0))
+    palette = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    drawn = False
+    for result, color in zip(data.points, palette, strict=False):
+        for number, run in enumerate(_tpcc(result)):
+            series = run.get("series") or []
+            if not series:
+                continue
+            xs = [(p["start_s"] + p["end_s"]) / 2 for p in series]
+            axis.plot(xs, [p["tpmc"] for p in series], color=color, alpha=0.8, linewidth=1,
+                      marker=".", label=_name(result) if number == 0 else None)  # fmt: skip
+            drawn = True
+    if not drawn:
+        plt.close(figure)
+        return []
+    axis.set_xlabel("seconds into the run")
+    axis.set_ylabel("tpmC in the interval (New-Orders per minute)")
+    axis.set_title("tpmC over each run (every repetition)")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8, ncol=2)
+    return save_figure(figure, out_dir, "tpcc_tpmc_series")
+
+
+def _num(value, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _step_table(data: RunData, results: list[StepResult]) -> str:
+    by_name = {_name(r): _tpcc(r) for r in data.points}
+    header = ["step", "repetitions", "tpmC median", "min..max", "vs step before (95% CI)", "",
+              "tpmTOTAL", "New-Order p90 ms", "rolled back %", "retries", "failed tx",
+              "client CPU ms/tx"]  # fmt: skip
+    rows = []
+    for result in results:
+        runs = by_name.get(result.name, [])
+        new_order_p90 = _median(
+            [(run["by_type"].get("new_order") or {}).get("latency_ms", {}).get("p90")
+             for run in runs]
+        )  # fmt: skip
+        change = (
+            f"×{result.ratio:.2f} ({result.ci_low:.2f}–{result.ci_high:.2f})"
+            if result.ci_low is not None
+            else (f"×{result.ratio:.2f}" if result.ratio else "")
+        )
+        share = _median([run.get("rollback_share") for run in runs])
+        cells = [
+            result.name,
+            str(result.n),
+            _num(result.median),
+            f"{_num(result.minimum)}..{_num(result.maximum)}",
+            change,
+            result.verdict,
+            _num(_median([run.get("tpm_total") for run in runs])),
+            _num(new_order_p90, 2),
+            _num(share * 100 if share is not None else None, 2),
+            _num(_median([run.get("retries") for run in runs])),
+            _num(_median([run.get("failed") for run in runs])),
+            _num(_median([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
+        ]
+        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
+                    + "</tr>")  # fmt: skip
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _latency_table(data: RunData) -> str:
+    """Median over repetitions of each transaction type's p50/p90/p99 per step."""
+    types = ("new_order", "payment", "order_status", "delivery", "stock_level")
+    header = ["step", *[f"{t} p50/p90/p99 ms" for t in types]]
+    rows = []
+    for result in data.points:
+        runs = _tpcc(result)
+        cells = [_name(result)]
+        for name in types:
+            quantiles = [
+                _median([((run["by_type"].get(name) or {}).get("latency_ms") or {}).get(q)
+                         for run in runs])
+                for q in ("p50", "p90", "p99")
+            ]  # fmt: skip
+            cells.append(" / ".join(_num(q, 1) for q in quantiles))
+        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
+                    + "</tr>")  # fmt: skip
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _step_notes(results: list[StepResult]) -> str:
+    items = []
+    for result in results:
+        lines = []
+        if result.description:
+            lines.append(html.escape(result.description))
+        changed = [f"{n} {b if b is not None else '(default)'} → {v}" for n, b, v in result.changes]
+        lines.append("changes: " + html.escape("; ".join(changed) if changed else "none"))
+        for setting, value, why in result.risks:
+            lines.append(
+                f"<strong>warning:</strong> {html.escape(setting)} = {html.escape(value)}"
+                f" trades safety for speed: {html.escape(why)}. Never on a database you keep."
+            )
+        if result.rate_limited:
+            lines.append(
+                f"<strong>warning:</strong> {result.rate_limited} of {result.n} repetitions reached"
+                " their rate limit (BenchmarkSQL's limitTxnsPerMin): the figure is the limit,"
+                " not the server"
+            )
+        for reason in result.failures:
+            lines.append(f"<strong>failed:</strong> {html.escape(reason)}")
+        items.append(f"<li><strong>{html.escape(result.name)}</strong><br>"
+                     + "<br>".join(lines) + "</li>")  # fmt: skip
+    return f"<ul>{''.join(items)}</ul>"
+
+
+def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
+    """Plots and the section's HTML; nothing for runs that are not TPC-C."""
+    if not is_tpcc_run(data):
+        return [], ""
+    results = ladder_results(step_samples(data))
+    plots = tpmc_plot(data, results, out_dir) + series_plot(data, out_dir)
+    checks = {
+        c["name"]: c["violations"]
+        for r in data.points
+        for run in _tpcc(r)
+        for c in run.get("checks", [])
+        if c["violations"]
+    }
+    checks_text = (
+        "every run passed the consistency checks (clause 3.3.2 conditions 1–4, and no order"
+        " line references the unused item of the rolled-back New-Orders)"
+        if not checks
+        else "FAILED consistency checks: " + "; ".join(f"{k} ({v})" for k, v in checks.items())
+    )
+    body = (
+        f"<p><strong>This is {DISCLAIMER}.</strong> Differences from the specification: "
+        + html.escape("; ".join(DIFFERENCES))
+        + ".</p>"
+        + "<p class='note'>tpmC counts New-Orders that completed, the 1% that roll back on an"
+        " unused item included (clause 5.4.2); each step is compared with the step before as a"
+        " ratio of geometric means with Welch's 95% interval on the logarithms. "
+        + html.escape(checks_text)
+        + ".</p>"
+        + _step_table(data, results)
+        + "<h3>What each step changed</h3>"
+        + _step_notes(results)
+        + "<h3>Latency per transaction type</h3>"
+        + _latency_table(data)
+    )
+    return plots, body
+
+
+def ladder_advice(data: RunData) -> list:
+    """`advise` on a TPC-C run: which steps mattered, and the best step that keeps durability."""
+    from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
+
+    results = ladder_results(step_samples(data))
+    advice = []
+    for before, result in zip(results, results[1:], strict=False):
+        if result.ratio is None:
+            continue
+        changed = "; ".join(f"{n} → {v}" for n, _, v in result.changes) or "nothing"
+        interval = (
+            f" [95% CI ×{result.ci_low:.2f}, ×{result.ci_high:.2f}]"
+            if result.ci_low is not None
+            else ""
+        )
+        new_risks = [
+            f"{s} = {v} ({why})"
+            for s, v, why in result.risks
+            if (s, v) not in {(n, b) for n, b, _ in before.risks}
+        ]
+        caveats = []
+        if result.n < MIN_REPETITIONS or before.n < MIN_REPETITIONS:
+            caveats.append(f"only {min(result.n, before.n)} repetitions")
+        if before.rate_limited:
+            caveats.append(f"{before.name} ran at its rate limit: it measured the limit")
+        if result.significant:
+            verdict = "mattered" if result.ratio > 1 else "made it SLOWER"
+            recommendation = f"step {result.name} {verdict}: tpmC ×{result.ratio:.2f}{interval}"
+        else:
+            recommendation = (
+                f"step {result.name} made no clear difference: ×{result.ratio:.2f}{interval}"
+                + (" includes 1" if result.ci_low is not None else "")
+            )
+        evidence = (
+            f"tpmC median {_num(before.median)} ({before.name}) → {_num(result.median)};"
+            f" changes: {changed}"
+            + (f"; trades safety for speed: {'; '.join(new_risks)}" if new_risks else "")
+        )
+        advice.append(Advice("ladder", result.name, recommendation, evidence, caveats))
+    safe = [r for r in results if not r.risks and not r.rate_limited and r.median]
+    if safe:
+        best = max(safe, key=lambda r: r.median)
+        advice.append(
+            Advice(
+                "ladder",
+                "",
+                f"the fastest step that keeps durability and vacuum is {best.name}",
+                f"tpmC median {_num(best.median)} ({_num(best.minimum)}..{_num(best.maximum)})",
+                [],
+            )
+        )
+    return advice

@@ -1,0 +1,152 @@
+"""The TPC-C workload in experiments: load the warehouses once, then one driver run per point.
+
+The runner calls ensure_data, prepare and run as for the other workloads. A run leaves the
+data changed (orders grow, stock shrinks); the data is reused, as a TPC-C database would be,
+and the consistency checks after every run say whether it is still valid.
+"""
+
+import dataclasses
+import random
+
+import psycopg
+
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.ladder import NO_LIMIT
+from pgcachelab.workloads.outcome import Outcome
+from pgcachelab.workloads.pgbench import threads_for
+from pgcachelab.workloads.pgbench_workload import checkpoint
+from pgcachelab.workloads.tpcc import DIFFERENCES, driver, loader
+from pgcachelab.workloads.tpcc.loader import read_load_info
+from pgcachelab.workloads.tpcc.params import parse_weights
+
+
+class _Quiet:
+    """The loader's and driver's progress calls, reduced to the line the runner shows."""
+
+    def __init__(self, show=None):
+        self.show = show
+
+    def start(self, total: int, completed: int) -> None:
+        pass
+
+    def begin(self, description: str) -> None:
+        pass
+
+    def finished(self, line: str) -> None:
+        if self.show is not None:
+            self.show(line)
+
+    def note(self, line: str) -> None:
+        self.finished(line)
+
+
+def run_options(workload: dict, duration_s: float | None = None) -> driver.RunOptions:
+    rate = workload.get("rate_tpm", NO_LIMIT)
+    clients = workload["clients"]
+    return driver.RunOptions(
+        clients=clients,
+        threads=threads_for(workload.get("threads", "auto"), clients),
+        duration_s=int(duration_s or workload["duration"]),
+        transactions=None if duration_s else workload.get("transactions"),
+        weights=parse_weights(workload["weights"]),
+        home_warehouse=workload["home_warehouse"],
+        rate_tpm=None if rate == NO_LIMIT else float(rate),
+        max_tries=workload["max_tries"],
+        warehouses=workload["warehouses"],
+    )
+
+
+def ensure_data(target, point, state: dict, show) -> dict:
+    """W warehouses, loaded once per cluster (a server given by --dsn: reused when loaded)."""
+    warehouses = point.workload["warehouses"]
+    key = ("tpcc", warehouses)
+    if state.get("data_key") == key:
+        return {"loaded": False, "warehouses": warehouses}
+    state["data_key"] = None
+    with target.connect() as conn:
+        info = read_load_info(conn)
+    if info is not None and info.complete:
+        if info.warehouses != warehouses:
+            raise UserError(
+                f"tpcc.warehouses: invalid value {warehouses}: the database was loaded with"
+                f" {info.warehouses} warehouses",
+                f"set warehouses = {info.warehouses}, or drop schema tpcc to reload",
+            )
+        state["data_key"] = key
+        return {"loaded": False, "reused": True, "warehouses": warehouses}
+    result = loader.load(target.connect, warehouses, point.workload["workers"], _Quiet(show))
+    state["data_key"] = key
+    with target.connect() as conn:
+        checkpointed = checkpoint(conn)
+    return {
+        "loaded": True,
+        "warehouses": warehouses,
+        "load_s": result.total_s,
+        "load_seconds_by_phase": result.seconds_by_phase,
+        "database_bytes": result.database_bytes,
+        "c_last_load": result.info.constants.c_last_load,
+        "checkpoint_after_load": checkpointed,
+    }
+
+
+def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
+    """The unrecorded warm-up run, if asked: caches fill after a restart (a ladder's steps)."""
+    warmup_s = point.workload.get("warmup") or 0
+    if warmup_s:
+        options = run_options(point.workload, warmup_s)
+        driver.run(target, pgbench, options, _Quiet(), "the cluster", settings=point.settings)
+    return {"warmup_s": warmup_s}
+
+
+def tpcc_metrics(run: driver.TpccRun) -> dict:
+    """What the store keeps of a run: every figure the report and advice need."""
+    summary = run.summary
+    return {
+        "tpmc": summary.tpmc,
+        "tpm_total": summary.tpm_total,
+        "new_orders": summary.new_orders,
+        "completed": summary.completed,
+        "failed": summary.failed,
+        "rollbacks": run.rollbacks,
+        "rollback_share": run.rollback_share,
+        "retries": run.retries,
+        "failures_by_kind": run.failures_by_kind,
+        "client_cpu_ms_per_transaction": run.client_cpu_ms_per_transaction,
+        "rate_tpm": run.options.rate_tpm,
+        "rate_limited": run.rate_limited,
+        "by_type": {name: dataclasses.asdict(stats) for name, stats in summary.by_type.items()},
+        "series": [dataclasses.asdict(p) for p in summary.series],
+        "checks": [{"name": c.name, "violations": c.violations} for c in run.checks],
+        "warehouses": run.warehouses,
+        "c_last_load": run.c_last_load,
+        "c_last_run": run.c_last_run,
+        "pgbench_version": run.pgbench_version,
+        "clients": run.options.clients,
+        "threads": run.options.threads,
+        "duration_s": run.options.duration_s,
+        "home_warehouse": run.options.home_warehouse,
+        "weights": run.options.weights,
+        "differences": list(DIFFERENCES),
+    }
+
+
+def run(target, pgbench, point, conn: psycopg.Connection, state: dict) -> Outcome:
+    """One measured run; a broken consistency condition raises ConsistencyError."""
+    measured = driver.run(
+        target,
+        pgbench,
+        run_options(point.workload),
+        _Quiet(),
+        "the cluster",
+        random.Random(),
+        settings=point.settings,
+    )
+    summary = f"{measured.summary.tpmc:,.0f} tpmC, {measured.summary.tpm_total:,.0f} tpmTOTAL"
+    if measured.rate_limited:
+        summary += " (at its rate limit)"
+    # tps is all five transactions per second; latencies are per transaction type, in metrics
+    return Outcome(
+        metrics={"tpcc": tpcc_metrics(measured)},
+        tps=measured.summary.tpm_total / 60.0,
+        summary=summary,
+    )
