@@ -20,6 +20,7 @@ TINY_RUN = {
     "big-cache": "big-cache", "big-cache-quick": "big-cache", "big-cache-emulated": "big-cache",
     "archaeology": "archaeology", "archaeology-quick": "archaeology",
     "cache-split": "cache-split", "cache-split-quick": "cache-split",
+    "tpcc-ladder": "tpcc-ladder", "tpcc-ladder-quick": "tpcc-ladder",
 }  # fmt: skip
 TINY_RUNS = sorted(set(TINY_RUN.values()))
 
@@ -29,16 +30,17 @@ pytestmark = pytest.mark.skipif(
 
 
 def _shape(spec) -> tuple:
-    return spec.workload, set(spec.sweep_workload) | set(spec.sweep_settings)
+    return spec.workload, set(spec.sweep_workload) | set(spec.sweep_settings), bool(spec.ladder)
 
 
 def test_every_shipped_experiment_has_a_tiny_run_of_its_shape():
     shipped = {path.stem: path for path in (ROOT / "experiments").glob("*.toml")}
     assert set(shipped) == set(TINY_RUN)
     for name, path in shipped.items():
-        workload, swept = _shape(load_spec(path))
-        tiny_workload, tiny_swept = _shape(load_spec(REPORT_RUNS_DIR / f"{TINY_RUN[name]}.toml"))
-        assert workload == tiny_workload, name
+        workload, swept, ladder = _shape(load_spec(path))
+        tiny = load_spec(REPORT_RUNS_DIR / f"{TINY_RUN[name]}.toml")
+        tiny_workload, tiny_swept, tiny_ladder = _shape(tiny)
+        assert (workload, ladder) == (tiny_workload, tiny_ladder), name
         # the tiny run sweeps what the experiment sweeps (huge_pages only "off": no root pages)
         assert swept <= tiny_swept | {"huge_pages"}, name
 
