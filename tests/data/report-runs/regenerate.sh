@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rebuilds results.sqlite from real runs of the three tiny specs here (root: memory cgroups).
+# Rebuilds results.sqlite from real runs of the four tiny specs here (root: memory cgroups).
 # Run from anywhere after `make test` set up .venv; takes about five minutes on two cores.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
