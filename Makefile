@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 INSTALLED := $(VENV)/.installed-stamp
 
-.PHONY: quick test lint format bench clean
+.PHONY: quick test lint format bench clean chromium
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,14 @@ $(INSTALLED): pyproject.toml
 quick: $(INSTALLED)
 	$(VENV)/bin/pgcachelab run experiments/big-cache-quick.toml
 
-test: $(INSTALLED)
+# The report test opens every report in headless Chromium: Debian's package, installed once
+# when missing and we are root (otherwise that test is skipped, and says why).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(INSTALLED) chromium
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/pytest

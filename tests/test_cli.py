@@ -283,7 +283,8 @@ def test_dsn_run_records_the_session_settings_each_point_ran_with(work_mem_run_o
 
 # -- a small real run, then every command that reads it -----------------------------------------
 
-POINTS, REPETITIONS = 2, 2  # tests/data/specs/two-points.toml
+POINTS, REPETITIONS, WARMUP = 2, 2, 1  # tests/data/specs/two-points.toml
+STORED = POINTS * (WARMUP + REPETITIONS)  # warm-up repetitions are stored, left out of figures
 
 
 @pytest.fixture(scope="module")
@@ -326,8 +327,13 @@ def test_run_measures_every_point_and_cleans_up(finished_run):
         "select point_index, repetition, status from measurements where run_id = ?",
         (run_id,),
     )
-    expected = {(p, r, "ok") for p in range(POINTS) for r in range(REPETITIONS)}
+    expected = {(p, r, "ok") for p in range(POINTS) for r in range(WARMUP + REPETITIONS)}
     assert sorted(measured) == sorted(expected)
+    [(environment,)] = store_query(lab_dir, "select environment from runs")
+    assert json.loads(environment)["schedule"] == {
+        "order": "random", "seed": 5, "repetitions": 2, "max_repetitions": None,
+        "target_ci": None, "warmup_repetitions": 1,
+    }  # fmt: skip
     # stdout carries the result: the report page written at the end
     report_page = Path(result.stdout.strip())
     assert report_page == (lab_dir / "reports" / run_id / "index.html").resolve()
@@ -340,7 +346,7 @@ def test_runs_lists_the_run(finished_run):
     result = run_cli("runs", "--lab-dir", finished_run["lab_dir"])
     assert result.returncode == 0, result.stderr
     [row] = [line for line in result.stdout.splitlines() if finished_run["run_id"] in line]
-    assert re.search(r"\bcli-two-points\s+done\b.*\b4/4\b", row), row
+    assert re.search(rf"\bcli-two-points\s+done\b.*\b{STORED}/{STORED}\b", row), row
 
 
 @pytest.mark.server
@@ -364,9 +370,9 @@ def test_export_csv_has_one_row_per_measurement(finished_run):
     result = run_cli("export", run_id, "--format", "csv", "--lab-dir", lab_dir)
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert len(rows) == POINTS * REPETITIONS
+    assert len(rows) == STORED
     assert {(row["point_index"], row["repetition"]) for row in rows} == {
-        (str(p), str(r)) for p in range(POINTS) for r in range(REPETITIONS)
+        (str(p), str(r)) for p in range(POINTS) for r in range(WARMUP + REPETITIONS)
     }
     assert {row["status"] for row in rows} == {"ok"}
     assert {row["run_id"] for row in rows} == {run_id}
@@ -386,7 +392,7 @@ def test_export_json_is_the_whole_run(finished_run):
     assert document["run"]["status"] == "done"
     assert document["run"]["target"]["kind"] == "managed"
     assert [p["swept"] for p in document["points"]] == [{"clients": 1}, {"clients": 2}]
-    assert len(document["measurements"]) == POINTS * REPETITIONS
+    assert len(document["measurements"]) == STORED
     assert all(m["status"] == "ok" for m in document["measurements"])
 
 
@@ -411,6 +417,9 @@ def test_report_is_rebuilt_from_the_store_and_opens_offline(finished_run):
     page = index.read_text()
     assert "<svg" in page
     assert run_id in page
+    assert "order random (seed 5)" in page
+    assert "after 1 warm-up repetition(s) per point that no figure uses" in page
+    assert "Noise of this machine during the run (tps)" in page
     assert "<script" not in page and "<link" not in page
     fetched = set(_FETCHED.findall(page))
     assert fetched, "expected at least the links to the PNG files"
@@ -424,6 +433,24 @@ def test_report_is_rebuilt_from_the_store_and_opens_offline(finished_run):
     assert "tps-by-clients" in pngs
     assert pngs == svgs
     assert all(path.stat().st_size > 0 for path in report_dir.iterdir())
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_auto_repetitions_run_to_the_maximum_and_record_the_point_that_never_settled(tmp_path):
+    lab_dir = tmp_path / "lab"
+    with server_reachable_dir() as lab_tmp:
+        result = run_cli(
+            "run", SPECS_DIR / "auto-never-settles.toml", "--lab-dir", lab_dir, tmpdir=lab_tmp
+        )
+    assert result.returncode == 0, result.stderr
+    repetitions = store_query(lab_dir, "select repetition from measurements where status = 'ok'")
+    assert sorted(r for (r,) in repetitions) == list(range(1 + 7))  # warm-up + the maximum
+    assert "round 7: 1 point(s) not yet within ±0.0%" in result.stderr
+    assert "1 point(s) never settled within ±0.0% after 7 repetitions" in result.stderr
+    page = Path(result.stdout.strip()).read_text()
+    assert "1 point(s) never settled</b>" in page
+    assert "repetitions auto: until the median is known to ±0.0% or 7 repetitions" in page
 
 
 @pytest.mark.server

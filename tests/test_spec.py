@@ -38,6 +38,17 @@ def error_of(text: str) -> UserError:
          r'sweep.settings.shared_bufers: unknown server setting "shared_bufers"',
          r"did you mean shared_buffers"),
         ('[sweep.settings]\nwork_mem = ["1MB", "1MB"]', r"repeats a value", r"once"),
+        ('repetitions = "many"', r'repetitions: invalid value "many"', r'"auto"'),
+        ("repetitions = 3\ntarget_ci = 0.02", r'target_ci: only used with repetitions = "auto"',
+         r'repetitions = "auto"'),
+        ('repetitions = "auto"\ntarget_ci = 2', r"target_ci: invalid value 2", r"0.02 for ±2%"),
+        ('repetitions = "auto"\nmax_repetitions = 3', r"max_repetitions: invalid value 3",
+         r"use 6 or more"),
+        ("warmup_repetitions = -1", r"warmup_repetitions: invalid value -1", r"0 or more"),
+        ('workload = "cache-wash"\nrepetitions = "auto"', r'repetitions: invalid value "auto"',
+         r"number of repetitions"),
+        ('[pgbench]\nprogress_warmup = "soon"', r'pgbench.progress_warmup: invalid value "soon"',
+         r"20s"),
         ('[pgbench]\nmode = "read-only"', r'pgbench.mode: invalid value "read-only"',
          r"select-only"),
         ('[pgbench]\nduration = "ten"', r'pgbench.duration: invalid value "ten"', r"20s"),
@@ -97,6 +108,17 @@ def test_schedules():
     shuffled = schedule(5, 3, "random", 7)
     assert sorted(shuffled) == sorted(schedule(5, 3, "sequential", 1))
     assert shuffled == schedule(5, 3, "random", 7)  # reproducible from the seed
+
+
+def test_warmup_and_auto_repetitions_set_the_rounds_scheduled_up_front():
+    fixed = spec("repetitions = 3\nwarmup_repetitions = 1\n[sweep]\nclients = [1, 2]")
+    assert (fixed.repetitions, fixed.rounds, fixed.auto_repetitions) == (3, 4, False)
+    assert len(fixed.schedule()) == 8  # the warm-up round is run and stored like the others
+    auto = spec('repetitions = "auto"\ntarget_ci = 0.05\nmax_repetitions = 9')
+    assert (auto.repetitions, auto.rounds, auto.target_ci) == (9, 6, 0.05)
+    default = spec('repetitions = "auto"')
+    assert (default.repetitions, default.target_ci) == (20, 0.02)
+    assert spec("").parameters["progress_warmup"] == 1
 
 
 @pytest.mark.parametrize("name", ["big-cache.toml", "big-cache-quick.toml"])

@@ -51,12 +51,12 @@ def index_survives_from(
     reps: list[Repetition], huge_pages: str
 ) -> tuple[int | None, Summary | None]:
     """The smallest shared_buffers from which idx2 stays within 10% of idx1 at every larger
-    setting too, judged on the mean ratio over repetitions (its interval goes with it)."""
+    setting too, judged on the median ratio over repetitions (its interval goes with it)."""
     groups = {sb: g for (hp, sb), g in _groups(reps).items() if hp == huge_pages}
     answer, answer_ratio = None, None
     for sb in sorted(groups, reverse=True):
         ratio = survival_ratio(groups[sb])
-        if ratio is None or ratio.mean > SURVIVAL_TOLERANCE:
+        if ratio is None or ratio.median > SURVIVAL_TOLERANCE:
             break  # no ratio (idx1 logged as 0) cannot show the index survived
         answer, answer_ratio = sb, ratio
     return answer, answer_ratio

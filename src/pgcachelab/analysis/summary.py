@@ -4,18 +4,9 @@ import math
 import statistics
 from dataclasses import dataclass
 
-# Two-sided 95% Student t quantiles by degrees of freedom; 1.96 beyond the table.
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}  # fmt: skip
+from pgcachelab.analysis.statistics import median_interval, t95
 
-
-def t95(degrees_of_freedom: int) -> float:
-    if degrees_of_freedom <= 0:
-        return math.nan
-    for df in sorted(_T95):
-        if degrees_of_freedom <= df:
-            return _T95[df]
-    return 1.96
+__all__ = ["Summary", "hit_ratio", "summarise", "t95"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +19,11 @@ class Summary:
     maximum: float
     ci_low: float | None  # 95% confidence interval of the mean; None with one value
     ci_high: float | None
+    # The exact order-statistic interval of the median (analysis/statistics.py); None with one
+    # value. median_coverage is its real confidence: below 0.95 with fewer than 6 values.
+    median_low: float | None = None
+    median_high: float | None = None
+    median_coverage: float | None = None
 
 
 def summarise(values: list[float]) -> Summary | None:
@@ -41,6 +37,7 @@ def summarise(values: list[float]) -> Summary | None:
         ci_low, ci_high = mean - half, mean + half
     else:
         stdev = ci_low = ci_high = None
+    interval = median_interval(values)
     return Summary(
         n=len(values),
         median=statistics.median(values),
@@ -50,6 +47,9 @@ def summarise(values: list[float]) -> Summary | None:
         maximum=max(values),
         ci_low=ci_low,
         ci_high=ci_high,
+        median_low=interval.low if interval else None,
+        median_high=interval.high if interval else None,
+        median_coverage=interval.coverage if interval else None,
     )
 
 

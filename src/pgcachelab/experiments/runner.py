@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab.analysis.statistics import settled
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError, reap_stale
@@ -25,8 +26,10 @@ from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import (
     ExperimentSpec,
     Point,
+    data_group,
     huge_pages_on,
     parse_spec,
+    schedule,
     validate_settings,
 )
 from pgcachelab.machine import hugepages, oscache
@@ -231,6 +234,7 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str
     environment = collect_environment(
         target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
     )
+    environment["schedule"] = schedule_record(spec)
     run_id = store.create_run(
         spec.name, spec.path, spec.text, target.describe(), environment, spec.points()
     )
@@ -271,19 +275,44 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
     return run_id
 
 
+def schedule_record(spec: ExperimentSpec) -> dict:
+    """How the run chose its order and repetitions, stored with its environment: the seed of
+    a random order is what makes the order reproducible."""
+    return {
+        "order": spec.order,
+        "seed": spec.seed,
+        "repetitions": "auto" if spec.auto_repetitions else spec.repetitions,
+        "max_repetitions": spec.repetitions if spec.auto_repetitions else None,
+        "target_ci": spec.target_ci,
+        "warmup_repetitions": spec.warmup_repetitions,
+    }
+
+
+def measured_tps(store: ResultStore, run_id: str, warmup_repetitions: int) -> dict[int, list]:
+    """Point index -> tps of its successful repetitions after the warm-up ones."""
+    values: dict[int, list] = {}
+    for m in store.measurements(run_id):
+        if m.status == "ok" and m.tps is not None and m.repetition >= warmup_repetitions:
+            values.setdefault(m.point_index, []).append(m.tps)
+    return values
+
+
 def execute(ctx: RunContext) -> None:
     points = ctx.spec.points()
-    schedule = ctx.spec.schedule()
+    planned = ctx.spec.schedule()
     done = ctx.store.completed(ctx.run_id)
-    todo = [(p, r) for p, r in schedule if (p, r) not in done]
+    todo = [(p, r) for p, r in planned if (p, r) not in done]
     ctx.store.mark_running(ctx.run_id, os.getpid(), None)
     try:
         with ctx.progress:
-            ctx.progress.start(len(schedule), len(schedule) - len(todo))
+            ctx.progress.start(len(planned), len(planned) - len(todo))
+            opened = bool(todo)
             if todo:
                 _open_target(ctx)
             for point_index, repetition in todo:
                 measure(ctx, points[point_index], repetition)
+            if ctx.spec.auto_repetitions:
+                _auto_rounds(ctx, points, opened)
     except KeyboardInterrupt:
         kept = ctx.target.close(finished=False)
         ctx.store.finish_run(ctx.run_id, "interrupted", "interrupted by the user", kept)
@@ -296,6 +325,44 @@ def execute(ctx: RunContext) -> None:
         raise
     ctx.target.close()
     ctx.store.finish_run(ctx.run_id, "done")
+
+
+def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
+    """repetitions = "auto": more rounds over the points whose median is not yet known to
+    ±target_ci, up to the maximum. Rounds run a data group at a time (its data is built once
+    more, not once per round) and interleaved or shuffled within it, the seed varied per round.
+    """
+    spec = ctx.spec
+    groups = [data_group(p) for p in points]
+    last = spec.warmup_repetitions + spec.repetitions
+    for group in dict.fromkeys(groups):
+        for repetition in range(spec.rounds, last):
+            values = measured_tps(ctx.store, ctx.run_id, spec.warmup_repetitions)
+            done = ctx.store.completed(ctx.run_id)
+            waiting = [
+                p for p, _ in schedule(len(points), 1, spec.order, spec.seed + repetition, groups)
+                if groups[p] == group and (p, repetition) not in done
+                and not settled(values.get(p, []), spec.target_ci)
+            ]  # fmt: skip
+            if not waiting:
+                break
+            if not opened:
+                _open_target(ctx)
+                opened = True
+            ctx.progress.note(
+                f"round {repetition + 1 - spec.warmup_repetitions}: {len(waiting)} point(s) "
+                f"not yet within ±{spec.target_ci:.1%}"
+            )
+            for point_index in waiting:
+                measure(ctx, points[point_index], repetition)
+    values = measured_tps(ctx.store, ctx.run_id, spec.warmup_repetitions)
+    unsettled = [p.label for p in points if not settled(values.get(p.index, []), spec.target_ci)]
+    if unsettled:
+        ctx.progress.note(
+            f"{len(unsettled)} point(s) never settled within ±{spec.target_ci:.1%} after "
+            f"{spec.repetitions} repetitions: {'; '.join(unsettled[:5])}"
+            + (" ..." if len(unsettled) > 5 else "")
+        )
 
 
 def _open_target(ctx: RunContext) -> None:

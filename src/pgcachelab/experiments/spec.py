@@ -10,6 +10,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgcachelab.analysis.statistics import MIN_EXACT_95
 from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
 from pgcachelab.clusters.installs import normalise_major
 from pgcachelab.errors import UserError
@@ -42,8 +43,10 @@ MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
 MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
-            "machine", "pgbench", "cache_wash", "tpcc", "ladder", "sweep",
-            "report", "inspect"}  # fmt: skip
+            "machine", "pgbench", "cache_wash", "tpcc", "ladder", "sweep", "report",
+            "inspect", "warmup_repetitions", "target_ci", "max_repetitions"}  # fmt: skip
+DEFAULT_TARGET_CI = 0.02  # repetitions = "auto": until the median is known to ±2%...
+DEFAULT_MAX_REPETITIONS = 20  # ...or this many measured repetitions
 CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
 CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups", "inspect_method")
 # TPC-C (seed 002): rate_tpm is all terminals together, "off" for no limit.
@@ -93,6 +96,7 @@ PGBENCH_DEFAULTS = {
     "rate": None,
     "protocol": "simple",
     "max_tries": None,
+    "progress_warmup": "1s",  # per-second tps of the first seconds is left out of stability checks
 }
 
 
@@ -143,7 +147,7 @@ class ExperimentSpec:
     name: str
     description: str
     workload: str
-    repetitions: int
+    repetitions: int  # measured repetitions per point; with auto, the most a point gets
     order: str
     seed: int
     pg_bin: str | None
@@ -160,6 +164,17 @@ class ExperimentSpec:
     # the (emulated) machine; until then they resolve against [machine] memory, if given.
     memory_for_shares: int | None = None
     inspect: InspectOptions | None = None
+    warmup_repetitions: int = 0  # run first at every point, stored, left out of every figure
+    auto_repetitions: bool = False
+    target_ci: float | None = None  # auto: the relative half-width of the median's 95% interval
+
+    @property
+    def rounds(self) -> int:
+        """Rounds over every point scheduled up front, warm-up ones included; with auto,
+        further rounds run only for the points that have not settled (runner)."""
+        if self.auto_repetitions:
+            return self.warmup_repetitions + min(MIN_EXACT_95, self.repetitions)
+        return self.warmup_repetitions + self.repetitions
 
     def setting_names(self) -> set[str]:
         return set(self.settings) | set(self.sweep_settings)
@@ -170,7 +185,7 @@ class ExperimentSpec:
     def schedule(self) -> list[tuple[int, int]]:
         """(point index, repetition) pairs in the order they run, grouped by the data they need."""
         groups = [data_group(point) for point in self.points()]
-        return schedule(len(groups), self.repetitions, self.order, self.seed, groups)
+        return schedule(len(groups), self.rounds, self.order, self.seed, groups)
 
     @property
     def versions(self) -> list[str]:
@@ -258,11 +273,12 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     if workload == "tpcc" and pgbench_raw:
         raise problem("pgbench", "the tpcc workload takes no [pgbench] table",
                       "put its parameters under [tpcc]")  # fmt: skip
-    repetitions = raw.get("repetitions", 1)
-    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
-        raise problem.bad_value(
-            "repetitions", repetitions, "not a positive integer", "use 1 or more"
-        )
+    repetitions, auto, target_ci = _repetitions(problem, raw)
+    if auto and workload != "pgbench":
+        raise problem("repetitions", f'invalid value "auto": it follows the tps of pgbench, '
+                      f"not the figures of {workload}", "give a number of repetitions")  # fmt: skip
+    warmup_repetitions = raw.get("warmup_repetitions", 0)
+    _positive_int(problem, "warmup_repetitions", warmup_repetitions, 0)
     order = raw.get("order", "sequential")
     if order not in ORDERS:
         raise problem.bad_value("order", order, "unknown order", f"use one of {', '.join(ORDERS)}")
@@ -375,7 +391,36 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         report=report,
         ladder=ladder,
         inspect=inspect,
+        warmup_repetitions=warmup_repetitions,
+        auto_repetitions=auto,
+        target_ci=target_ci,
     )
+
+
+def _repetitions(problem: SpecProblem, raw: dict) -> tuple[int, bool, float | None]:
+    """(measured repetitions or the auto maximum, auto, target) from repetitions, target_ci and
+    max_repetitions."""
+    repetitions = raw.get("repetitions", 1)
+    if repetitions != "auto":
+        if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
+            raise problem.bad_value(
+                "repetitions", repetitions, "neither a positive integer nor \"auto\"",
+                'use 1 or more, or "auto" with target_ci and max_repetitions',
+            )  # fmt: skip
+        for key in ("target_ci", "max_repetitions"):
+            if key in raw:
+                raise problem(key, 'only used with repetitions = "auto"',
+                              f'set repetitions = "auto" or remove {key}')  # fmt: skip
+        return repetitions, False, None
+    target = raw.get("target_ci", DEFAULT_TARGET_CI)
+    if not isinstance(target, float | int) or isinstance(target, bool) or not 0 < target < 1:
+        raise problem.bad_value(
+            "target_ci", target, "not a fraction between 0 and 1",
+            "write the half-width relative to the median, e.g. 0.02 for ±2%",
+        )  # fmt: skip
+    maximum = raw.get("max_repetitions", DEFAULT_MAX_REPETITIONS)
+    _positive_int(problem, "max_repetitions", maximum, MIN_EXACT_95)
+    return maximum, True, float(target)
 
 
 def _reject_unknown(problem: SpecProblem, table: dict, allowed: set, prefix: str) -> None:
@@ -731,9 +776,9 @@ def _resolve_workload(
         _positive_int(problem, f"{prefix}transactions", pgbench["transactions"])
     if check("max_tries") and pgbench["max_tries"] is not None:
         _positive_int(problem, f"{prefix}max_tries", pgbench["max_tries"])
-    for key in ("duration", "warmup"):
+    for key in ("duration", "warmup", "progress_warmup"):
         if check(key):
-            resolved[key] = _seconds(problem, f"{prefix}{key}", pgbench[key], key == "warmup")
+            resolved[key] = _seconds(problem, f"{prefix}{key}", pgbench[key], key != "duration")
     if check("rate") and pgbench["rate"] is not None:
         rate = pgbench["rate"]
         if not isinstance(rate, int | float) or isinstance(rate, bool) or rate <= 0:

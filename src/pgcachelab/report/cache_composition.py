@@ -82,15 +82,16 @@ def composition_plot(data: RunData, out_dir: Path) -> list[Path]:
                     axis.axvline(sample.seconds, color="gray", linestyle="-", linewidth=0.3)
             offset = end
         axis.set_ylabel(f"{title} (MiB)")
+        axis.set_xlabel("seconds since the run started (s)")
         axis.grid(alpha=0.3)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[n]) for n in comp.names]
-    axes[0, 0].legend(handles, comp.names, fontsize=7, loc="upper left",
-                      bbox_to_anchor=(1.01, 1.0))  # fmt: skip
-    axes[-1, 0].set_xlabel(
-        "seconds since the run started (dotted: a measurement starts, pN its point;"
-        " thin gray: between phases; black line: shared_buffers size)"
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colors[n]) for n in comp.names]
+        axis.legend(handles, comp.names, fontsize=7, loc="upper left",
+                    bbox_to_anchor=(1.01, 1.0))  # fmt: skip
+    figure.suptitle(
+        f"{data.run.name}: cache composition by relation\n(dotted: a measurement starts, pN its"
+        " point; thin gray: between phases; black line: shared_buffers size)",
+        fontsize=10,
     )
-    figure.suptitle(f"{data.run.name}: cache composition by relation")
     return save_figure(figure, out_dir, "cache-composition")
 
 

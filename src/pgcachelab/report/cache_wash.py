@@ -64,7 +64,8 @@ def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path
             axis.plot([], [], color=color, linewidth=8, alpha=0.6,
                       label=f"huge_pages={mode}" if mode else "all points")  # fmt: skip
         axis.set_xticks(range(len(sizes)), [format_bytes(s) for s in sizes], rotation=45)
-        axis.set_xlabel("shared_buffers")
+        # one box per setting, evenly spaced: geometric settings as on a log axis
+        axis.set_xlabel("shared_buffers (one box per setting, evenly spaced)")
         axis.set_ylabel("latency (ms, log scale)")
         axis.set_yscale("log")
         axis.grid(alpha=0.3, axis="y", which="both")
@@ -106,17 +107,25 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
         axis.grid(alpha=0.3, which="both")
         axis.legend(fontsize=7)
     hits_axis.set_ylabel("shared_buffers hit ratio of the phase (%)")
-    reads_axis.set_ylabel("blocks read from outside shared_buffers")
+    hits_axis.set_title("hit ratio per phase", fontsize=10)
+    reads_axis.set_ylabel("blocks read from outside shared_buffers (8 kB blocks)")
+    reads_axis.set_title("blocks read per phase", fontsize=10)
     reads_axis.set_yscale("symlog", linthresh=1)
     reads_axis.set_ylim(bottom=0)
     figure.suptitle(f"{data.run.name}: where each phase found its blocks (pg_statio)")
     return save_figure(figure, out_dir, "cache-wash-blocks")
 
 
+def _level(summary) -> str:
+    coverage = summary.median_coverage
+    return "95% CI" if coverage >= 0.95 else f"min..max, a {coverage:.0%} interval"
+
+
 def _ms(summary) -> str:
-    text = f"{summary.median:.3f} ms"
-    if summary.ci_low is not None:
-        text += f" (95% CI of the mean {summary.ci_low:.3f}..{summary.ci_high:.3f})"
+    text = f"median {summary.median:.3f} ms"
+    if summary.median_low is not None:
+        low, high = summary.median_low, summary.median_high
+        text += f" ({_level(summary)} of the median {low:.3f}..{high:.3f})"
     return text
 
 
@@ -132,9 +141,9 @@ def findings_html(reps: list[Repetition]) -> str:
             figure = "–"
         else:
             answer = format_bytes(size)
-            figure = f"idx2/idx1 = {ratio.mean:.2f}" + (
-                f" (95% CI {ratio.ci_low:.2f}..{ratio.ci_high:.2f})"
-                if ratio.ci_low is not None else " (one repetition: no interval)"
+            figure = f"idx2/idx1 = {ratio.median:.2f} (median)" + (
+                f" ({_level(ratio)} of the median {ratio.median_low:.2f}..{ratio.median_high:.2f})"
+                if ratio.median_low is not None else " (one repetition: no interval)"
             )  # fmt: skip
         rows.append(
             (f"smallest shared_buffers from which idx2 is within "

@@ -4,9 +4,20 @@ Renderers only read this; it is rebuilt from the store alone.
 """
 
 import statistics
+import tomllib
 from dataclasses import dataclass, field
 
 from pgcachelab.analysis.cache_split import PHASES, Repetition
+from pgcachelab.analysis.statistics import (
+    Noise,
+    StabilityWarning,
+    after_warmup,
+    machine_noise,
+    point_warnings,
+    progress_warnings,
+    repetitions_warning,
+    settled,
+)
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
 from pgcachelab.store.sqlite import Measurement, ResultStore, Run, StoredPoint, StoredSnapshot
 from pgcachelab.units import shared_buffers_bytes
@@ -24,6 +35,9 @@ class PointResult:
     cgroup_peak_bytes: float | None = None  # the emulated machine's memory, when capped
     page_cache_bytes: float | None = None
     phase_medians_ms: dict | None = None  # cache-wash: phase -> median of repetition medians
+    warmup: list[Measurement] = field(default_factory=list)  # discarded warm-up repetitions
+    warnings: list[StabilityWarning] = field(default_factory=list)
+    settled: bool | None = None  # repetitions = "auto": whether it reached the target
 
     @property
     def ok(self) -> list[Measurement]:
@@ -39,7 +53,19 @@ class RunData:
     run: Run
     points: list[PointResult]
     server_settings: dict = field(default_factory=dict)  # point index -> the whole pg_settings
+    schedule: dict = field(default_factory=dict)  # order, seed, repetitions, warm-up (runner)
+    noise: dict[str, Noise] = field(default_factory=dict)  # figure ("tps", "idx1 ms") -> noise
     snapshots: list[StoredSnapshot] = field(default_factory=list)  # cache snapshots ([inspect])
+
+    @property
+    def warnings(self) -> list[StabilityWarning]:
+        counts = {r.point.label: len(r.ok) for r in self.points}
+        few = repetitions_warning(counts)
+        return ([few] if few else []) + [w for result in self.points for w in result.warnings]
+
+    @property
+    def unsettled(self) -> list[PointResult]:
+        return [r for r in self.points if r.settled is False]
 
     @property
     def swept_keys(self) -> list[str]:
@@ -58,14 +84,57 @@ class RunData:
         return self.memory_limit_bytes or self.run.environment.get("memory_total_bytes")
 
 
+def schedule_of(run: Run) -> dict:
+    """The run's order, seed and repetitions: recorded by the runner; for runs stored before
+    it recorded them, read from the stored spec with the spec's defaults."""
+    if run.environment.get("schedule"):
+        return run.environment["schedule"]
+    try:
+        raw = tomllib.loads(run.spec_text)
+    except tomllib.TOMLDecodeError:
+        raw = {}
+    return {"order": raw.get("order", "sequential"), "seed": raw.get("seed", 1),
+            "repetitions": raw.get("repetitions", 1), "max_repetitions": None,
+            "target_ci": None, "warmup_repetitions": raw.get("warmup_repetitions", 0)}  # fmt: skip
+
+
+def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
+    """What each repetition measured: tps, or a cache-wash repetition's median per phase."""
+    figures = {"tps": [m.tps for m in ok if m.tps is not None]}
+    for phase in ("idx1", "seq", "idx2"):
+        figures[f"{phase} ms"] = [v for m in ok if (v := phase_median_ms(m, phase)) is not None]
+    return {name: values for name, values in figures.items() if values}
+
+
+def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None) -> list:
+    """The point's repetitions, then each repetition's per-second tps."""
+    found = []
+    for name, values in repetition_figures(ok).items():
+        what = "repetitions" if name == "tps" else f"{name} medians of the repetitions"
+        found += point_warnings(point.label, values, target if name == "tps" else None, what)
+    progress_warmup_s = point.workload.get("progress_warmup", 1) or 0
+    writes = point.workload.get("mode") not in ("select-only", None)
+    for m in ok:
+        samples = (m.metrics.get("pgbench") or {}).get("progress") or []
+        seconds, values = after_warmup(samples, progress_warmup_s)
+        label = f"{point.label} #{m.repetition + 1}"
+        found += progress_warnings(label, seconds, values, writes)
+    return found
+
+
 def load_run(store: ResultStore, run_id: str) -> RunData:
     run = store.run(run_id)
+    schedule = schedule_of(run)
+    warmup_repetitions = schedule.get("warmup_repetitions") or 0
+    target = schedule.get("target_ci") if schedule.get("repetitions") == "auto" else None
     measurements = store.measurements(run_id)
     server_settings = store.server_settings(run_id)
     results = []
     for point in store.points(run_id):
-        mine = [m for m in measurements if m.point_index == point.point_index]
+        everything = [m for m in measurements if m.point_index == point.point_index]
+        mine = [m for m in everything if m.repetition >= warmup_repetitions]
         ok = [m for m in mine if m.status == "ok"]
+        tps = [m.tps for m in ok if m.tps is not None]
         sizes = [m.metrics.get("database_size_bytes") for m in ok]
         sizes = [s for s in sizes if s is not None]
         hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
@@ -83,10 +152,18 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
                 cgroup_peak_bytes=_max_cgroup(ok, "peak_bytes"),
                 page_cache_bytes=_max_cgroup(ok, "page_cache_bytes"),
                 phase_medians_ms=_phase_medians(ok),
+                warmup=[m for m in everything if m.repetition < warmup_repetitions],
+                warnings=_warnings(point, ok, target),
+                settled=settled(tps, target) if target else None,
             )
         )
+    noise = {}
+    for result in results:
+        for name, values in repetition_figures(result.ok).items():
+            noise.setdefault(name, {})[result.point.point_index] = values
+    noise = {name: machine_noise(by_point) for name, by_point in noise.items()}
     return RunData(
-        run=run, points=results, server_settings=server_settings, snapshots=store.snapshots(run_id)
+        run, results, server_settings, schedule, noise, snapshots=store.snapshots(run_id)
     )
 
 

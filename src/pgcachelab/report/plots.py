@@ -12,6 +12,43 @@ from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
 
 MIB = 1024 * 1024
+TPS_LABEL = "throughput (tps, transactions/s)"
+# What a swept key counts, for the axis label: every axis says its unit.
+AXIS_UNITS = {
+    "scale": "pgbench scale factor (100,000 accounts each)",
+    "clients": "clients (connections)",
+    "threads": "pgbench threads",
+    "duration": "duration (s)",
+    "transactions": "transactions per client",
+    "rate": "target rate (transactions/s)",
+    "lookups": "index lookups",
+}
+
+
+def axis_label(key: str) -> str:
+    return AXIS_UNITS.get(key, key)
+
+
+def is_geometric(values) -> bool:
+    """Swept values that grow by factors (1, 2, 4, 8...; 1, 4, 16) rather than steps: a log
+    axis shows them evenly and keeps the small ones readable."""
+    ordered = sorted(set(values))
+    if len(ordered) < 3 or ordered[0] <= 0:
+        return False
+    ratios = [b / a for a, b in itertools.pairwise(ordered)]
+    return ordered[-1] / ordered[0] >= 8 and min(ratios) >= 1.3
+
+
+def set_x_axis(axis, key: str, values) -> None:
+    """Label with the unit; log scale (base 2, plain tick labels) for geometric sweeps."""
+    if is_geometric(values):
+        axis.set_xscale("log", base=2)
+        ticks = sorted(set(values))
+        axis.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        axis.minorticks_off()
+        axis.set_xlabel(f"{axis_label(key)}, log scale")
+    else:
+        axis.set_xlabel(axis_label(key))
 
 
 def _numeric(values) -> bool:
@@ -47,6 +84,9 @@ def _scatter_and_median(axis, xs_of, results: list[PointResult], label: str, col
             continue
         values = [m.tps for m in result.ok]
         axis.scatter([x] * len(values), values, s=12, color=color, alpha=0.45, linewidths=0)
+        if result.tps.median_low is not None:  # the median's order-statistic interval
+            axis.vlines(x, result.tps.median_low, result.tps.median_high, color=color,
+                        linewidth=2.5, alpha=0.5)  # fmt: skip
         xs.append(x)
         medians.append(result.tps.median)
     axis.plot(xs, medians, marker="o", markersize=4, color=color, label=label)
@@ -80,9 +120,13 @@ def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     figure, axis = plt.subplots(figsize=(8, 4.5))
     for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
         _scatter_and_median(axis, lambda r: r.point.swept[x_key], results, name, color)
-    axis.set_xlabel(x_key)
-    axis.set_ylabel("tps (dots: repetitions, line: median)")
-    axis.set_title(f"{data.run.name}: throughput against {x_key}")
+    set_x_axis(axis, x_key, [r.point.swept[x_key] for r in data.points])
+    axis.set_ylabel(TPS_LABEL)
+    axis.set_title(
+        f"{data.run.name}: throughput against {x_key}\n"
+        "dots: repetitions, line: median, bar: the median's 95% interval",
+        fontsize=10,
+    )
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3)
     if x_key == "scale":
@@ -145,7 +189,7 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
         )  # fmt: skip
     axis.set_xscale("log")
     axis.set_xlabel("database size (MiB, log scale)")
-    axis.set_ylabel("tps")
+    axis.set_ylabel(TPS_LABEL)
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3, which="both")
     axis.set_title(f"{data.run.name}: throughput against database size")
@@ -170,7 +214,7 @@ def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, 
     if not drawn:
         plt.close(figure)
         return []
-    axis.set_xlabel(x_key)
+    set_x_axis(axis, x_key, [r.point.swept[x_key] for r in data.points])
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)
     axis.set_title(f"{data.run.name}: {title}")
@@ -213,8 +257,8 @@ def memory_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
               label="page cache of the server's files (end of point)")  # fmt: skip
     axis.axhline(data.memory_limit_bytes / MIB, color="tab:purple", linestyle="--",
                  label=f"memory limit {format_bytes(data.memory_limit_bytes)}")  # fmt: skip
-    axis.set_xlabel(x_key)
-    axis.set_ylabel("MiB")
+    set_x_axis(axis, x_key, xs)
+    axis.set_ylabel("memory (MiB)")
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3)
     axis.set_title(f"{data.run.name}: the emulated machine's memory")
@@ -227,25 +271,28 @@ def progress_plot(data: RunData, out_dir: Path) -> list[Path]:
     figure, axis = plt.subplots(figsize=(8, 4.5))
     drawn = 0
     colormap = plt.get_cmap("viridis")
+    # At most about 12 legend entries: with more points, every n-th line is named and the
+    # colour (point order) tells the rest apart.
+    every = max(1, -(-len(data.points) // 12))
     for position, result in enumerate(data.points):
         ok = result.ok
         samples = ok[0].metrics.get("pgbench", {}).get("progress", []) if ok else []
         if not samples:
             continue
+        named = position % every == 0 or position == len(data.points) - 1
         axis.plot([s["elapsed_s"] for s in samples], [s["tps"] for s in samples],
                   color=colormap(position / max(1, len(data.points) - 1)), linewidth=1,
-                  label=result.point.label)  # fmt: skip
+                  label=result.point.label if named else None)  # fmt: skip
         drawn += 1
     if not drawn:
         plt.close(figure)
         return []
-    axis.set_xlabel("seconds into the measurement")
-    axis.set_ylabel("tps (pgbench --progress)")
+    axis.set_xlabel("time into the measurement (s)")
+    axis.set_ylabel(f"{TPS_LABEL}, per second")
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3)
-    axis.set_title(f"{data.run.name}: throughput over time, per point")
-    if drawn <= 12:
-        axis.legend(fontsize=7, ncol=2)
+    axis.set_title(f"{data.run.name}: throughput over time, first repetition of each point")
+    axis.legend(fontsize=7, ncol=2)
     return save_figure(figure, out_dir, "tps-over-time")
 
 

@@ -40,7 +40,10 @@ def run_table(store: ResultStore, run_id: str) -> str:
     rows = []
     for result in data.points:
         tps, latency = result.tps, result.latency_ms
-        ci = f"{_number(tps.ci_low)}..{_number(tps.ci_high)}" if tps and tps.ci_low else "-"
+        ci = "-"
+        if tps and tps.median_low is not None:
+            ci = f"{_number(tps.median_low)}..{_number(tps.median_high)}"
+            ci += "" if tps.median_coverage >= 0.95 else f" ({tps.median_coverage:.0%})"
         reasons = "; ".join(sorted({m.reason or "" for m in result.failures}))
         rows.append([
             result.point.point_index, result.point.label,
@@ -51,7 +54,7 @@ def run_table(store: ResultStore, run_id: str) -> str:
             _number(result.blks_hit_ratio * 100 if result.blks_hit_ratio is not None else None, 1),
             reasons,
         ])  # fmt: skip
-    header = ["#", "point", "ok", "tps (median)", "tps 95% CI", "latency ms", "db size",
+    header = ["#", "point", "ok", "tps (median)", "95% CI of median", "latency ms", "db size",
               "hit %", "failures"]  # fmt: skip
     run = data.run
     title = f"run {run.run_id} ({run.name}, {run.status})"

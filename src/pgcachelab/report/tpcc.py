@@ -86,7 +86,7 @@ def series_plot(data: RunData, out_dir: Path) -> list[Path]:
     if not drawn:
         plt.close(figure)
         return []
-    axis.set_xlabel("seconds into the run")
+    axis.set_xlabel("time into the run (s)")
     axis.set_ylabel("tpmC in the interval (New-Orders per minute)")
     axis.set_title("tpmC over each run (every repetition)")
     axis.set_ylim(bottom=0)

@@ -18,7 +18,7 @@ from pgcachelab.analysis.versions import (  # noqa: E402
     version_order,
 )
 from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
-from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.plots import TPS_LABEL, save_figure  # noqa: E402
 from pgcachelab.units import SETTING_UNIT_BYTES, SETTING_UNIT_SECONDS, format_bytes  # noqa: E402
 
 X_KEY = "clients"
@@ -95,7 +95,7 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
         axis.set_xticks(clients, [str(c) for c in clients])
         axis.minorticks_off()
         axis.set_xlabel("clients (log scale)")
-        axis.set_ylabel("tps")
+        axis.set_ylabel(TPS_LABEL)
         axis.set_ylim(bottom=0)
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)

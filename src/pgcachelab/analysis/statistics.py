@@ -1,0 +1,253 @@
+"""How far a run's numbers can be trusted: intervals for medians, noise, stability. Pure functions.
+
+The interval of a median is the exact distribution-free one from order statistics: the number of
+repetitions below the true median is Binomial(n, 1/2), so [x(j), x(n+1-j)] covers it with
+probability sum_{i=j}^{n-j} C(n, i) / 2^n whatever the distribution of tps. It needs no
+assumption about skew (benchmark samples are skewed by stalls) and no random resampling, but it
+needs 6 repetitions to reach 95%: with fewer, the interval is min..max and its real coverage
+(e.g. 75% with 3) is reported instead of pretending.
+"""
+
+import math
+import statistics
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+# Smallest n whose widest order-statistic interval (min..max, 1 - 2 / 2^n) reaches 95%.
+MIN_EXACT_95 = 6
+# Above this coefficient of variation a point's repetitions disagree too much to trust a figure.
+WIDE_SPREAD_CV = 0.10
+# A per-second trend matters when tps moves by this much over the measurement...
+TREND_MIN_CHANGE = 0.05
+# ...and a second is a dip or a spike when it leaves the median by this much of it, and by more
+# than DEVIATION_MADS robust standard deviations (1.4826 MAD) of the other seconds.
+DEVIATION_MIN_SHARE = 0.25
+DEVIATION_MADS = 4.0
+# A second below this share of the median is a stall whatever the spread: with several stalled
+# seconds among few, the spread itself is inflated by them.
+STALL_SHARE = 0.10
+
+# Two-sided 95% Student t quantiles by degrees of freedom; 1.96 beyond the table.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}  # fmt: skip
+
+
+def t95(degrees_of_freedom: int) -> float:
+    if degrees_of_freedom <= 0:
+        return math.nan
+    for df in sorted(_T95):
+        if degrees_of_freedom <= df:
+            return _T95[df]
+    return 1.96
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    low: float
+    high: float
+    coverage: float  # the exact probability that [low, high] holds the true median
+
+    @property
+    def is_95(self) -> bool:
+        return self.coverage >= CONFIDENCE
+
+
+def order_statistic_coverage(n: int, j: int) -> float:
+    """P(x(j) <= true median <= x(n+1-j)) for n independent values (1-based j)."""
+    return sum(math.comb(n, i) for i in range(j, n - j + 1)) / 2**n
+
+
+def median_interval(values: list[float], confidence: float = CONFIDENCE) -> MedianInterval | None:
+    """The narrowest symmetric order-statistic interval reaching `confidence`; min..max (with
+    its lower coverage) when n is too small to reach it; None below two values."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n < 2:
+        return None
+    j = 1
+    while j + 1 <= n // 2 and order_statistic_coverage(n, j + 1) >= confidence:
+        j += 1
+    return MedianInterval(ordered[j - 1], ordered[n - j], order_statistic_coverage(n, j))
+
+
+def relative_half_width(median: float, interval: MedianInterval | None) -> float | None:
+    """Half the interval's width over the median: 0.02 means "±2%"."""
+    if interval is None or not median:
+        return None
+    return (interval.high - interval.low) / 2 / abs(median)
+
+
+def coefficient_of_variation(values: list[float]) -> float | None:
+    if len(values) < 2 or not statistics.fmean(values):
+        return None
+    return statistics.stdev(values) / abs(statistics.fmean(values))
+
+
+def settled(values: list[float], target: float) -> bool:
+    """Whether a point's repetitions pin its median down to ±target with a real 95% interval."""
+    if len(values) < MIN_EXACT_95:
+        return False
+    width = relative_half_width(statistics.median(values), median_interval(values))
+    return width is not None and width < target
+
+
+# -- the machine's noise -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Noise:
+    cv_by_point: dict  # point index -> coefficient of variation of its repetitions
+    median_cv: float | None  # the run's noise: the typical spread of repeated identical points
+
+
+def machine_noise(values_by_point: dict) -> Noise:
+    cvs = {point: coefficient_of_variation(values) for point, values in values_by_point.items()}
+    cvs = {point: cv for point, cv in cvs.items() if cv is not None}
+    return Noise(cvs, statistics.median(cvs.values()) if cvs else None)
+
+
+# -- stability within one measurement (pgbench --progress) --------------------------------------
+
+
+@dataclass(frozen=True)
+class Trend:
+    relative_change: float  # fitted tps change from the first to the last second, over the mean
+    t_statistic: float
+    samples: int
+
+    @property
+    def significant(self) -> bool:
+        return (
+            abs(self.t_statistic) > t95(self.samples - 2)
+            and abs(self.relative_change) >= TREND_MIN_CHANGE
+        )
+
+
+def tps_trend(seconds: list[float], tps: list[float]) -> Trend | None:
+    """Least-squares slope of tps over the run. Successive seconds are correlated, so the t test
+    alone flags tiny drifts on long runs: a trend also has to move tps by TREND_MIN_CHANGE."""
+    n = len(seconds)
+    if n < 4:
+        return None
+    mean_t, mean_y = statistics.fmean(seconds), statistics.fmean(tps)
+    sxx = sum((t - mean_t) ** 2 for t in seconds)
+    if sxx == 0 or mean_y == 0:
+        return None
+    slope = sum((t - mean_t) * (y - mean_y) for t, y in zip(seconds, tps, strict=True)) / sxx
+    residuals = [y - mean_y - slope * (t - mean_t) for t, y in zip(seconds, tps, strict=True)]
+    error = math.sqrt(sum(r * r for r in residuals) / (n - 2) / sxx)
+    t_statistic = math.inf if error == 0 else slope / error
+    if error == 0 and slope == 0:
+        t_statistic = 0.0
+    change = slope * (seconds[-1] - seconds[0]) / mean_y
+    return Trend(change, t_statistic, n)
+
+
+@dataclass(frozen=True)
+class Deviations:
+    dips_s: list[float]  # seconds whose tps fell far below the others (e.g. checkpoint stalls)
+    spikes_s: list[float]
+    median_tps: float
+    lowest_tps: float
+
+
+def tps_deviations(seconds: list[float], tps: list[float]) -> Deviations | None:
+    if len(tps) < 4:
+        return None
+    middle = statistics.median(tps)
+    spread = 1.4826 * statistics.median(abs(y - middle) for y in tps)
+    limit = max(DEVIATION_MADS * spread, DEVIATION_MIN_SHARE * middle)
+    dips = [
+        t for t, y in zip(seconds, tps, strict=True)
+        if y < middle - limit or y < STALL_SHARE * middle
+    ]  # fmt: skip
+    spikes = [t for t, y in zip(seconds, tps, strict=True) if y > middle + limit]
+    return Deviations(dips, spikes, middle, min(tps))
+
+
+def after_warmup(samples: list[dict], warmup_s: float) -> tuple[list[float], list[float]]:
+    """(seconds, tps) of the stored progress samples after the first `warmup_s` seconds."""
+    kept = [s for s in samples if s.get("tps") is not None and s["elapsed_s"] > warmup_s]
+    return [s["elapsed_s"] for s in kept], [s["tps"] for s in kept]
+
+
+# -- warnings in the pyperf spirit: what is wrong, and what to try next ------------------------
+
+
+@dataclass(frozen=True)
+class StabilityWarning:
+    point: str  # the point's label, or "run"
+    problem: str
+    try_next: str
+
+    def text(self) -> str:
+        return f"{self.point}: {self.problem}; try {self.try_next}"
+
+
+def repetitions_warning(counts: dict[str, int]) -> StabilityWarning | None:
+    """One warning for the run when points have too few repetitions for a 95% interval of
+    their median (said once, not once per point)."""
+    few = {label: n for label, n in counts.items() if 2 <= n < MIN_EXACT_95}
+    if not few:
+        return None
+    fewest = min(few.values())
+    coverage = order_statistic_coverage(fewest, 1)
+    where = "every point" if len(few) == len(counts) else f"{len(few)} of {len(counts)} points"
+    return StabilityWarning(
+        "run", f"{where} with fewer than {MIN_EXACT_95} repetitions (fewest {fewest}): their "
+        f"medians' intervals are min..max and cover as little as {coverage:.0%}, not 95%",
+        f"repetitions = {MIN_EXACT_95} or more, or repetitions = \"auto\"",
+    )  # fmt: skip
+
+
+def point_warnings(label: str, values: list[float], target: float | None = None,
+                   what: str = "repetitions") -> list:  # fmt: skip
+    """Warnings about one point's repetitions: spread too wide, interval wider than the
+    precision the spec asked for."""
+    warnings = []
+    if len(values) < 2:
+        return warnings
+    cv = coefficient_of_variation(values)
+    if cv is not None and cv > WIDE_SPREAD_CV:
+        warnings.append(StabilityWarning(
+            label, f"{what} spread widely (CV {cv:.0%})",
+            "more repetitions, a longer duration, order = \"interleaved\", or a quieter machine",
+        ))  # fmt: skip
+    if target is not None and not settled(values, target):
+        width = relative_half_width(statistics.median(values), median_interval(values))
+        warnings.append(StabilityWarning(
+            label, f"never settled: the median is known to ±{width:.1%}, target ±{target:.1%}",
+            "a larger max_repetitions, a longer duration, or a looser target_ci",
+        ))  # fmt: skip
+    return warnings
+
+
+def progress_warnings(label: str, seconds: list[float], tps: list[float], writes: bool) -> list:
+    """Warnings about one measurement's per-second tps: a trend, dips or spikes."""
+    warnings = []
+    trend = tps_trend(seconds, tps)
+    if trend is not None and trend.significant:
+        direction = "rises" if trend.relative_change > 0 else "falls"
+        warnings.append(StabilityWarning(
+            label, f"tps {direction} by {abs(trend.relative_change):.0%} over the measurement "
+            "(a significant trend: the run had not reached a steady state)",
+            "a longer warmup or duration; for read-write runs, checkpoint settings "
+            "(max_wal_size, checkpoint_timeout) and autovacuum",
+        ))  # fmt: skip
+    deviations = tps_deviations(seconds, tps)
+    if deviations is not None and deviations.dips_s:
+        cause = "a checkpoint or a lock?" if writes else "other load on the machine?"
+        warnings.append(StabilityWarning(
+            label, f"{len(deviations.dips_s)} second(s) with tps far below the median "
+            f"{deviations.median_tps:,.0f} (lowest {deviations.lowest_tps:,.0f}, at "
+            f"{', '.join(f'{t:g}' for t in deviations.dips_s[:5])} s; {cause})",
+            "checkpoint settings (max_wal_size, checkpoint_completion_target) for writes, "
+            "a longer duration, or a quieter machine",
+        ))  # fmt: skip
+    if deviations is not None and deviations.spikes_s:
+        warnings.append(StabilityWarning(
+            label, f"{len(deviations.spikes_s)} second(s) with tps far above the median "
+            f"{deviations.median_tps:,.0f}",
+            "a longer warmup (caches still filling) or a longer duration",
+        ))  # fmt: skip
+    return warnings
