@@ -201,7 +201,7 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str
 def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None):
     run = store.run(run_id)
     if run is None:
-        raise UserError(f"no run {run_id!r} in {store.path}", "list runs with: pgcachelab runs")
+        raise UserError(f"no run {run_id!r} in {store.location}", "list runs with: pgcachelab runs")
     if run.status == "running" and run.lab_pid and os.path.exists(f"/proc/{run.lab_pid}"):
         raise UserError(f"run {run_id!r} is still running (pid {run.lab_pid})", "wait for it")
     reap_abandoned(store, progress)

@@ -33,7 +33,7 @@ MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
 MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
-            "machine", "pgbench", "cache_wash", "sweep", "report"}  # fmt: skip
+            "machine", "pgbench", "cache_wash", "sweep", "report", "store"}  # fmt: skip
 CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
 CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups")
 SERVER_KEYS = {"pg_bin", "listen_tcp", "settings", "data_checksums"}
@@ -96,6 +96,7 @@ class ExperimentSpec:
     sweep_workload: dict[str, list]
     sweep_settings: dict[str, list]
     report: dict = field(default_factory=dict)
+    store: str | None = None  # where the run is stored: a postgresql:// URL or a SQLite path
 
     def setting_names(self) -> set[str]:
         return set(self.settings) | set(self.sweep_settings)
@@ -257,6 +258,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
             "server.data_checksums", data_checksums, "not a boolean", "true or false"
         )
 
+    store = _store_key(problem, raw.get("store"))
+
     return ExperimentSpec(
         path=path,
         text=text,
@@ -275,7 +278,26 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         sweep_workload=sweep_workload,
         sweep_settings=sweep_settings,
         report=report,
+        store=store,
     )
+
+
+def _store_key(problem: SpecProblem, value) -> str | None:
+    """The spec's store, checked now; a password is refused: the spec text is stored."""
+    from pgcachelab.store.location import STORE_HINT, parse_store
+
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise problem.bad_value("store", value, "not a string", STORE_HINT)
+    location = parse_store(value, f"{problem.path}: store")
+    if location.password_in_url():
+        raise problem(
+            "store",
+            f"a password in {location.masked()!r} would be stored with the run's spec",
+            "leave it out of the URL and put it in PGPASSWORD or ~/.pgpass",
+        )
+    return value
 
 
 def _reject_unknown(problem: SpecProblem, table: dict, allowed: set, prefix: str) -> None:
