@@ -119,14 +119,15 @@ def test_one_repetition_gives_a_ratio_without_an_interval():
 # -- matching points -------------------------------------------------------------------------
 
 
-def side(swept: dict, tps=(100.0, 101.0, 99.0), workload=None, settings=None, server=None):
+def side(swept: dict, tps=(100.0, 101.0, 99.0), workload=None, settings=None, server=None,
+         derived=frozenset()):  # fmt: skip
     workload = {"mode": "select-only", "clients": 4, "duration": 2, **(workload or {})}
     workload.update({k: v for k, v in swept.items() if k not in ("shared_buffers",)})
     settings = {"shared_buffers": "32MB", **(settings or {})}
     if "shared_buffers" in swept:
         settings["shared_buffers"] = swept["shared_buffers"]
     label = ", ".join(f"{k}={v}" for k, v in swept.items())
-    return PointSide(label, swept, workload, settings, list(tps), server or {})
+    return PointSide(label, swept, workload, settings, list(tps), server or {}, derived)
 
 
 def run(points, status="done", **environment):
@@ -156,11 +157,24 @@ def test_a_setting_swept_in_one_run_matches_the_fixed_value_of_the_other():
 
 
 def test_context_differences_come_before_the_numbers_serious_first():
-    server_a = {"shared_buffers": "16384 8kB", "work_mem": "4096 kB", "port": "5432"}
-    server_b = {"shared_buffers": "128 8kB", "work_mem": "4096 kB", "port": "5433"}
-    a = run([side({"scale": 1}, server=server_a)], kernel="6.1")
+    server_a = {
+        "shared_buffers": "16384 8kB",
+        "work_mem": "4096 kB",
+        "port": "5432",
+        "wal_buffers": "512 8kB",
+        "jit": "on",
+    }
+    server_b = {
+        "shared_buffers": "128 8kB",
+        "work_mem": "4096 kB",
+        "port": "5433",
+        "wal_buffers": "8 8kB",
+        "jit": "off",
+    }
+    derived = frozenset({"wal_buffers", "jit"})  # jit: set in B, a built-in default in A
+    a = run([side({"scale": 1}, server=server_a, derived=derived)], kernel="6.1")
     b = run(
-        [side({"scale": 1}, workload={"duration": 4}, server=server_b)],
+        [side({"scale": 1}, workload={"duration": 4}, server=server_b, derived={"wal_buffers"})],
         status="failed", kernel="6.2", server_version="15.20",
     )  # fmt: skip
     comparison = compare_runs(a, b)
@@ -170,6 +184,9 @@ def test_context_differences_come_before_the_numbers_serious_first():
     assert found["server setting shared_buffers"] == ("16384 8kB", "128 8kB", True)
     assert found["run B status"] == ("done", "failed", True)
     assert found["kernel"] == ("6.1", "6.2", False)
+    assert found["server setting jit"] == ("on", "off", True)
+    wal_buffers = "server setting wal_buffers (chosen by the server from other settings)"
+    assert found[wal_buffers] == ("512 8kB", "8 8kB", False)
     assert "server setting port" not in found and "server setting work_mem" not in found
     assert [d.serious for d in comparison.context][-1] is False
 

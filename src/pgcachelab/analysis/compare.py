@@ -110,6 +110,7 @@ class PointSide:
     settings: dict  # the spec's server settings for the point
     tps: list[float]  # of the repetitions that succeeded
     server_settings: dict = field(default_factory=dict)  # name -> pg_settings value, as text
+    derived_settings: frozenset = frozenset()  # set by the server itself (default, override)
 
 
 @dataclass(frozen=True)
@@ -299,20 +300,31 @@ def _parameter_differences(matching: Matching) -> list[ContextDifference]:
 
 def _setting_differences(matching: Matching, skip: set[str]) -> list[ContextDifference]:
     """Server settings (pg_settings as recorded) that differ between matched points, but for
-    those the matching or the spec settings already account for."""
+    those the matching or the spec settings already account for.
+
+    A setting the server chose itself in both runs (wal_buffers, shared_memory_size... follow
+    shared_buffers) is listed as a consequence, not as a cause.
+    """
     values: dict[str, set] = {}
+    chosen_by_server: dict[str, bool] = {}
     for _, point_a, point_b in matching.pairs:
         if not point_a.server_settings or not point_b.server_settings:
             continue
         both = {"A": point_a.server_settings, "B": point_b.server_settings}
+        derived_in_both = point_a.derived_settings & point_b.derived_settings
         for name, by_run in differing_settings(both).items():
             if name in matching.keys or name in skip:
                 continue
             values.setdefault(name, set()).add((by_run["A"], by_run["B"]))
-    return [
-        ContextDifference(f"server setting {name}", *_joined(pairs), serious=True)
-        for name, pairs in sorted(values.items())
-    ]
+            chosen_by_server[name] = chosen_by_server.get(name, True) and name in derived_in_both
+    found = []
+    for name, pairs in sorted(values.items()):
+        if chosen_by_server[name]:
+            what = f"server setting {name} (chosen by the server from other settings)"
+            found.append(ContextDifference(what, *_joined(pairs), serious=False))
+        else:
+            found.append(ContextDifference(f"server setting {name}", *_joined(pairs), True))
+    return found
 
 
 def _joined(pairs: set) -> tuple[str, str]:

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from pgcachelab.analysis.compare import Comparison  # noqa: E402
 from pgcachelab.report.compare_text import HEADER, method_note, point_row  # noqa: E402
@@ -38,6 +39,9 @@ def ratio_chart_png(comparison: Comparison) -> bytes | None:
             axis.plot([x], [point.ratio], "o", color=color)
     axis.axhline(1.0, color="black", linewidth=1)
     axis.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:g}")  # 0.5, not 5x10^-1
+    axis.yaxis.set_major_formatter(plain)
+    axis.yaxis.set_minor_formatter(plain)
     axis.set_xticks(xs, [p.label for p in points], rotation=30, ha="right", fontsize=8)
     axis.set_xlabel("point (matched parameters)")
     axis.set_ylabel("tps ratio B / A (geometric means, log scale)")

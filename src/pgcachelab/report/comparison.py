@@ -14,6 +14,9 @@ def load_side(store, run_id: str) -> RunSide:
             settings=result.point.settings,
             tps=[m.tps for m in result.ok if m.tps is not None],
             server_settings=_as_text(data.server_settings.get(result.point.point_index, {})),
+            derived_settings=_chosen_by_server(
+                data.server_settings.get(result.point.point_index, {})
+            ),
         )
         for result in data.points
     ]
@@ -31,6 +34,15 @@ def _as_text(settings: dict) -> dict[str, str]:
         else:
             text[name] = str(row)
     return text
+
+
+def _chosen_by_server(settings: dict) -> frozenset:
+    """Settings nobody set: built-in defaults and values the server computes (override)."""
+    return frozenset(
+        name
+        for name, row in settings.items()
+        if isinstance(row, dict) and row.get("source") in ("default", "override")
+    )
 
 
 def load_comparison(store_a, run_a: str, store_b, run_b: str) -> Comparison:
