@@ -209,7 +209,9 @@ def test_the_environment_variable_names_the_store(store_server, tmp_path):
     listed = runs_with(url)
     assert listed.returncode == 0 and listed.stdout.startswith("run "), listed.stderr
     failed = runs_with("postgresql://lab:hunter2@127.0.0.1:1/x")
-    assert_user_error(failed, r"cannot connect to 'postgresql://lab:\*\*\*@", r"postgresql://")
+    assert_user_error(
+        failed, r"PGCACHELAB_STORE: cannot connect to 'postgresql://lab:\*\*\*@", r"postgresql://"
+    )
     assert "hunter2" not in failed.stderr
 
 

@@ -38,26 +38,30 @@ StoreOption = Annotated[
 
 
 def _location(lab_dir: Path, store: str | None, spec_store: str | None = None):
+    """(where the runs are, the option or key that said so: for messages)."""
     from pgcachelab.store.location import ENV_VAR, choose_store
 
-    return choose_store(store, spec_store, os.environ.get(ENV_VAR), lab_dir)
+    location = choose_store(store, spec_store, os.environ.get(ENV_VAR), lab_dir)
+    if store:
+        return location, "--store"
+    if spec_store:
+        return location, "store"
+    return location, ENV_VAR if os.environ.get(ENV_VAR) else "--lab-dir"
 
 
 def _store(lab_dir: Path, store: str | None = None, spec_store: str | None = None):
     """The store to write runs to, created if new."""
     from pgcachelab.store.open import open_store
 
-    return open_store(_location(lab_dir, store, spec_store))
+    location, option = _location(lab_dir, store, spec_store)
+    return open_store(location, option=option)
 
 
 def _existing_store(lab_dir: Path, store: str | None = None):
     """The store to read runs from; one that does not exist yet is a user error."""
-    from pgcachelab.store.location import ENV_VAR, lab_dir_store
     from pgcachelab.store.open import open_store
 
-    location = _location(lab_dir, store)
-    given_by = "--store" if store else ENV_VAR
-    option = "--lab-dir" if location == lab_dir_store(lab_dir) else given_by
+    location, option = _location(lab_dir, store)
     return open_store(location, create=False, option=option)
 
 

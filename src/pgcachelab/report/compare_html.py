@@ -51,7 +51,7 @@ def ratio_chart_png(comparison: Comparison) -> bytes | None:
     axis.plot([], [], "o", color="tab:green", label="B significantly faster")
     axis.plot([], [], "o", color="tab:red", label="B significantly slower")
     axis.plot([], [], "o", color="0.35", label="no significant difference")
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: never on a point
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(figure)

@@ -10,7 +10,7 @@ def open_store(location: StoreLocation, create: bool = True, option: str = "--st
     if location.kind == "postgresql":
         from pgcachelab.store.postgresql import PostgresResultStore
 
-        return PostgresResultStore(location.url, create=create)
+        return PostgresResultStore(location.url, create=create, option=option)
     from pgcachelab.store.sqlite import ResultStore
 
     if not create and not location.path.is_file():

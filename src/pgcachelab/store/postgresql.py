@@ -93,14 +93,16 @@ _MEASUREMENT_COLUMNS = ("point_index, repetition, status, reason, started_at, fi
                         " metrics")  # fmt: skip
 
 
-def connection_error(url: str, error: Exception, what: str = "cannot connect to") -> UserError:
+def connection_error(
+    url: str, error: Exception, what: str = "cannot connect to", option: str = "--store"
+) -> UserError:
     """One line naming the store with its password masked, and libpq's reason."""
     reason = " ".join(str(error).split()) or type(error).__name__
     masked = mask_password(url)
     password = _password_of(url)
     if password:  # libpq does not echo passwords; this makes sure of it
         reason = reason.replace(password, "***")
-    return UserError(f"--store: {what} {masked!r}: {reason}", STORE_HINT)
+    return UserError(f"{option}: {what} {masked!r}: {reason}", STORE_HINT)
 
 
 def _password_of(url: str) -> str | None:
@@ -113,23 +115,26 @@ def _password_of(url: str) -> str | None:
 class PostgresResultStore:
     """The ResultStore interface (store/sqlite.py) on a PostgreSQL database."""
 
-    def __init__(self, url: str, create: bool = True, schema: str = SCHEMA):
+    def __init__(
+        self, url: str, create: bool = True, schema: str = SCHEMA, option: str = "--store"
+    ):
+        """`option`: how messages name where the URL came from (--store, --from, the spec...)."""
         self._url = url  # may hold a password: only ever shown through self.location
         self.schema = schema
         try:
             self.db = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as error:
-            raise connection_error(url, error) from None
+            raise connection_error(url, error, option=option) from None
         try:
             if not create and not self._has_schema():
                 raise UserError(
-                    f"--store: no results in {self.location!r}",
+                    f"{option}: no results in {self.location!r}",
                     "run an experiment with --store first, or copy runs there (store copy)",
                 )
             self._migrate()
         except psycopg.Error as error:
             self.db.close()
-            raise connection_error(url, error, "cannot use") from None
+            raise connection_error(url, error, "cannot use", option) from None
         except BaseException:
             self.db.close()
             raise
