@@ -16,6 +16,7 @@ from pgcachelab.analysis.compare import (
     compare_point,
     compare_runs,
     exact_u_p_value,
+    load_difference,
     mann_whitney_u,
     match_points,
 )
@@ -273,3 +274,12 @@ def test_only_this_hosts_killed_runs_are_abandoned():
 
     here, elsewhere = stored(platform.node()), stored("another-host")
     assert abandoned([here, elsewhere]) == [here]
+
+
+def test_a_busy_or_changed_machine_load_is_a_context_difference():
+    assert load_difference(0.4, 1.2, 2) is None  # quiet, and within a core of each other
+    assert load_difference(None, 9.0, 2) is None  # older runs did not record it
+    changed = load_difference(1.0, 2.5, 4)
+    assert (changed.a, changed.b, changed.serious) == ("1.0", "2.5", True)
+    assert "4 cores" in changed.what
+    assert load_difference(9.1, 9.4, 2) is not None  # similar, but far beyond the cores

@@ -225,6 +225,7 @@ class RunSide:
     environment: dict
     target: dict
     points: list[PointSide]
+    load_average: float | None = None  # median 1-minute load average after its measurements
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,9 @@ def context_differences(a: RunSide, b: RunSide, matching: Matching) -> list[Cont
     if a.target.get("kind") != b.target.get("kind"):
         found.append(ContextDifference("server kind", _text(a.target.get("kind")),
                                        _text(b.target.get("kind")), True))  # fmt: skip
+    load = load_difference(a.load_average, b.load_average, a.environment.get("cores"))
+    if load is not None:
+        found.append(load)
     for side, run in (("A", a), ("B", b)):
         if run.status != "done":
             found.append(ContextDifference(f"run {side} status", *_status(side, run), True))
@@ -272,6 +276,24 @@ def context_differences(a: RunSide, b: RunSide, matching: Matching) -> list[Cont
     found += parameters
     found += _setting_differences(matching, skip=spec_settings)
     return sorted(found, key=lambda d: not d.serious)
+
+
+def load_difference(
+    load_a: float | None, load_b: float | None, cores: int | None
+) -> ContextDifference | None:
+    """The machine's load, when it differs by a core or more or exceeded the cores.
+
+    A busy shared machine moves tps by tens of percent between runs made one after the other;
+    the intervals of each run cannot see that, so it has to be said next to them.
+    """
+    if load_a is None or load_b is None:
+        return None
+    busy = cores is not None and max(load_a, load_b) > cores
+    if abs(load_a - load_b) < 1.0 and not busy:
+        return None
+    what = "machine load (median 1-minute load average after the measurements"
+    what += f"; {cores} cores)" if cores else ")"
+    return ContextDifference(what, f"{load_a:.1f}", f"{load_b:.1f}", serious=True)
 
 
 def _status(side: str, run: RunSide) -> tuple[str, str]:

@@ -322,6 +322,8 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         metrics["machine"] = _machine_stats(ctx)
         _check_not_oom_killed(machine_before, metrics["machine"])
         metrics.update(outcome.metrics)
+        # Other users of the machine show here: compare flags runs made under different load.
+        metrics["load_average_1m"] = os.getloadavg()[0]
         metrics["probes"] = delta(before, after)
         metrics["database_size_bytes"] = after["database"].get("size_bytes")
         measurement = _measurement(point, repetition, started_at, started, action, metrics)

@@ -1,5 +1,7 @@
 """Two stored runs as `compare` sees them: read from the store, then compared (pure)."""
 
+import statistics
+
 from pgcachelab.analysis.compare import Comparison, PointSide, RunSide, compare_runs
 from pgcachelab.report.dataset import load_run
 
@@ -21,7 +23,14 @@ def load_side(store, run_id: str) -> RunSide:
         for result in data.points
     ]
     run = data.run
-    return RunSide(run.run_id, run.name, run.status, run.environment, run.target, points)
+    loads = [
+        m.metrics["load_average_1m"]
+        for result in data.points
+        for m in result.ok
+        if m.metrics.get("load_average_1m") is not None
+    ]
+    load = statistics.median(loads) if loads else None
+    return RunSide(run.run_id, run.name, run.status, run.environment, run.target, points, load)
 
 
 def _as_text(settings: dict) -> dict[str, str]:
