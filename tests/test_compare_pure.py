@@ -2,6 +2,7 @@
 their parameters, the context differences, and the store locations with masked passwords."""
 
 import itertools
+import json
 import math
 import platform
 import re
@@ -259,12 +260,15 @@ def test_a_spec_names_its_store_but_never_a_password():
         spec('store = "redis://db"')
 
 
-@pytest.mark.parametrize("name", ["compare-quick.toml", "compare-quick-small-buffers.toml"])
-def test_the_compare_experiments_differ_only_in_shared_buffers(name):
+@pytest.mark.parametrize("name", ["compare-quick.toml", "compare-quick-async-commit.toml"])
+def test_the_compare_experiments_differ_only_in_synchronous_commit(name):
     parsed = spec((REPO / "experiments" / name).read_text(), REPO / "experiments" / name)
     other = spec((REPO / "experiments" / "compare-quick.toml").read_text())
     assert parsed.parameters == other.parameters and parsed.sweep_workload == other.sweep_workload
     assert parsed.repetitions == 5 and parsed.order == "interleaved"
+    assert {k: v for k, v in parsed.settings.items() if k != "synchronous_commit"} == {
+        "shared_buffers": "128MB"
+    }
 
 
 def test_only_this_hosts_killed_runs_are_abandoned():
@@ -283,3 +287,33 @@ def test_a_busy_or_changed_machine_load_is_a_context_difference():
     assert (changed.a, changed.b, changed.serious) == ("1.0", "2.5", True)
     assert "4 cores" in changed.what
     assert load_difference(9.1, 9.4, 2) is not None  # similar, but far beyond the cores
+
+
+# -- real runs (tests/data/compare/runs.json, from capture.py) ------------------------------------
+
+
+def captured_runs() -> list[RunSide]:
+    runs = json.loads((Path(__file__).parent / "data" / "compare" / "runs.json").read_text())
+    return [
+        RunSide(
+            r["run_id"], r["name"], r["status"], r["environment"], r["target"],
+            [PointSide(**{**p, "derived_settings": frozenset(p["derived_settings"])})
+             for p in r["points"]],
+            r["load_average"],
+        )
+        for r in runs
+    ]  # fmt: skip
+
+
+def test_real_identical_runs_differ_at_few_points_and_the_deliberate_change_at_all():
+    first, second, async_commit = captured_runs()
+    identical = compare_runs(first, second)
+    assert len(identical.points) == 4 and identical.only_a == identical.only_b == []
+    assert len(identical.significant) <= 1
+    assert not [d for d in identical.context if d.what.startswith(("setting", "server setting"))]
+    changed = compare_runs(first, async_commit)
+    assert [p.verdict for p in changed.points] == ["B faster"] * 4
+    assert all(p.ci_low > 2 for p in changed.points)
+    assert changed.context[0].serious
+    settings = [d for d in changed.context if d.serious and "setting" in d.what]
+    assert [(d.what, d.a, d.b) for d in settings] == [("setting synchronous_commit", "on", "off")]
