@@ -30,7 +30,7 @@ def copy(
     source_location = parse_store(source, "--from")
     destination_location = parse_store(destination, "--to")
     reading = open_store(source_location, create=False, option="--from")
-    writing = open_store(destination_location)
+    writing = open_store(destination_location, option="--to")
     try:
         result = copy_runs(reading, writing, run_ids or [])
     finally:
