@@ -29,8 +29,8 @@ from pgcachelab.clusters.osuser import OsUser, install_usable_by, server_user
 SPECS_DIR = Path(__file__).parent / "data" / "specs"
 CLI_TIMEOUT_S = 300  # a safety net against a hung test, not an expectation of speed
 # Environment variables that would change what the CLI does or where it connects.
-_CLI_ENV_DROP = ("PGCACHELAB_DIR", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE", "PGOPTIONS",
-                 "PGPASSWORD", "PGSERVICE", "COLUMNS")  # fmt: skip
+_CLI_ENV_DROP = ("PGCACHELAB_DIR", "PGCACHELAB_STORE", "PGHOST", "PGPORT", "PGUSER",
+                 "PGDATABASE", "PGOPTIONS", "PGPASSWORD", "PGSERVICE", "COLUMNS")  # fmt: skip
 
 
 # -- processes -----------------------------------------------------------------------------------

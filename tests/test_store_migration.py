@@ -34,3 +34,21 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     finally:
         store.close()
     ResultStore(path).close()  # opening a migrated store again changes nothing
+
+
+def test_store_copy_carries_cache_snapshots_once(tmp_path):
+    from pgcachelab.experiments.spec import Point
+    from pgcachelab.store.copy import copy_runs
+    from pgcachelab.store.records import Measurement
+
+    source, destination = ResultStore(tmp_path / "a.sqlite"), ResultStore(tmp_path / "b.sqlite")
+    run_id = source.create_run("n", "s.toml", "", {"kind": "managed"}, {}, [Point(0, {}, {}, {})])
+    source.record_measurement(
+        run_id, Measurement(0, 0, "ok", None, 1.0, 2.0, 1.0, None, 10.0, None, None, {})
+    )
+    taken = [StoredSnapshot(0, 0, seq, 1.0 + seq, "sample", "summary", None, 2.0, None, {"k": seq})
+             for seq in range(3)]  # fmt: skip
+    source.record_snapshots(run_id, 0, 0, taken)
+    copy_runs(source, destination, [])
+    copy_runs(source, destination, [run_id])  # again: brought up to date, never doubled
+    assert destination.snapshots(run_id) == source.snapshots(run_id) == taken

@@ -11,21 +11,22 @@ LAB_DIR_OPTION = typer.Option(
 )
 
 
-def register(app: typer.Typer, existing_store: Callable, run_of: Callable) -> None:
+def register(app: typer.Typer, existing_store: Callable, run_of: Callable, store_option) -> None:
     """Add the command; the store helpers are main's, passed in to avoid a circular import."""
 
     @app.command()
     def advise(
         run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
         lab_dir: Annotated[Path, LAB_DIR_OPTION] = Path("lab"),
+        store: store_option = None,
     ) -> None:
         """The settings a stored run favours, with 95% intervals, and what it cannot tell."""
         from pgcachelab.report.advice import run_advice
         from pgcachelab.report.dataset import load_run
 
-        store = existing_store(lab_dir)
-        run = run_of(store, run_id)
-        data = load_run(store, run.run_id)
+        results = existing_store(lab_dir, store)
+        run = run_of(results, run_id)
+        data = load_run(results, run.run_id)
         typer.echo(f"run {run.run_id} ({run.name}): what the measurements favour")
         for item in run_advice(data):
             where = f" [{item.cell}]" if item.cell else ""

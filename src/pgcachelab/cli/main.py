@@ -1,5 +1,6 @@
 """The `pgcachelab` command: a thin layer that parses options and calls one module per job."""
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -25,32 +26,54 @@ LabDir = Annotated[
 DEFAULT_LAB_DIR = Path("lab")
 
 
-def _store(lab_dir: Path):
-    from pgcachelab.store.sqlite import ResultStore
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Where runs are kept: postgresql://user@host/dbname, or a SQLite file or lab"
+        " directory. Default: $PGCACHELAB_STORE, else results.sqlite in --lab-dir.",
+        show_default=False,
+    ),
+]
 
-    return ResultStore.in_lab_dir(lab_dir)
+
+def _location(lab_dir: Path, store: str | None, spec_store: str | None = None):
+    """(where the runs are, the option or key that said so: for messages)."""
+    from pgcachelab.store.location import ENV_VAR, choose_store
+
+    location = choose_store(store, spec_store, os.environ.get(ENV_VAR), lab_dir)
+    if store:
+        return location, "--store"
+    if spec_store:
+        return location, "store"
+    return location, ENV_VAR if os.environ.get(ENV_VAR) else "--lab-dir"
 
 
-def _existing_store(lab_dir: Path):
-    from pgcachelab.store.sqlite import STORE_FILE
+def _store(lab_dir: Path, store: str | None = None, spec_store: str | None = None):
+    """The store to write runs to, created if new."""
+    from pgcachelab.store.open import open_store
 
-    if not (lab_dir / STORE_FILE).exists():
-        raise UserError(
-            f"--lab-dir: no results in {str(lab_dir)!r}",
-            "run an experiment first, or point --lab-dir at the directory it used",
-        )
-    return _store(lab_dir)
+    location, option = _location(lab_dir, store, spec_store)
+    return open_store(location, option=option)
+
+
+def _existing_store(lab_dir: Path, store: str | None = None):
+    """The store to read runs from; one that does not exist yet is a user error."""
+    from pgcachelab.store.open import open_store
+
+    location, option = _location(lab_dir, store)
+    return open_store(location, create=False, option=option)
 
 
 def _run_of(store, run_id: str):
     if run_id == "last":
         runs = store.runs()
         if not runs:
-            raise UserError(f"no runs in {store.path}", "run an experiment first")
+            raise UserError(f"no runs in {store.location}", "run an experiment first")
         return runs[-1]
     run = store.run(run_id)
     if run is None:
-        raise UserError(f"no run {run_id!r} in {store.path}", "list runs with: pgcachelab runs")
+        raise UserError(f"no run {run_id!r} in {store.location}", "list runs with: pgcachelab runs")
     return run
 
 
@@ -71,6 +94,7 @@ def run(
         typer.Option(help="Cap the server's memory (cgroup), e.g. 1GiB; overrides the spec."),
     ] = None,
     report: Annotated[bool, typer.Option(help="Write the HTML report at the end.")] = True,
+    store: StoreOption = None,
 ) -> None:
     """Run an experiment (or --resume one) and write its report."""
     from pgcachelab.cli.progress import make_progress
@@ -79,17 +103,18 @@ def run(
 
     if (spec is None) == (resume is None):
         raise UserError("give either a spec file or --resume RUN", "e.g. pgcachelab run x.toml")
-    store = _store(lab_dir)
     progress = make_progress()
     if resume:
-        run_id = runner.resume_run(resume, store, progress, pg_bin=pg_bin, dsn=dsn)
+        results = _store(lab_dir, store)
+        run_id = runner.resume_run(resume, results, progress, pg_bin=pg_bin, dsn=dsn)
     else:
         experiment = load_spec(spec)
+        results = _store(lab_dir, store, experiment.store)
         target = runner.make_target(experiment, pg_bin, dsn, _memory_option(memory), progress.note)
-        run_id = runner.start_run(experiment, target, store, progress)
+        run_id = runner.start_run(experiment, target, results, progress)
     typer.echo(f"run {run_id} finished", err=True)
     if report:
-        _write_report(store, lab_dir, run_id)
+        _write_report(results, lab_dir, run_id)
 
 
 def _memory_option(memory: str | None) -> int | None:
@@ -116,24 +141,24 @@ def _write_report(store, lab_dir: Path, run_id: str) -> None:
 
 
 @app.command("runs")
-def list_runs(lab_dir: LabDir = DEFAULT_LAB_DIR) -> None:
-    """List the runs in the lab directory."""
+def list_runs(lab_dir: LabDir = DEFAULT_LAB_DIR, store: StoreOption = None) -> None:
+    """List the runs in the store."""
     from pgcachelab.report.tables import runs_table
 
-    store = _existing_store(lab_dir)
-    typer.echo(runs_table(store))
+    typer.echo(runs_table(_existing_store(lab_dir, store)))
 
 
 @app.command()
 def show(
     run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
     lab_dir: LabDir = DEFAULT_LAB_DIR,
+    store: StoreOption = None,
 ) -> None:
     """Print a run's points and measurements as a table."""
     from pgcachelab.report.tables import run_table
 
-    store = _existing_store(lab_dir)
-    typer.echo(run_table(store, _run_of(store, run_id).run_id))
+    results = _existing_store(lab_dir, store)
+    typer.echo(run_table(results, _run_of(results, run_id).run_id))
 
 
 @app.command()
@@ -141,14 +166,15 @@ def export(
     run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
     format: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
     lab_dir: LabDir = DEFAULT_LAB_DIR,
+    store: StoreOption = None,
 ) -> None:
     """Write a run's measurements to stdout as CSV or JSON."""
     from pgcachelab.report import export as exporters
 
     if format not in exporters.FORMATS:
         raise UserError(f"--format: unknown format {format!r}", "use csv or json")
-    store = _existing_store(lab_dir)
-    exporters.FORMATS[format](store, _run_of(store, run_id).run_id, sys.stdout)
+    results = _existing_store(lab_dir, store)
+    exporters.FORMATS[format](results, _run_of(results, run_id).run_id, sys.stdout)
 
 
 @app.command("report")
@@ -156,13 +182,14 @@ def report_command(
     run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
     lab_dir: LabDir = DEFAULT_LAB_DIR,
     output: Annotated[Path | None, typer.Option(help="Folder to write the report in.")] = None,
+    store: StoreOption = None,
 ) -> None:
     """Write a run's report folder (PNG and SVG plots, one self-contained HTML page)."""
     from pgcachelab.report.build import build_report
 
-    store = _existing_store(lab_dir)
-    run = _run_of(store, run_id)
-    html = build_report(store, run.run_id, output or lab_dir / "reports" / run.run_id)
+    results = _existing_store(lab_dir, store)
+    run = _run_of(results, run_id)
+    html = build_report(results, run.run_id, output or lab_dir / "reports" / run.run_id)
     typer.echo(str(html.resolve()))
 
 
@@ -197,10 +224,14 @@ def pg_list() -> None:
 
 
 from pgcachelab.cli import advise as advise_command  # noqa: E402  (commands in their own module)
+from pgcachelab.cli import compare as compare_command  # noqa: E402
 from pgcachelab.cli import doctor as doctor_commands  # noqa: E402
+from pgcachelab.cli import store as store_commands  # noqa: E402
 
 doctor_commands.register(app)
-advise_command.register(app, _existing_store, _run_of)
+advise_command.register(app, _existing_store, _run_of, StoreOption)
+compare_command.register(app, _existing_store, _run_of, StoreOption)
+store_commands.register(app)
 
 
 def _terminate_as_interrupt(signum, frame):

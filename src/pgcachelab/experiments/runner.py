@@ -246,7 +246,7 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str
 def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None):
     run = store.run(run_id)
     if run is None:
-        raise UserError(f"no run {run_id!r} in {store.path}", "list runs with: pgcachelab runs")
+        raise UserError(f"no run {run_id!r} in {store.location}", "list runs with: pgcachelab runs")
     if run.status == "running" and run.lab_pid and os.path.exists(f"/proc/{run.lab_pid}"):
         raise UserError(f"run {run_id!r} is still running (pid {run.lab_pid})", "wait for it")
     reap_abandoned(store, progress)
@@ -441,6 +441,8 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         metrics["machine"] = _machine_stats(ctx)
         _check_not_oom_killed(machine_before, metrics["machine"])
         metrics.update(outcome.metrics)
+        # Other users of the machine show here: compare flags runs made under different load.
+        metrics["load_average_1m"] = os.getloadavg()[0]
         metrics["probes"] = delta(before, after)
         metrics["database_size_bytes"] = after["database"].get("size_bytes")
         measurement = _measurement(point, repetition, started_at, started, action, metrics)

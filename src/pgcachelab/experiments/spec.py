@@ -44,7 +44,7 @@ MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
             "machine", "pgbench", "cache_wash", "tpcc", "ladder", "sweep", "report",
-            "inspect", "warmup_repetitions", "target_ci", "max_repetitions"}  # fmt: skip
+            "inspect", "warmup_repetitions", "target_ci", "max_repetitions", "store"}  # fmt: skip
 DEFAULT_TARGET_CI = 0.02  # repetitions = "auto": until the median is known to ±2%...
 DEFAULT_MAX_REPETITIONS = 20  # ...or this many measured repetitions
 CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
@@ -164,6 +164,7 @@ class ExperimentSpec:
     # the (emulated) machine; until then they resolve against [machine] memory, if given.
     memory_for_shares: int | None = None
     inspect: InspectOptions | None = None
+    store: str | None = None  # where the run is stored: a postgresql:// URL or a SQLite path
     warmup_repetitions: int = 0  # run first at every point, stored, left out of every figure
     auto_repetitions: bool = False
     target_ci: float | None = None  # auto: the relative half-width of the median's 95% interval
@@ -371,6 +372,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
             "server.data_checksums", data_checksums, "not a boolean", "true or false"
         )
 
+    store = _store_key(problem, raw.get("store"))
+
     return ExperimentSpec(
         path=path,
         text=text,
@@ -394,6 +397,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         warmup_repetitions=warmup_repetitions,
         auto_repetitions=auto,
         target_ci=target_ci,
+        store=store,
     )
 
 
@@ -421,6 +425,24 @@ def _repetitions(problem: SpecProblem, raw: dict) -> tuple[int, bool, float | No
     maximum = raw.get("max_repetitions", DEFAULT_MAX_REPETITIONS)
     _positive_int(problem, "max_repetitions", maximum, MIN_EXACT_95)
     return maximum, True, float(target)
+
+
+def _store_key(problem: SpecProblem, value) -> str | None:
+    """The spec's store, checked now; a password is refused: the spec text is stored."""
+    from pgcachelab.store.location import STORE_HINT, parse_store
+
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise problem.bad_value("store", value, "not a string", STORE_HINT)
+    location = parse_store(value, f"{problem.path}: store")
+    if location.password_in_url():
+        raise problem(
+            "store",
+            f"a password in {location.masked()!r} would be stored with the run's spec",
+            "leave it out of the URL and put it in PGPASSWORD or ~/.pgpass",
+        )
+    return value
 
 
 def _reject_unknown(problem: SpecProblem, table: dict, allowed: set, prefix: str) -> None:

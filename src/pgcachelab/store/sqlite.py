@@ -9,12 +9,21 @@ Schema history (PRAGMA user_version):
 import json
 import sqlite3
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
+from pgcachelab.store.location import STORE_FILE
+from pgcachelab.store.records import (  # noqa: F401  (Run, StoredPoint: imported from here too)
+    Measurement,
+    Run,
+    StoredPoint,
+    StoredSnapshot,
+    abandoned,
+    group_snapshots,
+    new_run_id,
+)
+from pgcachelab.store.records import to_json as _json
+
 SCHEMA_VERSION = 2
-STORE_FILE = "results.sqlite"
 
 _SCHEMA = """
 create table if not exists runs (
@@ -85,63 +94,6 @@ create table if not exists cache_snapshots (
 }
 
 
-@dataclass
-class Run:
-    run_id: str
-    name: str
-    spec_path: str
-    spec_text: str
-    target: dict
-    environment: dict
-    status: str
-    lab_pid: int | None
-    work_dir: str | None
-    created_at: float
-    finished_at: float | None
-    failure: str | None
-
-
-@dataclass
-class Measurement:
-    point_index: int
-    repetition: int
-    status: str
-    reason: str | None
-    started_at: float
-    finished_at: float
-    wall_s: float
-    server_action: str | None
-    tps: float | None
-    latency_avg_ms: float | None
-    latency_stddev_ms: float | None
-    metrics: dict
-
-
-@dataclass
-class StoredSnapshot:
-    """One cache snapshot of a measurement (see the cache_snapshots table)."""
-
-    point_index: int
-    repetition: int
-    seq: int
-    taken_at: float
-    label: str
-    method: str | None
-    mode: str | None
-    elapsed_ms: float | None
-    error: str | None
-    data: dict | None
-
-
-@dataclass
-class StoredPoint:
-    point_index: int
-    label: str
-    swept: dict
-    workload: dict
-    settings: dict
-
-
 class ResultStore:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -177,13 +129,18 @@ class ResultStore:
             raise sqlite3.DatabaseError(f"written by a newer pgcachelab (v{version})")
         return store
 
+    @property
+    def location(self) -> str:
+        """How messages name this store."""
+        return str(self.path)
+
     def close(self) -> None:
         self.db.close()
 
     # -- writing ---------------------------------------------------------------------------
 
     def create_run(self, name, spec_path, spec_text, target, environment, points) -> str:
-        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        run_id = new_run_id()
         with self.db:
             self.db.execute("begin")
             self.db.execute(
@@ -240,17 +197,57 @@ class ResultStore:
         """Replace the measurement's snapshots: a retried repetition keeps only its own."""
         with self.db:
             self.db.execute("begin")
+            self._write_snapshots(run_id, point_index, repetition, snapshots)
+
+    def _write_snapshots(self, run_id, point_index, repetition, snapshots) -> None:
+        self.db.execute(
+            "delete from cache_snapshots where run_id = ? and point_index = ? and repetition = ?",
+            (run_id, point_index, repetition),
+        )
+        self.db.executemany(
+            "insert into cache_snapshots values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, point_index, repetition, s.seq, s.taken_at, s.label, s.method, s.mode,
+              s.elapsed_ms, s.error, None if s.data is None else _json(s.data))
+             for s in snapshots],
+        )  # fmt: skip
+
+    def import_run(
+        self,
+        run: Run,
+        points: list[StoredPoint],
+        measurements: list[Measurement],
+        server_settings: dict[int, dict],
+        snapshots: list[StoredSnapshot] = (),
+    ) -> bool:
+        """Write a run read from another store, in one transaction; True if it was new here.
+
+        Idempotent: a run already here gets its state and any new or retried measurements,
+        never a second copy of a row.
+        """
+        new = self.run(run.run_id) is None
+        with self.db:
+            self.db.execute("begin")
             self.db.execute(
-                "delete from cache_snapshots where run_id = ? and point_index = ?"
-                " and repetition = ?",
-                (run_id, point_index, repetition),
-            )
-            self.db.executemany(
-                "insert into cache_snapshots values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, point_index, repetition, s.seq, s.taken_at, s.label, s.method, s.mode,
-                  s.elapsed_ms, s.error, None if s.data is None else _json(s.data))
-                 for s in snapshots],
+                "insert into runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " on conflict (run_id) do update set status = excluded.status,"
+                " lab_pid = excluded.lab_pid, work_dir = excluded.work_dir,"
+                " finished_at = excluded.finished_at, failure = excluded.failure",
+                (run.run_id, run.name, run.spec_path, run.spec_text, _json(run.target),
+                 _json(run.environment), run.status, run.lab_pid, run.work_dir, run.created_at,
+                 run.finished_at, run.failure),
             )  # fmt: skip
+            self.db.executemany(
+                "insert or ignore into points values (?, ?, ?, ?, ?, ?)",
+                [(run.run_id, p.point_index, p.label, _json(p.swept), _json(p.workload),
+                  _json(p.settings)) for p in points],
+            )  # fmt: skip
+            for m in measurements:
+                self.record_measurement(run.run_id, m)
+            for point_index, settings in server_settings.items():
+                self.record_server_settings(run.run_id, point_index, settings)
+            for key, group in group_snapshots(snapshots).items():
+                self._write_snapshots(run.run_id, *key, group)
+        return new
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -307,20 +304,8 @@ class ResultStore:
                 for row in rows]  # fmt: skip
 
     def abandoned_runs(self) -> list[Run]:
-        """Runs marked running whose lab process is gone (killed): their servers may live on."""
-        return [
-            run
-            for run in self.runs()
-            if run.status == "running" and run.lab_pid and not _pid_alive(run.lab_pid)
-        ]
-
-
-def _pid_alive(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists()
-
-
-def _json(value) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+        """Runs of this host marked running whose lab process is gone (killed)."""
+        return abandoned(self.runs())
 
 
 def _run(row) -> Run:
