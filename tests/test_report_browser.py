@@ -22,6 +22,7 @@ TINY_RUN = {
     "cache-split": "cache-split", "cache-split-quick": "cache-split",
     "tpcc-ladder": "tpcc-ladder", "tpcc-ladder-quick": "tpcc-ladder",
     "inspect-overhead": "inspect-overhead", "inspect-overhead-quick": "inspect-overhead",
+    "compare-quick": "big-cache", "compare-quick-async-commit": "big-cache",  # scale sweeps
 }  # fmt: skip
 TINY_RUNS = sorted(set(TINY_RUN.values()))
 
