@@ -88,6 +88,10 @@ class DevTools:
 def headless_chromium():
     """A running headless Chromium's DevTools connection; the browser is gone on exit."""
     profile = Path(tempfile.mkdtemp(prefix="pgcachelab-chromium-"))
+    # Chromium keeps its singleton socket in $TMPDIR and, killed, leaves it there: inside the
+    # profile it goes away with it.
+    scratch = profile / "tmp"
+    scratch.mkdir()
     process = subprocess.Popen(
         [
             chromium_path(), "--headless=new", "--no-sandbox", "--disable-gpu",
@@ -98,6 +102,7 @@ def headless_chromium():
             f"--user-data-dir={profile}", "--window-size=1280,1000", "about:blank",
         ],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(scratch)},
         start_new_session=True,  # its own process group: killed as one below
     )  # fmt: skip
     try:

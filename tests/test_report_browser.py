@@ -5,6 +5,7 @@ of each shipped experiment's shape (regenerate.sh there rebuilds it), so these t
 server. The report and a screenshot of each page are kept under test-artifacts/report-browser/.
 """
 
+import tempfile
 import urllib.parse
 from pathlib import Path
 
@@ -75,9 +76,12 @@ def test_report_opens_cleanly_in_chromium(tiny_reports, browser, tiny):
 
 
 def test_the_browser_is_gone_afterwards(tiny_reports):
+    temp = Path(tempfile.gettempdir())
+    singletons_before = set(temp.glob("org.chromium.Chromium.*"))
     with headless_chromium() as devtools:
         visit(devtools, tiny_reports[f"{TINY_RUNS[0]}-tiny"].index)
         profile = str(devtools.profile)
         assert processes_mentioning(profile)
     assert processes_mentioning(profile) == []
     assert not Path(profile).exists()
+    assert set(temp.glob("org.chromium.Chromium.*")) == singletons_before  # its $TMPDIR socket
