@@ -23,7 +23,9 @@ chromium:
 test: $(INSTALLED) chromium
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
-	$(VENV)/bin/pytest
+	@# pytest's temporary directories live in one of our own, removed whatever the outcome
+	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
+	$(VENV)/bin/pytest --basetemp="$$base/t"; status=$$?; rm -rf "$$base"; exit $$status
 
 lint: $(INSTALLED)
 	$(VENV)/bin/ruff check src tests bench

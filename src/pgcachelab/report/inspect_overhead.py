@@ -91,6 +91,11 @@ def sag_table(data: RunData) -> str:
     )
 
 
+def _error_text(error: float, relation: str | None) -> str:
+    """The error and the relation it was found in; no relation when fast was exact."""
+    return f"{error * 100:.2f}" + (f" ({relation})" if relation else "")
+
+
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -108,9 +113,9 @@ def accuracy_table(data: RunData) -> str:
         cells = [
             _cell_text(cell), str(len(errors)),
             f"{statistics.median(e.largest for e in errors) * 100:.2f}",
-            f"{worst.largest * 100:.2f} ({worst.relation})",
+            _error_text(worst.largest, worst.relation),
             f"{statistics.median(e.largest_material for e in errors) * 100:.2f}",
-            f"{worst_material.largest_material * 100:.2f} ({worst_material.relation_material})",
+            _error_text(worst_material.largest_material, worst_material.relation_material),
         ]  # fmt: skip
         rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
                                      for c in cells) + "</tr>")  # fmt: skip
