@@ -246,6 +246,9 @@ def _exit_interrupted() -> None:
 def main() -> None:
     # SIGTERM takes the Ctrl-C path, so the server is stopped and the run marked interrupted.
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    # A shell starts background jobs with SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: a `kill -INT` would be lost and the server left running.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         exit_code = app(standalone_mode=False)
     except UserError as error:
