@@ -10,7 +10,6 @@ machine instead of the seed's absolute 16GB.
 import re
 from dataclasses import dataclass, field
 
-from pgcachelab.units import format_bytes
 
 STEP_KEYS = {"name", "description", "settings"}
 NO_LIMIT = "off"  # a ladder step lifts a rate limit the steps before it set
@@ -79,6 +78,3 @@ def risks(settings: dict) -> list[tuple[str, str, str]]:
             found.append((name, str(value), why))
     return found
 
-
-def describe_memory(memory_bytes: int | None) -> str:
-    return format_bytes(memory_bytes) if memory_bytes else "the machine's memory"
