@@ -10,7 +10,6 @@ machine instead of the seed's absolute 16GB.
 import re
 from dataclasses import dataclass, field
 
-
 STEP_KEYS = {"name", "description", "settings"}
 NO_LIMIT = "off"  # a ladder step lifts a rate limit the steps before it set
 _MEMORY_SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*of\s+memory\s*$", re.IGNORECASE)
