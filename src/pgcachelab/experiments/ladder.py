@@ -76,4 +76,3 @@ def risks(settings: dict) -> list[tuple[str, str, str]]:
         if value is not None and str(value).strip().lower() in (risky_value, "false", "0", "no"):
             found.append((name, str(value), why))
     return found
-
