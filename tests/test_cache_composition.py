@@ -176,6 +176,11 @@ def test_inspect_method_sweep():
         ('[sweep]\ninspect_method = ["none"]\n', "sweep.inspect_method: sweeping the inspect"),
         ('[inspect]\n[sweep]\ninspect_method = ["pg_buffercache/fast"]\n',
          'sweep.inspect_method: invalid value "pg_buffercache/fast"'),
+        ('[inspect]\nalternate = "4s"\n', 'inspect.alternate: invalid value "4s": alternates'),
+        ('[inspect]\nevery = "2s"\nalternate = "3s"\n', "too short for whole samples"),
+        ('[inspect]\nevery = "1s"\nalternate = "1s"\n', "too short for whole samples"),
+        ('[inspect]\nevery = "1s"\nalternate = "2s"\n', "fewer than two pairs of windows"),
+        ('[inspect]\nalternate = "soon"\n', 'inspect.alternate: invalid value "soon"'),
     ],
 )  # fmt: skip
 def test_bad_inspect_values_are_one_line_user_errors(extra, message):
@@ -221,3 +226,70 @@ def test_pair_error_finds_the_largest_relative_error_and_the_material_one():
     stored = [snapshot(0, "pair-fast"), snapshot(1, "pair-consistent"), snapshot(2, "sample"),
               snapshot(3, "pair-fast"), snapshot(4, "sample")]  # fmt: skip
     assert pairs(stored) == [({"s": 0}, {"s": 1})]
+
+
+def test_alternation_in_a_spec_and_for_the_pgbench_workload_only():
+    text = 'name = "s"\n[pgbench]\nduration = "20s"\n[inspect]\nevery = "1s"\nalternate = "5s"\n'
+    assert parse_spec(text, Path("spec.toml")).inspect.alternate_s == 5
+    assert _spec("[inspect]\n").inspect.alternate_s == 0
+    tpcc = 'name = "s"\nworkload = "tpcc"\n[inspect]\nevery = "1s"\nalternate = "5s"\n'
+    with pytest.raises(UserError) as error:
+        parse_spec(tpcc, Path("spec.toml"))
+    assert "inspect.alternate" in error.value.message and "tpcc" in error.value.message
+
+
+def _progress(name: str) -> list[tuple[float, float]]:
+    """(Unix time, tps) of a real `pgbench -P 1 --progress-timestamp` run."""
+    from pgcachelab.workloads.pgbench_output import parse_pgbench_output
+
+    text = (Path(__file__).parent / "data" / "pgbench" / name).read_text()
+    return [(p.elapsed_s, p.tps) for p in parse_pgbench_output(text).progress]
+
+
+@pytest.mark.parametrize("label", ["15", "18"])
+def test_progress_timestamps_are_unix_times_to_cut_windows_with(label):
+    from pgcachelab.analysis.inspect_overhead import Windows, window_tps
+
+    progress = _progress(f"{label}/select_only_progress_timestamp.txt")
+    assert len(progress) == 3 and all(t > 1.7e9 for t, _ in progress)
+    first = progress[0][0]
+    # Windows of 2 s from 1.5 s before the first report: its second lies in window 0, the
+    # next report's second straddles windows 0 and 1 and is left out, the third's is in 1.
+    windows = Windows(first - 1.5, 2.0, True)
+    means = window_tps(progress, windows)
+    assert means == {0: progress[0][1], 1: progress[2][1]}
+
+
+def test_alternation_ratios_pair_neighbouring_windows_whatever_comes_first():
+    from pgcachelab.analysis.inspect_overhead import Windows, alternation_ratios, sag_of_ratios
+
+    # 2 s windows from t=100; tps 1000 when not polled, 990 when polled (a 1% sag), over a
+    # drift that a between-runs comparison would see as noise.
+    def progress(first_polled: bool, drift: float) -> list[tuple[float, float]]:
+        samples = []
+        for second in range(1, 13):  # reports at 100.5, 101.5, ...: each second in one window
+            at = 100 + second - 0.5
+            window = int((at - 0.5 - 100) // 2)
+            polled = (window % 2 == 0) == first_polled
+            samples.append((at, (990.0 if polled else 1000.0) * (1 + drift * (window // 2))))
+        return samples
+
+    for first_polled in (True, False):
+        windows = Windows(100.0, 2.0, first_polled)
+        ratios = alternation_ratios(progress(first_polled, 0.2), windows)
+        assert ratios == pytest.approx([0.99] * 3)
+    sag = sag_of_ratios(ratios, "extension")
+    assert sag.sag_percent == pytest.approx(1.0) and sag.ratios.n == 3
+    # A window whose neighbour has no whole sample pairs with nothing: here window 2, in a
+    # run cut after 7 reports (106.5 s).
+    assert alternation_ratios(progress(True, 0)[:7], Windows(100.0, 2.0, True)) == [0.99]
+
+
+def test_measurement_window_ratios_reads_what_the_runner_stores():
+    from pgcachelab.analysis.inspect_overhead import measurement_window_ratios
+
+    metrics = {"inspect_windows": {"start": 0.0, "length_s": 2.0, "first_polled": False},
+               "pgbench": {"progress": [{"elapsed_s": t + 0.5, "tps": 10.0 + (t // 2) % 2}
+                                        for t in range(1, 8)]}}  # fmt: skip
+    assert measurement_window_ratios(metrics) == pytest.approx([11 / 10, 11 / 10])
+    assert measurement_window_ratios({"pgbench": {"progress": []}}) == []

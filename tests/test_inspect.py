@@ -467,6 +467,24 @@ def test_an_overhead_run_polls_per_method_and_reports_sag_and_accuracy(
     assert by_point[(2, "pair-fast")][2] == by_point[(2, "pair-consistent")][2] >= 1
     assert (1, "pair-fast") not in by_point  # pairs only where the extension runs
     assert all(errors == 0 for *_, errors in by_point.values())
+    # Alternating windows: snapshots only in the polled ones, tps per second to cut along them.
+    from pgcachelab.analysis.inspect_overhead import Windows, measurement_window_ratios
+
+    for point_index, metrics_json in store_query(
+        lab_dir, "select point_index, metrics from measurements order by point_index"
+    ):
+        metrics = json.loads(metrics_json)
+        windows = Windows(**metrics["inspect_windows"])
+        assert windows.length_s == 2 and windows.first_polled  # the first round starts polled
+        assert "--progress-timestamp" in metrics["pgbench_args"]
+        assert len(measurement_window_ratios(metrics)) >= 2, metrics["pgbench"]["progress"]
+        taken = store_query(
+            lab_dir, "select taken_at from cache_snapshots where point_index = ?"
+            " and label = 'sample'", [point_index],
+        )  # fmt: skip
+        assert all(windows.polled(windows.index(at)) for (at,) in taken)
+        assert len(taken) >= (2 if point_index else 0)
     page = Path(result.stdout.strip()).read_text()
     assert "The cost of looking inside shared_buffers" in page
+    assert "sag % within runs" in page and "A/A test" in page
     assert "pg_cachelab fast" in page and "Accuracy of fast against consistent" in page

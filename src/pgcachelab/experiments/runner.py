@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.analysis.statistics import settled
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
@@ -420,7 +421,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     try:
         if isinstance(ctx.target, VersionedTarget) and ctx.target.switch(point.workload["version"]):
             ctx.workload_state.clear()  # a new cluster: no data yet
-        point = _with_scale(ctx, point)
+        point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
         action = ctx.target.apply(point.settings)
         metrics["data"] = ensure_data(ctx, point)
         with ctx.target.connect(point.settings) as conn:
@@ -432,7 +433,10 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             if sampler and ctx.spec.inspect.accuracy_pairs and sampler.method == "extension":
                 sampler.start_pairs()  # during the warm-up: the same load, not measured
             metrics["warm"] = workload.prepare(ctx.target, pgbench, point, conn)
-            mark = _begin_sampling(ctx, sampler)
+            windows = _windows(ctx, point, repetition)
+            if windows is not None:
+                metrics["inspect_windows"] = dataclasses.asdict(windows)
+            mark = _begin_sampling(ctx, sampler, windows)
             machine_before = _machine_stats(ctx)
             before = snapshot(conn, PROBES)
             outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state, mark=mark)
@@ -485,7 +489,25 @@ def _open_sampler(ctx: RunContext, point: Point) -> CacheSampler | None:
     return CacheSampler.open(ctx.target, point.settings, ctx.spec.inspect, method)
 
 
-def _begin_sampling(ctx: RunContext, sampler: CacheSampler | None):
+def _with_progress_for_windows(ctx: RunContext, point: Point) -> Point:
+    """With `[inspect] alternate`, pgbench reports tps every second, with Unix timestamps, to
+    be cut along the windows."""
+    if ctx.spec.inspect is None or not ctx.spec.inspect.alternate_s:
+        return point
+    workload = {**point.workload, "progress": 1, "progress_timestamp": True}
+    return dataclasses.replace(point, workload=workload)
+
+
+def _windows(ctx: RunContext, point: Point, repetition: int) -> Windows | None:
+    """The measurement's alternating windows, starting now. Odd repetitions start unpolled, so
+    that a trend within the run (e.g. the cache still filling) does not favour one side. The
+    baseline points ("none") get windows too and poll in neither: their A/A figure."""
+    if ctx.spec.inspect is None or not ctx.spec.inspect.alternate_s:
+        return None
+    return Windows(time.time(), ctx.spec.inspect.alternate_s, repetition % 2 == 0)
+
+
+def _begin_sampling(ctx: RunContext, sampler: CacheSampler | None, windows: Windows | None):
     """Stop the warm-up's pairs, take "before", start the periodic snapshots; returns the
     workload's hook for snapshots between its phases (None when there are none)."""
     if sampler is None:
@@ -495,7 +517,7 @@ def _begin_sampling(ctx: RunContext, sampler: CacheSampler | None):
     if options.snapshots == "before-after":
         sampler.take("before")
     if options.every_s:
-        sampler.start_every(options.every_s)
+        sampler.start_every(options.every_s, windows=windows)
     return sampler.take if options.snapshots == "before-after" else None
 
 

@@ -79,6 +79,7 @@ INSPECT_DEFAULTS = {
     "os_cache": True,
     "top": 30,
     "accuracy_pairs": False,
+    "alternate": "0s",
 }
 PGBENCH_DEFAULTS = {
     "mode": "select-only",
@@ -115,6 +116,9 @@ class InspectOptions:
     os_cache: bool  # mincore over the relation files when the data directory is local
     top: int  # relations stored per snapshot; the rest are summed
     accuracy_pairs: bool  # extension: fast then consistent, back to back, during the warm-up
+    # > 0: `every` polls only in every other window of this many seconds of the measured run,
+    # and pgbench reports tps each second (analysis/inspect_overhead.py says why)
+    alternate_s: float = 0.0
 
 
 def parse_inspect_method(value: str) -> tuple[str, str] | None:
@@ -313,6 +317,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         inspect, parameters["inspect_method"] = _inspect_options(
             problem, {**INSPECT_DEFAULTS, **inspect_raw}
         )
+        if inspect.alternate_s:
+            _check_alternation(problem, inspect, workload, parameters)
     if "inspect_method" in sweep_workload_raw and inspect is None:
         raise problem("sweep.inspect_method", "sweeping the inspect method needs [inspect]",
                       "add an [inspect] table (e.g. every = \"1s\")")  # fmt: skip
@@ -529,10 +535,31 @@ def _inspect_options(problem: SpecProblem, raw: dict) -> tuple[InspectOptions, s
         if not isinstance(raw[key], bool):
             raise problem.bad_value(f"inspect.{key}", raw[key], "not a boolean", "true or false")
     top = _positive_int(problem, "inspect.top", raw["top"])
+    alternate_s = _seconds(problem, "inspect.alternate", raw["alternate"], True)
     options = InspectOptions(raw["snapshots"], every_s, raw["os_cache"], top,
-                             raw["accuracy_pairs"])  # fmt: skip
+                             raw["accuracy_pairs"], alternate_s)  # fmt: skip
     point_method = method if raw["mode"] == "consistent" else f"{method}/{raw['mode']}"
     return options, point_method
+
+
+def _check_alternation(problem: SpecProblem, inspect: InspectOptions, workload: str,
+                       parameters: dict) -> None:  # fmt: skip
+    """Alternating windows need pgbench's per-second progress and room for several pairs."""
+    alternate = f"{inspect.alternate_s:g}s"
+    if workload != "pgbench":
+        raise problem.bad_value("inspect.alternate", alternate, f"not for the {workload} workload",
+                                "alternate works with pgbench runs; remove it")  # fmt: skip
+    if not inspect.every_s:
+        raise problem.bad_value("inspect.alternate", alternate, "alternates nothing without every",
+                                'set every = "1s" too')  # fmt: skip
+    if inspect.alternate_s < 2 * inspect.every_s or inspect.alternate_s < 2:
+        raise problem.bad_value("inspect.alternate", alternate, "too short for whole samples",
+                                "use at least 2s and twice every, e.g. \"5s\"")  # fmt: skip
+    duration = parameters.get("duration")
+    if duration and duration < 4 * inspect.alternate_s:
+        raise problem.bad_value("inspect.alternate", alternate, "fewer than two pairs of windows"
+                                f" fit in the {duration:g}s run", "make it at most a quarter of"
+                                " pgbench.duration")  # fmt: skip
 
 
 def _machine_point_value(problem: SpecProblem, key: str, value):

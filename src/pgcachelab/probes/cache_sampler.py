@@ -15,6 +15,7 @@ import time
 import psycopg
 
 from pgcachelab.analysis.cache_composition import compact
+from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.experiments.spec import InspectOptions, parse_inspect_method
 from pgcachelab.probes.buffercache import (
@@ -133,9 +134,21 @@ class CacheSampler:
                                elapsed_ms, error, data)
             )  # fmt: skip
 
-    def start_every(self, seconds: float, label: str = "sample") -> None:
-        """Snapshots every `seconds` from a thread until stop()."""
-        self._start(seconds, lambda: self.take(label))
+    def start_every(self, seconds: float, label: str = "sample", windows: Windows | None = None):
+        """Snapshots every `seconds` from a thread until stop(); with `windows`, only in the
+        polled ones, and none that the last snapshot's time says would run past its window
+        (it would slow the next, unpolled window down)."""
+
+        def tick():
+            if windows is not None:
+                now = time.time()
+                index = windows.index(now)
+                last = self.snapshots[-1].elapsed_ms if self.snapshots else None
+                if not windows.polled(index) or now + (last or 0) / 1000 > windows.end(index):
+                    return
+            self.take(label)
+
+        self._start(seconds, tick)
 
     def start_pairs(self, seconds: float = 1.0) -> None:
         """Every `seconds`: a fast snapshot and, right after it, a consistent one (the

@@ -91,6 +91,8 @@ def run_args(workload: dict, duration_s: float | None = None, with_reports: bool
     if with_reports:
         if workload.get("progress"):
             args += ["-P", str(int(workload["progress"]))]
+            if workload.get("progress_timestamp"):
+                args.append("--progress-timestamp")  # Unix times: to line up with other clocks
         if workload.get("per_statement"):
             args.append("-r")
     return args

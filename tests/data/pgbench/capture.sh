@@ -72,6 +72,7 @@ capture() {
 capture init_server_side -i -s 1 -I dtGvp postgres
 capture init_client_side -i -s 1 postgres
 capture select_only_progress -S -T 3 -c 4 -j 2 -P 1 postgres
+capture select_only_progress_timestamp -S -T 4 -c 2 -j 2 -P 1 --progress-timestamp postgres
 capture simple_update_report -N -T 3 -c 2 -r postgres
 capture tpcb_transactions -t 200 -c 2 -r postgres
 capture weighted_scripts -f select.sql@7 -f update.sql@3 -r -T 3 -P 1 postgres
