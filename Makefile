@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 INSTALLED := $(VENV)/.installed-stamp
 
-.PHONY: quick test lint format bench clean chromium
+.PHONY: quick test lint format bench clean chromium pg15-headers
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,17 @@ chromium:
 		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: $(INSTALLED) chromium
+# pg_cachelab's PostgreSQL 15 test builds against Debian's server headers (PGXS): installed
+# once when Debian's PostgreSQL 15 is here, its headers are not, and we are root. Otherwise, or
+# when apt cannot fetch them, that test is skipped and says why.
+PG15_BIN := /usr/lib/postgresql/15/bin
+pg15-headers:
+	@[ ! -x $(PG15_BIN)/postgres ] || [ -f /usr/include/postgresql/15/server/storage/buf_internals.h ] || [ "$$(id -u)" != 0 ] || \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-server-dev-15 \
+		  >/dev/null; } || echo "note: could not install postgresql-server-dev-15"
+
+test: $(INSTALLED) chromium pg15-headers
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome

@@ -40,10 +40,12 @@ def test_bad_version_refused_before_any_download():
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven")
 def test_install_list_and_run_on_postgresql_12(tmp_path, lab_tmp, monkeypatch):
+    tmp_mode = Path("/tmp").stat().st_mode
     with server_reachable_dir() as cache:
         monkeypatch.setenv("PGCACHELAB_PG_CACHE", str(cache))
         first = run_cli("pg", "install", "12")
         assert first.returncode == 0, first.stderr
+        assert Path("/tmp").stat().st_mode == tmp_mode  # the cache's parents are left alone
         assert "installed in" in first.stderr
         again = run_cli("pg", "install", "12")
         assert "already installed" in again.stderr  # idempotent
@@ -109,3 +111,15 @@ def test_install_without_network_fails_in_one_line(tmp_path, monkeypatch):
     )
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "cache" / "12.22.0").exists()
+
+
+def test_install_creates_missing_parents_reachable_and_leaves_existing_ones_alone(tmp_path):
+    from pgcachelab.clusters.installs import _make_reachable_parents
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    private.chmod(0o1700)
+    _make_reachable_parents(private / "a" / "b")
+    assert private.stat().st_mode & 0o7777 == 0o1700
+    assert (private / "a").stat().st_mode & 0o777 == 0o755
+    assert (private / "a" / "b").stat().st_mode & 0o777 == 0o755

@@ -32,6 +32,16 @@ ZONKY_VERSIONS = {
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 
 
+def _make_reachable_parents(directory: Path) -> None:
+    """Create `directory` and its missing parents, each 0755 whatever the umask (the server
+    user must reach the binaries). Directories that exist are left exactly as they are: an
+    earlier version chmod'ed existing parents and so could turn /tmp's 1777 into 0755."""
+    missing = [d for d in [directory, *directory.parents] if not d.exists()]
+    for created in reversed(missing):
+        created.mkdir(exist_ok=True)
+        created.chmod(0o755)
+
+
 def cache_root() -> Path:
     """Where installs live ($PGCACHELAB_PG_CACHE): readable by the server user when root."""
     if os.environ.get("PGCACHELAB_PG_CACHE"):
@@ -114,10 +124,7 @@ def install(major_text: str, note=print) -> KnownInstall:
         for directory in [staging, *staging.rglob("*")]:
             if directory.is_dir():
                 directory.chmod(0o755)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for parent in target.parents[:3]:
-            if parent.is_dir() and os.geteuid() == 0:
-                parent.chmod(0o755)
+        _make_reachable_parents(target.parent)
         os.replace(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
