@@ -487,4 +487,13 @@ def test_an_overhead_run_polls_per_method_and_reports_sag_and_accuracy(
     page = Path(result.stdout.strip()).read_text()
     assert "The cost of looking inside shared_buffers" in page
     assert "sag % within runs" in page and "A/A test" in page
+    # What each snapshot cost the polling backend in CPU: read from /proc (the server is local).
+    cpu = [
+        json.loads(data).get("server_cpu_ms")
+        for (data,) in store_query(
+            lab_dir, "select data from cache_snapshots where label = 'sample' and data is not null"
+        )
+    ]
+    assert cpu and all(ms is not None and 0 <= ms < 5000 for ms in cpu)
+    assert "server CPU ms per snapshot" in page
     assert "pg_cachelab fast" in page and "Accuracy of fast against consistent" in page

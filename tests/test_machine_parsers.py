@@ -1,5 +1,6 @@
 """The emulated machine's pure parts, on files captured from a real machine (tests/data/machine)."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,13 @@ def test_labs_side_by_side_take_back_only_what_they_added(tmp_path, monkeypatch)
     first.release()
     assert nr.read_text() == "4"
     assert not (tmp_path / "state").exists()
+
+
+def test_schedstat_gives_seconds_on_a_cpu_and_this_process_is_readable():
+    from pgcachelab.probes.process_cpu import cpu_seconds, parse_schedstat
+
+    assert parse_schedstat((DATA / "schedstat.txt").read_text()) == pytest.approx(0.202490021)
+    assert parse_schedstat("") is None and parse_schedstat("x 1 2") is None
+    spent = cpu_seconds(os.getpid())
+    assert spent is not None and spent > 0
+    assert cpu_seconds(2**22 + 1) is None  # no such process: pid_max is at most 2^22

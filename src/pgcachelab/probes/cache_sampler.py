@@ -32,6 +32,7 @@ from pgcachelab.probes.datadir import (
     os_cache_readable,
     reason,
 )
+from pgcachelab.probes.process_cpu import cpu_seconds
 from pgcachelab.store.sqlite import StoredSnapshot
 
 # Workloads that wait for the other sessions of the database to end (cache-wash waits for the
@@ -72,8 +73,10 @@ def uncached_relations(rows: list[tuple], present: set[str]) -> list[RelationCac
 
 
 class CacheSampler:
-    def __init__(self, conn, method: str, mode: str, options: InspectOptions, data_dir, note):
+    def __init__(self, conn, method: str, mode: str, options: InspectOptions, data_dir, note,
+                 backend_pid: int | None = None):  # fmt: skip
         self.conn = conn
+        self.backend_pid = backend_pid  # the server process of `conn`, when it runs here
         self.method, self.mode = method, mode
         self.options = options
         self.data_dir = data_dir
@@ -106,11 +109,14 @@ class CacheSampler:
             if options.os_cache:
                 data_dir, why_not = local_data_dir(conn)
                 note = os_cache_note(data_dir, why_not)
+            backend_pid = None
+            if target.kind == "managed" or data_dir is not None:  # the server runs here
+                backend_pid = conn.execute("select pg_backend_pid()").fetchone()[0]
         except BaseException:
             conn.close()
             raise
         return cls(conn, method, mode if method == "extension" else "consistent", options,
-                   data_dir, note)  # fmt: skip
+                   data_dir, note, backend_pid)  # fmt: skip
 
     def take(self, label: str, mode: str | None = None, os_cache: bool = True) -> None:
         """One snapshot now, labelled; its failure is recorded, not raised."""
@@ -118,8 +124,10 @@ class CacheSampler:
         with self._lock:
             taken_at, data, error, elapsed_ms = time.time(), None, None, None
             try:
+                cpu_before = self._server_cpu()
                 snapshot = collect(self.conn, self.method, mode)
                 elapsed_ms = snapshot.elapsed_ms
+                cpu_after = self._server_cpu()
                 if os_cache and self.read_os_cache and self.method != "summary":
                     present = {r.qualified_name for r in snapshot.relations}
                     rows = self.conn.execute(_USER_RELATIONS).fetchall()
@@ -127,12 +135,17 @@ class CacheSampler:
                     fill_os_cache(snapshot, self.data_dir)
                 snapshot.os_cache_note = self.note if self.options.os_cache else None
                 data = compact(snapshot, self.options.top)
+                if cpu_before is not None and cpu_after is not None:
+                    data["server_cpu_ms"] = (cpu_after - cpu_before) * 1000
             except (psycopg.Error, OSError) as failure:
                 error = reason(failure)
             self.snapshots.append(
                 StoredSnapshot(0, 0, len(self.snapshots), taken_at, label, self.method, mode,
                                elapsed_ms, error, data)
             )  # fmt: skip
+
+    def _server_cpu(self) -> float | None:
+        return None if self.backend_pid is None else cpu_seconds(self.backend_pid)
 
     def start_every(self, seconds: float, label: str = "sample", windows: Windows | None = None):
         """Snapshots every `seconds` from a thread until stop(); with `windows`, only in the

@@ -50,6 +50,12 @@ def _times_ms(data: RunData, point_index: int) -> list[float]:
             and s.label == "sample" and s.elapsed_ms is not None]  # fmt: skip
 
 
+def _cpu_ms(data: RunData, point_index: int) -> list[float]:
+    """Server CPU time of each periodic snapshot (sampler: /proc of the polling backend)."""
+    return [s.data["server_cpu_ms"] for s in data.snapshots if s.point_index == point_index
+            and s.label == "sample" and s.data and "server_cpu_ms" in s.data]  # fmt: skip
+
+
 def _pct(value: float) -> str:
     return f"{value:+.2f}"
 
@@ -65,6 +71,7 @@ def _sag_cells(sag, count_of) -> list[str]:
 
 def sag_table(data: RunData) -> str:
     rows = []
+    cores = data.run.environment.get("cores") or 1
     alternating = any("inspect_windows" in m.metrics for r in data.points for m in r.ok)
     for cell, methods in _cells(data).items():
         baseline = methods.get(BASELINE)
@@ -82,24 +89,32 @@ def sag_table(data: RunData) -> str:
             if alternating:
                 ratios = [r for m in result.ok for r in measurement_window_ratios(m.metrics)]
                 cells += _sag_cells(sag_of_ratios(ratios, method), lambda s: s.ratios.n)
+            cpu_ms = _median(_cpu_ms(data, result.point.point_index))
             cells += [
                 "–" if median_ms is None else f"{median_ms:.2f}",
                 "–" if not times else f"{max(times):.2f}",
                 str(len(times)),
                 "–" if median_ms is None or not summary_ms else f"{median_ms / summary_ms:.2f}",
+                "–" if cpu_ms is None else f"{cpu_ms:.2f}",
+                "–" if cpu_ms is None else f"{cpu_ms / (10 * cores):.2f}",
             ]  # fmt: skip
             rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
                                          for c in cells) + "</tr>")  # fmt: skip
     head = ["cell", "method", "tps median", "sag % between runs", "95% CI", "rounds"]
     if alternating:
         head += ["sag % within runs", "95% CI", "window pairs"]
-    head += ["snapshot ms (median)", "snapshot ms (max)", "snapshots", "× summary"]
+    head += ["snapshot ms (median)", "snapshot ms (max)", "snapshots", "× summary",
+             "server CPU ms per snapshot (median)", f"CPU % of {cores} cores at 1/s"]  # fmt: skip
     note = (
         "<p class='note'>Every method polls once a second from a session of its own during the "
         "pgbench run; the baseline does not poll. Between runs: sag = 1 − tps(method) / "
         "tps(baseline), paired by round (repetition) and averaged, with the 95% t-interval "
         "over the rounds; a negative sag is noise. Snapshot time is the snapshot query's time "
-        "at the client (the naming join included; no OS cache), under the load.</p>"
+        "at the client (the naming join included; no OS cache), under the load. Server CPU is "
+        "what the polling backend spent on a CPU during the snapshot (/proc/PID/schedstat; "
+        "a server on this machine only); polled once a second, it takes that share of the "
+        "machine's cores from the load: when the load keeps every core busy, the sag to "
+        "expect, a figure the drift of tps does not blur.</p>"
     )
     if alternating:
         note += (
