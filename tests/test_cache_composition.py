@@ -293,3 +293,21 @@ def test_measurement_window_ratios_reads_what_the_runner_stores():
                                         for t in range(1, 8)]}}  # fmt: skip
     assert measurement_window_ratios(metrics) == pytest.approx([11 / 10, 11 / 10])
     assert measurement_window_ratios({"pgbench": {"progress": []}}) == []
+
+
+def test_abba_windows_cancel_a_steady_trend_that_biases_abab():
+    from pgcachelab.analysis.inspect_overhead import Windows, alternation_ratios
+
+    abba = Windows(0.0, 2.0, True, "abba")
+    assert [abba.polled(i) for i in range(8)] == [True, False, False, True] * 2
+    unpolled_first = Windows(0.0, 2.0, False, "abba")
+    assert [unpolled_first.polled(i) for i in range(4)] == [False, True, True, False]
+    assert [Windows(0.0, 2.0, True).polled(i) for i in range(4)] == [True, False] * 2  # abab
+
+    # An A/A run (nothing polls) whose tps rises 1% a second: one report per window second.
+    progress = [(at + 0.5, 1000.0 * 1.01**at) for at in range(1, 16)]
+    abab_ratios = alternation_ratios(progress, Windows(0.0, 2.0, True))
+    abba_ratios = alternation_ratios(progress, abba)
+    assert all(r < 0.985 for r in abab_ratios)  # a "sag" of 2% made of the trend alone
+    assert len(abba_ratios) == 4
+    assert sum(abba_ratios) / 4 == pytest.approx(1.0, abs=0.001)

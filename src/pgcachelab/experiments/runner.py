@@ -499,12 +499,13 @@ def _with_progress_for_windows(ctx: RunContext, point: Point) -> Point:
 
 
 def _windows(ctx: RunContext, point: Point, repetition: int) -> Windows | None:
-    """The measurement's alternating windows, starting now. Odd repetitions start unpolled, so
-    that a trend within the run (e.g. the cache still filling) does not favour one side. The
-    baseline points ("none") get windows too and poll in neither: their A/A figure."""
+    """The measurement's alternating windows, starting now, in the "abba" pattern; odd
+    repetitions start unpolled. Both keep a trend within the run (e.g. tps still rising after
+    the warm-up) from favouring one side. The baseline points ("none") get windows too and
+    poll in neither: their A/A figure."""
     if ctx.spec.inspect is None or not ctx.spec.inspect.alternate_s:
         return None
-    return Windows(time.time(), ctx.spec.inspect.alternate_s, repetition % 2 == 0)
+    return Windows(time.time(), ctx.spec.inspect.alternate_s, repetition % 2 == 0, "abba")
 
 
 def _begin_sampling(ctx: RunContext, sampler: CacheSampler | None, windows: Windows | None):

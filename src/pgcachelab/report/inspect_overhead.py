@@ -56,6 +56,12 @@ def _cpu_ms(data: RunData, point_index: int) -> list[float]:
             and s.label == "sample" and s.data and "server_cpu_ms" in s.data]  # fmt: skip
 
 
+def cpu_share(cpu_ms: float, elapsed_ms: float | None, cores: int) -> float:
+    """% of the machine's CPU that polling once a second takes: a snapshot that outlasts the
+    second is followed by the next one at once (the sampler skips the ticks it overran)."""
+    return 100 * cpu_ms / max(1000.0, elapsed_ms or 0.0) / cores
+
+
 def _pct(value: float) -> str:
     return f"{value:+.2f}"
 
@@ -96,7 +102,7 @@ def sag_table(data: RunData) -> str:
                 str(len(times)),
                 "–" if median_ms is None or not summary_ms else f"{median_ms / summary_ms:.2f}",
                 "–" if cpu_ms is None else f"{cpu_ms:.2f}",
-                "–" if cpu_ms is None else f"{cpu_ms / (10 * cores):.2f}",
+                "–" if cpu_ms is None else f"{cpu_share(cpu_ms, median_ms, cores):.2f}",
             ]  # fmt: skip
             rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
                                          for c in cells) + "</tr>")  # fmt: skip
@@ -112,9 +118,10 @@ def sag_table(data: RunData) -> str:
         "over the rounds; a negative sag is noise. Snapshot time is the snapshot query's time "
         "at the client (the naming join included; no OS cache), under the load. Server CPU is "
         "what the polling backend spent on a CPU during the snapshot (/proc/PID/schedstat; "
-        "a server on this machine only); polled once a second, it takes that share of the "
-        "machine's cores from the load: when the load keeps every core busy, the sag to "
-        "expect, a figure the drift of tps does not blur.</p>"
+        "a server on this machine only); polled once a second (back to back when a snapshot "
+        "outlasts the second), it takes that share of the machine's cores from the load: "
+        "when the load keeps every core busy, the sag to expect, a figure the drift of tps "
+        "does not blur.</p>"
     )
     if alternating:
         note += (
