@@ -66,19 +66,20 @@ def _pct(value: float) -> str:
     return f"{value:+.2f}"
 
 
-def _sag_cells(sag, count_of) -> list[str]:
+def _sag_cells(sag) -> list[str]:
+    """Sag %, its 95% interval, and how many ratios it averages (rounds or window pairs)."""
     if sag is None:
         return ["–", "–", "–"]
     interval = sag.sag_ci_percent
     return [_pct(sag.sag_percent),
             "–" if interval is None else f"{_pct(interval[0])}..{_pct(interval[1])}",
-            str(count_of(sag))]  # fmt: skip
+            str(sag.ratios.n)]  # fmt: skip
 
 
 def sag_table(data: RunData) -> str:
     rows = []
     cores = data.run.environment.get("cores") or 1
-    alternating = any("inspect_windows" in m.metrics for r in data.points for m in r.ok)
+    window_s = _window_length(data)  # 0: the run did not alternate windows
     for cell, methods in _cells(data).items():
         baseline = methods.get(BASELINE)
         base_tps = {m.repetition: m.tps for m in baseline.ok} if baseline else {}
@@ -91,10 +92,10 @@ def sag_table(data: RunData) -> str:
             median_ms = _median(times)
             cells = [_cell_text(cell), METHOD_NAMES.get(method, method),
                      f"{result.tps.median:,.0f}" if result.tps else "–",
-                     *_sag_cells(sag, lambda s: s.ratios.n)]  # fmt: skip
-            if alternating:
+                     *_sag_cells(sag)]  # fmt: skip
+            if window_s:
                 ratios = [r for m in result.ok for r in measurement_window_ratios(m.metrics)]
-                cells += _sag_cells(sag_of_ratios(ratios, method), lambda s: s.ratios.n)
+                cells += _sag_cells(sag_of_ratios(ratios, method))
             cpu_ms = _median(_cpu_ms(data, result.point.point_index))
             cells += [
                 "–" if median_ms is None else f"{median_ms:.2f}",
@@ -107,7 +108,7 @@ def sag_table(data: RunData) -> str:
             rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
                                          for c in cells) + "</tr>")  # fmt: skip
     head = ["cell", "method", "tps median", "sag % between runs", "95% CI", "rounds"]
-    if alternating:
+    if window_s:
         head += ["sag % within runs", "95% CI", "window pairs"]
     head += ["snapshot ms (median)", "snapshot ms (max)", "snapshots", "× summary",
              "server CPU ms per snapshot (median)", f"CPU % of {cores} cores at 1/s"]  # fmt: skip
@@ -123,10 +124,10 @@ def sag_table(data: RunData) -> str:
         "when the load keeps every core busy, the sag to expect, a figure the drift of tps "
         "does not blur.</p>"
     )
-    if alternating:
+    if window_s:
         note += (
             "<p class='note'>Within runs: each run alternates windows of "
-            f"{_window_length(data):g} s, polled and not polled, and pgbench reports tps "
+            f"{window_s:g} s, polled and not polled, and pgbench reports tps "
             "every second; sag = 1 − tps(polled window) / tps(the unpolled window next to "
             "it), averaged over all pairs of windows of all rounds, with the 95% t-interval. "
             "Neighbouring windows share the run and the moment, so the drift between runs "
