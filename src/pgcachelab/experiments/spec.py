@@ -22,6 +22,7 @@ from pgcachelab.experiments.ladder import (
     memory_share,
     resolve_memory_shares,
 )
+from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
 from pgcachelab.machine.oscache import OS_CACHE_MODES
 from pgcachelab.units import parse_bytes, parse_seconds, shared_buffers_bytes
 from pgcachelab.workloads.scale_class import SCALE_CLASSES
@@ -34,13 +35,13 @@ PROTOCOLS = ("simple", "extended", "prepared")
 INIT_STEP_LETTERS = set("dtgGvpf")
 SWEEPABLE_WORKLOAD_KEYS = ("scale", "scale_class", "clients", "threads", "duration",
                            "transactions", "mode", "rate", "protocol", "os_cache", "prewarm",
-                           "version", "inspect_method")  # fmt: skip
+                           "version", "inspect_method", "disk")  # fmt: skip
 # Keys whose values change the data or the server a point needs: points are grouped by them, so
 # that data is initialised (and a version's cluster created) once per group, not once per point.
 DATA_KEYS = ("version", "scale", "scale_class", "init_steps", "warehouses")
 # Per-point cache handling, kept with the workload parameters of each point.
 MACHINE_POINT_DEFAULTS = {"os_cache": "keep", "prewarm": False}
-MACHINE_KEYS = {"memory", *MACHINE_POINT_DEFAULTS}
+MACHINE_KEYS = {"memory", "disk", *MACHINE_POINT_DEFAULTS}
 
 TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "server",
             "machine", "pgbench", "cache_wash", "tpcc", "ladder", "sweep", "report",
@@ -48,7 +49,7 @@ TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "
 DEFAULT_TARGET_CI = 0.02  # repetitions = "auto": until the median is known to ±2%...
 DEFAULT_MAX_REPETITIONS = 20  # ...or this many measured repetitions
 CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
-CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups", "inspect_method")
+CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups", "inspect_method", "disk")
 # TPC-C (seed 002): rate_tpm is all terminals together, "off" for no limit.
 TPCC_DEFAULTS = {"warehouses": 1, "workers": 2, "clients": 4, "threads": "auto",
                  "duration": "60s", "warmup": "0s", "weights": "45,43,4,4,4",
@@ -57,7 +58,7 @@ TPCC_DEFAULTS = {"warehouses": 1, "workers": 2, "clients": 4, "threads": "auto",
 TPCC_SWEEPABLE = ("warehouses", "clients", "threads", "duration", "transactions", "warmup",
                   "weights",
                   "home_warehouse", "rate_tpm", "os_cache", "prewarm", "version",
-                  "inspect_method")  # fmt: skip
+                  "inspect_method", "disk")  # fmt: skip
 # What a ladder step may change besides server settings: not the data or the server version.
 LADDER_WORKLOAD_KEYS = {
     "pgbench": set(SWEEPABLE_WORKLOAD_KEYS) - set(DATA_KEYS),
@@ -197,6 +198,19 @@ class ExperimentSpec:
         """The swept server versions (major versions or bin directories), if any."""
         return self.sweep_workload.get("version", [])
 
+    def disks(self) -> tuple[str | None, ...]:
+        """The disks the points run on, in the order they first appear (None: not named)."""
+        return tuple(dict.fromkeys(point.workload.get("disk") for point in self.points()))
+
+    def set_disk(self, disk: str) -> None:
+        """--disk: the disk of every point, instead of what the spec says."""
+        if "disk" in self.sweep_workload or any("disk" in s.workload for s in self.ladder):
+            raise UserError(
+                f"--disk: the spec {self.path} sweeps the disk, so each point names its own",
+                "drop --disk, or the spec's disk sweep",
+            )
+        self.parameters["disk"] = disk
+
 
 class SpecProblem:
     """Builds the one-line errors for one spec file."""
@@ -305,6 +319,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
     else:
         parameters = {**PGBENCH_DEFAULTS, **pgbench_raw}
         parameters = _resolve_workload(problem, parameters, "pgbench.", path.parent)
+    if "disk" in machine:
+        parameters["disk"] = _disk(problem, "machine.disk", machine["disk"])
     for key, default in MACHINE_POINT_DEFAULTS.items():
         # cache-wash prewarms by itself (table, then index: the seed's order) unless told not to
         value = machine.get(key, parameters.get(key, default))
@@ -328,8 +344,13 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         values = _sweep_values(problem, f"sweep.{key}", values)
         if key == "version":
             values = [_version_value(problem, f"sweep.{key}", value) for value in values]
+        if key == "disk":
+            values = [_disk(problem, f"sweep.{key}", value) for value in values]
+            if len(set(values)) != len(values):
+                raise problem.bad_value(f"sweep.{key}", values, "repeats a disk",
+                                        "list each disk once")  # fmt: skip
         for value in values:
-            if key == "version":
+            if key in ("version", "disk"):
                 continue
             if key in MACHINE_POINT_DEFAULTS:
                 _machine_point_value(problem, f"sweep.{key}", value)
@@ -572,6 +593,14 @@ def _machine_point_value(problem: SpecProblem, key: str, value):
     return value
 
 
+def _disk(problem: SpecProblem, key: str, value) -> str:
+    """A disk preset, "host" or a table of latencies, as its canonical text."""
+    try:
+        return canonical_disk(value)
+    except DiskProfileError as error:
+        raise problem.bad_value(key, value, str(error), "see the README's disk presets") from None
+
+
 def _setting_text(problem: SpecProblem, key: str, value) -> str:
     if isinstance(value, dict | list):
         raise problem.bad_value(key, value, "not a setting value", "use a string, number or bool")
@@ -675,6 +704,8 @@ def _ladder(problem: SpecProblem, raw, workload: str, parameters: dict, base_dir
             merged = {**parameters, change_key: value}
             if change_key in MACHINE_POINT_DEFAULTS:
                 _machine_point_value(problem, f"{key}.{change_key}", value)
+            elif change_key == "disk":
+                workload_changes[change_key] = _disk(problem, f"{key}.{change_key}", value)
             elif change_key == "inspect_method":
                 _inspect_method(problem, f"{key}.{change_key}", value)
             elif workload == "tpcc":

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.errors import UserError
-from pgcachelab.machine import hugepages, oscache
+from pgcachelab.machine import fusedisk, hugepages, oscache
 from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
@@ -22,6 +22,7 @@ class MachineNeeds:
     memory_bytes: int | None
     huge_pages_on: bool
     drop_all_caches: bool
+    emulated_disk: bool = False
 
 
 def capabilities() -> dict[str, tuple[bool, str]]:
@@ -31,6 +32,7 @@ def capabilities() -> dict[str, tuple[bool, str]]:
         "memory limit": (hierarchy is not None, reason),
         "huge pages": hugepages.availability(),
         "dropping the whole OS cache": oscache.drop_all_availability(),
+        "emulated disk": fusedisk.availability(),
     }
 
 
@@ -41,6 +43,7 @@ def check_needs(needs: MachineNeeds, available: dict[str, tuple[bool, str]]) -> 
         "memory limit": needs.memory_bytes is not None,
         "huge pages": needs.huge_pages_on,
         "dropping the whole OS cache": needs.drop_all_caches,
+        "emulated disk": needs.emulated_disk,
     }
     notes = []
     for feature, (ok, reason) in available.items():

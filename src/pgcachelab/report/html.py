@@ -10,6 +10,7 @@ from pgcachelab.analysis.statistics import (
     WIDE_SPREAD_CV,
     coefficient_of_variation,
 )
+from pgcachelab.analysis.storage import storage_note, storage_uses
 from pgcachelab.analysis.versions import differing_settings
 from pgcachelab.report.dataset import RunData
 from pgcachelab.units import SETTING_UNIT_BYTES, format_bytes
@@ -63,6 +64,7 @@ def _context_rows(data: RunData) -> list[tuple[str, str]]:
             f"{format_bytes(memory) if memory else '?'} RAM",
         ),  # fmt: skip
         ("memory available to the server", _memory_note(data)),
+        ("storage", storage_note(storage_uses([m.metrics for r in data.points for m in r.ok]))),
         ("kernel", env.get("kernel")),
         ("lab", f"pgcachelab {env.get('lab_version')}, commit {env.get('git_commit') or '?'}"),
         ("order and repetitions", _schedule_note(data.schedule)),

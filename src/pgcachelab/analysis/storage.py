@@ -1,0 +1,62 @@
+"""What the storage under a run was: the emulated disk each point asked for, what the storage
+probe measured on it, and how many requests reached the device. Pure."""
+
+from dataclasses import dataclass
+
+from pgcachelab.machine.disk_profiles import DiskProfile
+from pgcachelab.probes.storage import describe_probe
+
+
+@dataclass(frozen=True)
+class StorageUse:
+    disk: str  # the profile's name, or "host disk"
+    asked: str  # what was emulated ("read 0.5 ms, write 0.5 ms, sync 1 ms") or ""
+    measured: str  # the storage probe's figures
+    device_reads: int  # requests that missed the page cache and reached the emulated device
+    device_syncs: int
+    measurements: int
+
+
+def storage_uses(metrics_list: list[dict]) -> list[StorageUse]:
+    """One line per disk the run's measurements ran on, in the order they first appear."""
+    by_disk: dict[str, dict] = {}
+    for metrics in metrics_list:
+        disk = metrics.get("disk")
+        if not disk:
+            continue
+        profile = disk.get("profile")
+        name = profile["name"] if profile else "host disk"
+        entry = by_disk.setdefault(
+            name, {"profile": profile, "probe": disk.get("probe"), "reads": 0, "syncs": 0, "n": 0}
+        )
+        device = disk.get("device") or {}
+        entry["reads"] += device.get("reads", 0)
+        entry["syncs"] += device.get("syncs", 0)
+        entry["n"] += 1
+    uses = []
+    for name, entry in by_disk.items():
+        asked = ""
+        if entry["profile"]:
+            fields = {k: v for k, v in entry["profile"].items() if k != "name"}
+            asked = DiskProfile(name, **fields).summary().split(": ", 1)[1]
+        uses.append(StorageUse(name, asked, describe_probe(entry["probe"]), entry["reads"],
+                               entry["syncs"], entry["n"]))  # fmt: skip
+    return uses
+
+
+def storage_note(uses: list[StorageUse]) -> str:
+    """ "emulated cloud-network-ssd (read 0.5 ms, ...): cold read median 0.61 ms ...; 12,345
+    reads and 40 syncs reached the device over 36 measurements"."""
+    if not uses:
+        return "not recorded (a run made before the storage probe, or a server given by --dsn)"
+    parts = []
+    for use in uses:
+        if use.asked:
+            parts.append(
+                f"emulated {use.disk} ({use.asked}): {use.measured}; {use.device_reads:,} reads "
+                f"and {use.device_syncs:,} syncs reached the emulated device over "
+                f"{use.measurements} measurement(s)"
+            )
+        else:
+            parts.append(f"{use.disk}, not emulated: {use.measured}")
+    return " | ".join(parts)
