@@ -709,7 +709,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (fuse_mount(fuse, settings.mountpoint) != 0) {
-		fprintf(stderr, "fusedisk: cannot mount on \"%s\" (see the message above)\n",
+		fprintf(stderr, "fusedisk: cannot mount on \"%s\"\n",
 			settings.mountpoint);
 		fuse_destroy(fuse);
 		return 1;
