@@ -34,7 +34,9 @@ def test_a_table_becomes_one_canonical_text_and_back():
     assert (profile.read_latency_s, profile.sync_latency_s, profile.iops) == (0.0005, 0.001, 150)
     assert canonical_disk(text) == text
     # the same device written two ways is one disk
-    assert canonical_disk({"read_latency": "500us", "sync_latency": "1000us", "iops": "150"}) == text
+    assert (
+        canonical_disk({"read_latency": "500us", "sync_latency": "1000us", "iops": "150"}) == text
+    )
 
 
 def test_a_table_can_start_from_a_preset():
@@ -93,10 +95,15 @@ def test_spec_disk_fixed_swept_and_in_a_ladder():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[machine]\ndisk = "floppy"', r'machine.disk: invalid value "floppy": unknown disk preset'),
+        (
+            '[machine]\ndisk = "floppy"',
+            r'machine.disk: invalid value "floppy": unknown disk preset',
+        ),
         ('[sweep]\ndisk = ["nvme", "floppy"]', r"sweep.disk: invalid value \"floppy\""),
-        ('[sweep]\ndisk = [{ read_latency = "1ms" }, { read_latency = "1000us" }]',
-         r"sweep.disk: .*repeats a disk"),
+        (
+            '[sweep]\ndisk = [{ read_latency = "1ms" }, { read_latency = "1000us" }]',
+            r"sweep.disk: .*repeats a disk",
+        ),
     ],
 )
 def test_bad_spec_disks_are_one_line(text, message):

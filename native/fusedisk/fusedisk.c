@@ -3,7 +3,7 @@
  *
  *   fusedisk BACKING_DIR MOUNTPOINT [--read-latency-us N] [--write-latency-us N]
  *            [--sync-latency-us N] [--iops N] [--bandwidth-bps N] [--uid U --gid G]
- *            [--stats FILE] [--name NAME]
+ *            [--stats FILE] [--timings FILE] [--name NAME]
  *
  * Why it exists: the lab's host disk is a fast virtual disk (a cold 8 kB read takes ~0.06 ms),
  * so a data set that falls out of memory costs almost nothing and the boundaries the lab looks
@@ -32,6 +32,11 @@
  * - `ready` on stdout after mount and privilege drop is the handshake; a failure is one line
  *   on stderr and a non-zero exit. --stats FILE gets the counters as one JSON object, renamed
  *   into place at most every 200 ms when they changed, and at exit.
+ * - --timings FILE: the device can change while mounted. The file holds five integers
+ *   (read, write and sync latency in µs, iops, bandwidth in bytes/s; 0: no limit) and is
+ *   re-read within 50 ms of a change; the stats show the timings in force. The lab loads data
+ *   with no latency and then measures on the slow device without a remount, because a remount
+ *   would start from an empty page cache (new inodes) and a slow device takes minutes to warm.
  */
 
 #define FUSE_USE_VERSION 312 /* 3.12: fuse_loop_cfg, to allow enough threads for a server */
@@ -63,6 +68,7 @@
 
 #define NS_PER_S 1000000000ULL
 #define STATS_INTERVAL_NS (200ULL * 1000000ULL)
+#define TIMINGS_POLL_NS (50ULL * 1000000ULL)
 #define MAX_THREADS 64           /* concurrent backends each wait out their own latency */
 #define KERNEL_MAX_BACKGROUND 64 /* the kernel's readahead requests count as background */
 #define LONG_TIMEOUT_S 86400.0   /* every change goes through the mount: no need to revalidate */
@@ -77,6 +83,7 @@ struct settings {
 	uint64_t bandwidth_bps; /* 0: no transfer time */
 	long long uid, gid;     /* -1: keep ours */
 	const char *stats_path;
+	const char *timings_path;
 	const char *name;
 };
 
@@ -545,18 +552,57 @@ static void write_stats(void)
 		unlink(tmp_path);
 }
 
+/*
+ * Load new timings when the timings file changed (its mtime and size); true when they did.
+ * The request threads read these fields without a lock: each is one aligned 64-bit word, so a
+ * request sees the old value or the new one, and either is right for a request in flight.
+ */
+static bool reload_timings(struct timespec *seen_mtime, off_t *seen_size)
+{
+	struct stat st;
+	unsigned long long read_us, write_us, sync_us, iops, bandwidth;
+	FILE *in;
+	int fields;
+
+	if (settings.timings_path == NULL || stat(settings.timings_path, &st) != 0)
+		return false;
+	if (st.st_mtim.tv_sec == seen_mtime->tv_sec && st.st_mtim.tv_nsec == seen_mtime->tv_nsec &&
+	    st.st_size == *seen_size)
+		return false;
+	*seen_mtime = st.st_mtim;
+	*seen_size = st.st_size;
+	in = fopen(settings.timings_path, "r");
+	if (in == NULL)
+		return false;
+	fields = fscanf(in, "%llu %llu %llu %llu %llu", &read_us, &write_us, &sync_us, &iops,
+			&bandwidth);
+	fclose(in);
+	if (fields != 5)
+		return false;
+	__atomic_store_n(&settings.read_latency_ns, (uint64_t)read_us * 1000, __ATOMIC_RELAXED);
+	__atomic_store_n(&settings.write_latency_ns, (uint64_t)write_us * 1000, __ATOMIC_RELAXED);
+	__atomic_store_n(&settings.sync_latency_ns, (uint64_t)sync_us * 1000, __ATOMIC_RELAXED);
+	__atomic_store_n(&settings.iops, (uint64_t)iops, __ATOMIC_RELAXED);
+	__atomic_store_n(&settings.bandwidth_bps, (uint64_t)bandwidth, __ATOMIC_RELAXED);
+	return true;
+}
+
 static void *stats_thread_main(void *unused)
 {
-	uint64_t written_version = UINT64_MAX;
+	uint64_t written_version = UINT64_MAX, next_write_ns = 0;
+	struct timespec timings_mtime = {0, 0};
+	off_t timings_size = -1;
 
 	(void)unused;
 	while (!atomic_load(&stats_thread_stop)) {
+		bool retimed = reload_timings(&timings_mtime, &timings_size);
 		uint64_t version = counters_version();
-		if (version != written_version) {
+		if (retimed || (version != written_version && now_ns() >= next_write_ns)) {
 			write_stats();
 			written_version = version;
+			next_write_ns = now_ns() + STATS_INTERVAL_NS;
 		}
-		sleep_until_ns(now_ns() + STATS_INTERVAL_NS);
+		sleep_until_ns(now_ns() + TIMINGS_POLL_NS);
 	}
 	return NULL;
 }
@@ -629,9 +675,12 @@ static void parse_command_line(int argc, char **argv)
 			settings.gid = parse_integer(arg, value, 0, UINT32_MAX - 1);
 		else if (strcmp(arg, "--stats") == 0 && value)
 			settings.stats_path = value;
+		else if (strcmp(arg, "--timings") == 0 && value)
+			settings.timings_path = value;
 		else if (strcmp(arg, "--name") == 0 && value)
 			settings.name = value;
-		else if (strcmp(arg, "--stats") == 0 || strcmp(arg, "--name") == 0)
+		else if (strcmp(arg, "--stats") == 0 || strcmp(arg, "--name") == 0 ||
+			 strcmp(arg, "--timings") == 0)
 			usage_error("option needs a value:", arg);
 		else
 			usage_error("unknown option", arg);
@@ -640,10 +689,13 @@ static void parse_command_line(int argc, char **argv)
 	if (positional != 2)
 		usage_error("usage: fusedisk BACKING_DIR MOUNTPOINT [--read-latency-us N] "
 			    "[--write-latency-us N] [--sync-latency-us N] [--iops N] "
-			    "[--bandwidth-bps N] [--uid U --gid G] [--stats FILE] [--name NAME]",
+			    "[--bandwidth-bps N] [--uid U --gid G] [--stats FILE] [--timings FILE] "
+			    "[--name NAME]",
 			    NULL);
 	if ((settings.uid < 0) != (settings.gid < 0))
 		usage_error("--uid and --gid go together", NULL);
+	if (settings.timings_path && !settings.stats_path)
+		usage_error("--timings needs --stats, where the timings in force show", NULL);
 	if (strchr(settings.name, ',') || strchr(settings.name, '\\'))
 		usage_error("--name cannot contain a comma or a backslash:", settings.name);
 }

@@ -166,11 +166,12 @@ class ManagedCluster:
             if profile is not None:
                 raise ClusterError("this cluster was not created on an emulated disk")
             return False
-        if not self.disk.needs_change(profile):
-            return False
-        self.stop()
         from pgcachelab.machine.fusedisk import DiskError
 
+        if not self.disk.needs_change(profile):
+            return False
+        if not self.disk.can_retime(profile):
+            self.stop()
         try:
             return self.disk.use(profile)
         except DiskError as error:
@@ -403,7 +404,10 @@ def reap_stale(work_dir: Path, remove: bool = True) -> bool:
     from pgcachelab.machine.cluster_disk import layout_data_dir
 
     found = False
-    pid_files = [work_dir / "pgdata" / "postmaster.pid", layout_data_dir(work_dir) / "postmaster.pid"]
+    pid_files = [
+        work_dir / "pgdata" / "postmaster.pid",
+        layout_data_dir(work_dir) / "postmaster.pid",
+    ]
     pid_file = next((p for p in pid_files if _exists(p)), pid_files[0])
     with contextlib.suppress(OSError, ValueError, IndexError):
         pid = int(pid_file.read_text().splitlines()[0])

@@ -120,6 +120,12 @@ class ManagedTarget:
         """The point's disk (canonical text; None or "host": the machine's own)."""
         return self.cluster.use_disk(resolve_disk(disk))
 
+    def loading_data(self):
+        """A context in which data is built with no emulated latency (see ClusterDisk)."""
+        if self.cluster is None or self.cluster.disk is None:
+            return contextlib.nullcontext()
+        return self.cluster.disk.loading()
+
     def disk_failure(self) -> str | None:
         """Why the emulated disk stopped serving, when it did."""
         from pgcachelab.machine.fusedisk import DiskError

@@ -4,6 +4,7 @@ A point that fails is recorded with its reason and the sweep goes on; Ctrl-C and
 the server before they propagate; a killed run's leftovers are reaped by the next run.
 """
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -447,9 +448,10 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
         point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
         disk_changed = _use_disk(ctx, point)
         action = ctx.target.apply(point.settings)
-        if disk_changed and action == "start":
-            action = "start (disk changed)"
-        metrics["data"] = ensure_data(ctx, point)
+        if disk_changed:
+            action += " (disk changed)"
+        with _loading_data(ctx):
+            metrics["data"] = ensure_data(ctx, point)
         with ctx.target.connect(point.settings) as conn:
             if point.index not in ctx.settings_recorded:
                 ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
@@ -516,6 +518,12 @@ def _use_disk(ctx: RunContext, point: Point) -> bool:
     if ctx.target.kind != "managed" or not ctx.target.emulated_disk:
         return False
     return ctx.target.use_disk(point.workload.get("disk"))
+
+
+def _loading_data(ctx: RunContext):
+    if ctx.target.kind != "managed":
+        return contextlib.nullcontext()
+    return ctx.target.loading_data()
 
 
 def _disk_record(ctx: RunContext) -> dict | None:

@@ -7,6 +7,7 @@ an unmount and a mount while the server is down, never a copy, and "host" points
 backing directory directly. The data directory is `pgdata` under whichever is in use.
 """
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from pgcachelab.probes.storage import probe_storage
 BACKING = "disk"
 MOUNTPOINT = "mnt"
 DATA = "pgdata"
+NO_LATENCY = DiskTimings(0.0, 0.0, 0.0)
 
 
 def timings_of(profile: DiskProfile) -> DiskTimings:
@@ -63,11 +65,25 @@ class ClusterDisk:
             return True
         return profile is not None and (self.fuse is None or not self._alive())
 
+    def can_retime(self, profile: DiskProfile | None) -> bool:
+        """From one emulated device to another: new timings for the running daemon, with the
+        server up and the page cache as it is (the point's os_cache says what to drop)."""
+        return (
+            profile is not None
+            and self.profile is not None
+            and self.fuse is not None
+            and (self._alive())
+        )
+
     def use(self, profile: DiskProfile | None) -> bool:
-        """Serve the files through `profile` (None: the host disk); the server must be down.
-        True when the disk changed."""
+        """Serve the files through `profile` (None: the host disk); unless can_retime, the
+        server must be down. True when the disk changed."""
         if not self.needs_change(profile):
             return False
+        if self.can_retime(profile):
+            self.fuse.retime(timings_of(profile))
+            self.profile = profile
+            return True
         self.unmount()
         if profile is not None:
             fuse = FuseDisk(timings_of(profile), self.backing, self.mountpoint,
@@ -76,6 +92,19 @@ class ClusterDisk:
             self.fuse = fuse
         self.profile = profile
         return True
+
+    @contextlib.contextmanager
+    def loading(self):
+        """No latency while data is built: loading through a slow device measures nothing and
+        takes minutes. The pages written stay cached, as after a load on a real server."""
+        if self.fuse is None or self.profile is None:
+            yield
+            return
+        self.fuse.retime(NO_LATENCY)
+        try:
+            yield
+        finally:
+            self.fuse.retime(timings_of(self.profile))
 
     def _alive(self) -> bool:
         try:

@@ -41,7 +41,9 @@ class DiskProfile:
     @property
     def random_read_iops_one_client(self) -> float:
         """What one client waiting on each read gets: the figure data sheets quote at QD1."""
-        per_read = self.read_latency_s + (8192 / self.bandwidth_bytes_s if self.bandwidth_bytes_s else 0)
+        per_read = self.read_latency_s + (
+            8192 / self.bandwidth_bytes_s if self.bandwidth_bytes_s else 0
+        )
         qd1 = 1 / per_read if per_read > 0 else float("inf")
         return min(qd1, self.iops) if self.iops else qd1
 
@@ -81,33 +83,53 @@ PRESETS: dict[str, DiskProfile] = {
     profile.name: profile
     for profile in (
         DiskProfile(
-            "nvme", 80e-6, 20e-6, 50e-6,
+            "nvme",
+            80e-6,
+            20e-6,
+            50e-6,
             stands_for="a datacenter NVMe SSD with power-loss protection (flushes are cheap)",
             source="Intel SSD DC P4510 product specification: typical latency read 77 µs, "
             "write 18 µs (4 kB, QD1); flushes complete from the protected cache",
         ),
         DiskProfile(
-            "sata-ssd", 0.15e-3, 50e-6, 0.5e-3,
+            "sata-ssd",
+            0.15e-3,
+            50e-6,
+            0.5e-3,
             stands_for="a SATA SSD (AHCI, one queue), as in seed 001's second storage type",
             source="Intel SSD D3-S4510 product brief: read latency 36 µs, write 37 µs (typical, "
             "sequential); random 4 kB QD1 reads through AHCI measure 0.1-0.2 ms with fio",
         ),
         DiskProfile(
-            "cloud-network-ssd", 0.5e-3, 0.5e-3, 1e-3, iops=3000,
+            "cloud-network-ssd",
+            0.5e-3,
+            0.5e-3,
+            1e-3,
+            iops=3000,
             bandwidth_bytes_s=125 * 1024 * 1024,
             stands_for="a network block volume in a cloud (e.g. AWS EBS gp3 at its baseline)",
             source="AWS EBS documentation, gp3: 3,000 IOPS and 125 MiB/s baseline, "
             '"single-digit millisecond latency"; 0.5-1 ms per request is typical',
         ),
         DiskProfile(
-            "hdd-7200", 12e-3, 0.1e-3, 8e-3, iops=150, bandwidth_bytes_s=200 * 1024 * 1024,
+            "hdd-7200",
+            12e-3,
+            0.1e-3,
+            8e-3,
+            iops=150,
+            bandwidth_bytes_s=200 * 1024 * 1024,
             stands_for="one 7,200 rpm hard disk with its write cache on",
             source="Seagate Exos 7E8 data sheet: average latency 4.16 ms (half a turn) and "
             "average seek ~8.5 ms: ~12 ms per random read, 150 IOPS with command queueing",
         ),
         DiskProfile(
-            "seed-004-vm", 6.5e-3, 0.2e-3, 5e-3, iops=150, bandwidth_bytes_s=100 * 1024 * 1024,
-            stands_for='seed 004\'s small VM, where beyond the OS cache "the disk (100-200 '
+            "seed-004-vm",
+            6.5e-3,
+            0.2e-3,
+            5e-3,
+            iops=150,
+            bandwidth_bytes_s=100 * 1024 * 1024,
+            stands_for="seed 004's small VM, where beyond the OS cache \"the disk (100-200 "
             'random IOPS) decides"',
             source="seed 004 (shared/SEEDS.md): 100-200 random IOPS; 150 IOPS is ~6.5 ms a read",
         ),
@@ -204,7 +226,9 @@ def _custom_profile(table: dict) -> DiskProfile:
         try:
             seconds = parse_seconds(table[key])
         except (ValueError, TypeError):
-            raise DiskProfileError(f"{key}: {table[key]!r} is not a duration (e.g. 0.5ms)") from None
+            raise DiskProfileError(
+                f"{key}: {table[key]!r} is not a duration (e.g. 0.5ms)"
+            ) from None
         if not 0 <= seconds <= MAX_LATENCY_S:
             raise DiskProfileError(f"{key}: {table[key]!r} is not between 0 and 1s")
         latencies[key] = seconds
@@ -217,7 +241,9 @@ def _custom_profile(table: dict) -> DiskProfile:
         try:
             bandwidth = raw if isinstance(raw, int) else parse_bytes(str(raw).removesuffix("/s"))
         except (ValueError, TypeError):
-            raise DiskProfileError(f"bandwidth: {raw!r} is not a size per second (e.g. 125MB)") from None
+            raise DiskProfileError(
+                f"bandwidth: {raw!r} is not a size per second (e.g. 125MB)"
+            ) from None
         if bandwidth < 1024 * 1024:
             raise DiskProfileError(f"bandwidth: {raw!r} is below 1MB per second")
     return DiskProfile("custom", latencies["read_latency"], latencies["write_latency"],

@@ -65,6 +65,22 @@ class DiskTimings:
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
+    def timings_file_text(self) -> str:
+        """The daemon's --timings file: latencies in µs, iops, bandwidth (0: no limit)."""
+        return (
+            " ".join(
+                str(value)
+                for value in (
+                    _microseconds(self.read_latency_s),
+                    _microseconds(self.write_latency_s),
+                    _microseconds(self.sync_latency_s),
+                    self.iops or 0,
+                    self.bandwidth_bytes_s or 0,
+                )
+            )
+            + "\n"
+        )
+
     def daemon_args(self) -> list[str]:
         """The daemon's command-line options for these timings (latencies in whole µs)."""
         args = [
@@ -252,6 +268,43 @@ class FuseDisk:
     def _stats_path(self) -> Path | None:
         return self._private_dir / "stats.json" if self._private_dir else None
 
+    @property
+    def _timings_path(self) -> Path | None:
+        return self._private_dir / "timings" if self._private_dir else None
+
+    def _write_timings(self, timings: DiskTimings) -> None:
+        staging = self._timings_path.with_suffix(".tmp")
+        staging.write_text(timings.timings_file_text())
+        staging.chmod(0o644)  # the daemon reads it as the server user
+        os.replace(staging, self._timings_path)
+
+    def retime(self, timings: DiskTimings, timeout_s: float = 5.0) -> None:
+        """Make the mounted device answer with `timings` from now on; returns once the daemon
+        reports them in force (its page cache, unlike after a remount, stays as it is)."""
+        if self.process is None:
+            raise DiskError(f"the emulated disk on {self.mountpoint} is not mounted")
+        if timings == self.timings:
+            return
+        self._write_timings(timings)
+        wanted = {
+            "read_latency_us": _microseconds(timings.read_latency_s),
+            "write_latency_us": _microseconds(timings.write_latency_s),
+            "sync_latency_us": _microseconds(timings.sync_latency_s),
+            "iops": timings.iops or 0,
+            "bandwidth_bps": timings.bandwidth_bytes_s or 0,
+        }
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            stats = self.stats()
+            if all(stats.get(key) == value for key, value in wanted.items()):
+                self.timings = timings
+                return
+            self.check()
+            time.sleep(0.01)
+        raise DiskError(
+            f"the emulated disk's daemon did not take new timings within {timeout_s:g} s"
+        )
+
     def mount(self) -> None:
         """Start the daemon and wait until the mount is there; DiskError when it fails."""
         if self.process is not None:
@@ -260,9 +313,11 @@ class FuseDisk:
         # The daemon writes its stats after becoming the server user: a directory of its own.
         self._private_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-disk-"))
         os.chown(self._private_dir, self.uid, self.gid)
+        self._write_timings(self.timings)
         command = [str(binary), str(self.backing), str(self.mountpoint),
                    *self.timings.daemon_args(), "--uid", str(self.uid), "--gid", str(self.gid),
-                   "--stats", str(self._stats_path), "--name", self.fsname]  # fmt: skip
+                   "--stats", str(self._stats_path), "--timings", str(self._timings_path),
+                   "--name", self.fsname]  # fmt: skip
         # stderr goes to a file: nobody reads a pipe once the daemon runs.
         with open(self._private_dir / "daemon.log", "wb") as log:
             self.process = subprocess.Popen(
