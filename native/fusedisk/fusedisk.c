@@ -28,7 +28,12 @@
  * - The backing directory is opened before the privilege drop and every operation is relative
  *   to that descriptor, so its parents need not be searchable by the unprivileged user.
  * - hard_remove and nullpath_ok: PostgreSQL unlinks files other backends still hold open;
- *   those keep working through their descriptors and no .fuse_hidden files appear.
+ *   those keep working through their descriptors and no .fuse_hidden files appear (they would
+ *   make DROP DATABASE's rmdir fail). The price: fstat() of an unlinked open file fails with
+ *   ESTALE (the kernel sends no handle with it and the library has no path); read, write,
+ *   lseek, ftruncate and fsync on it work, and that is all PostgreSQL does with one.
+ *   Likewise a hard link is a second kernel inode (its own page cache) for one backing file:
+ *   PostgreSQL links only to rename (WAL segments before 15), then unlinks the old name.
  * - `ready` on stdout after mount and privilege drop is the handshake; a failure is one line
  *   on stderr and a non-zero exit. --stats FILE gets the counters as one JSON object, renamed
  *   into place at most every 200 ms when they changed, and at exit.
