@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -245,6 +246,62 @@ def test_iops_limit_spaces_requests(dirs):
             os.close(fd)
     print(f"100 reads at --iops 200: {took_s:.3f} s")
     assert 0.45 <= took_s <= 2.0
+
+
+@needs_fuse
+def test_bandwidth_limit_is_shared_by_concurrent_transfers(dirs):
+    """8 MiB at 100 MB/s take >= 84 ms even though readahead splits them into requests that
+    the daemon serves at once: transfers queue on one channel."""
+    bandwidth_bytes_s, size_bytes = 100_000_000, 8 * 1024 * 1024
+    timings = DiskTimings(0, 0, 0, bandwidth_bytes_s=bandwidth_bytes_s)
+    with dirs.disk(timings) as disk:
+        path = dirs.mountpoint / "data"
+        with open(path, "wb") as out:
+            out.truncate(size_bytes)
+        _drop_cached_pages(path)
+        start = time.perf_counter()
+        with open(path, "rb", buffering=0) as data:
+            while data.read(1024 * 1024):
+                pass
+        took_s = time.perf_counter() - start
+        time.sleep(0.3)
+        read_bytes = disk.stats()["read_bytes"]
+    print(f"{size_bytes} bytes at {bandwidth_bytes_s} B/s: {took_s:.3f} s")
+    assert read_bytes >= size_bytes
+    assert size_bytes / bandwidth_bytes_s <= took_s <= 3 * size_bytes / bandwidth_bytes_s
+
+
+@needs_fuse
+def test_concurrent_reads_wait_out_their_latency_together(dirs):
+    """Backends each wait out their own miss: 8 readers of 25 misses at 2 ms take ~50 ms,
+    not the 400 ms of one queue (threads in the daemon, background requests in the kernel)."""
+    timings = DiskTimings(read_latency_s=0.002, write_latency_s=0, sync_latency_s=0)
+    readers, reads_each = 8, 25
+    with dirs.disk(timings):
+        path = dirs.mountpoint / "data"
+        with open(path, "wb") as out:
+            out.truncate(FILE_BYTES)
+        _drop_cached_pages(path)
+        offsets = _random_offsets(readers * reads_each, seed=3)
+        fd = os.open(path, os.O_RDONLY)
+
+        def read_share(share: list[int]) -> None:
+            for offset in share:
+                os.pread(fd, BLOCK, offset)
+
+        try:
+            shares = [offsets[i::readers] for i in range(readers)]
+            threads = [threading.Thread(target=read_share, args=(share,)) for share in shares]
+            start = time.perf_counter()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            took_s = time.perf_counter() - start
+        finally:
+            os.close(fd)
+    print(f"{readers} readers x {reads_each} misses at 2 ms: {took_s:.3f} s")
+    assert reads_each * 0.002 <= took_s <= 0.5 * readers * reads_each * 0.002
 
 
 # What PostgreSQL does to its files, run as the server user through the mount. A file unlinked
