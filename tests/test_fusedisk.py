@@ -31,6 +31,7 @@ from pgcachelab.machine.fusedisk import (
     DiskTimings,
     FuseDisk,
     availability,
+    ensure_built,
     parse_disk_mounts,
     reap_stale_mounts,
 )
@@ -468,3 +469,29 @@ def test_sigkill_of_the_lab_leaves_a_dead_mount_for_the_next_lab(dirs):
     assert dirs.mountpoint in reaped
     assert not _mounts_under(dirs.base)
     assert not any(path.exists() for path in private_dirs)
+
+
+@needs_fuse
+def test_reaping_kills_a_daemon_that_outlived_its_lab(dirs):
+    """A daemon still serving the mount of a dead lab (say its parent-death signal was lost)."""
+    dead_lab_pid = _pid_of_finished_process()
+    daemon = subprocess.Popen(
+        [str(ensure_built()), str(dirs.backing), str(dirs.mountpoint),
+         "--name", f"pgcachelab-disk-{dead_lab_pid}"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert daemon.stdout.readline() == b"ready\n"
+        assert reap_stale_mounts() == [dirs.mountpoint]
+        daemon.wait(timeout=10)  # detached, it may end on its own before the SIGKILL lands
+        assert not _mounts_under(dirs.base)
+    finally:
+        daemon.kill()
+        daemon.wait()
+        daemon.stdout.close()
+
+
+def _pid_of_finished_process() -> int:
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    return finished.pid
