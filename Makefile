@@ -3,14 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 INSTALLED := $(VENV)/.installed-stamp
 
-.PHONY: quick test lint format bench clean chromium pg15-headers
+.PHONY: quick test lint format bench clean chromium pg15-headers fusedisk
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(INSTALLED)
 
-quick: $(INSTALLED)
+quick: $(INSTALLED) fusedisk
 	$(VENV)/bin/pgcachelab run experiments/big-cache-quick.toml
 
 # The report test opens every report in headless Chromium: Debian's package, installed once
@@ -30,7 +30,18 @@ pg15-headers:
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-server-dev-15 \
 		  >/dev/null; } || echo "note: could not install postgresql-server-dev-15"
 
-test: $(INSTALLED) chromium pg15-headers
+# The emulated disk's daemon (native/fusedisk) needs libfuse3: Debian's fuse3 and libfuse3-dev,
+# installed once when missing and we are root. Without them the build fails quietly here, and
+# the disk is unavailable (its tests are skipped and say why).
+fusedisk:
+	@{ pkg-config --exists fuse3 2>/dev/null && command -v fusermount3 >/dev/null 2>&1; } || \
+		[ "$$(id -u)" != 0 ] || \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 libfuse3-dev >/dev/null; } || \
+		echo "note: could not install fuse3 and libfuse3-dev"
+	@$(MAKE) -s -C native/fusedisk || echo "note: could not build native/fusedisk"
+
+test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome

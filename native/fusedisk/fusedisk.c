@@ -14,10 +14,12 @@
  *
  * - Latency is a deadline from the request's arrival, reached with clock_nanosleep to an
  *   absolute time (timer slack 1 ns), so the backing file's own cost is absorbed and 0.1-0.5 ms
- *   sleeps are accurate. --bandwidth-bps adds size/bandwidth to reads and writes.
+ *   sleeps are accurate.
  * - --iops N models a device that starts at most N requests per second: one global slot
  *   (slot = max(now, next_slot); next_slot = slot + 1/N), a request completes at
- *   slot + latency. It applies to reads, writes and syncs.
+ *   slot + latency. It applies to reads, writes and syncs. --bandwidth-bps N adds each read's
+ *   and write's transfer (size/N) after its latency, on one channel shared by all requests, so
+ *   concurrent transfers queue as on a real device.
  * - fsync, fdatasync and fsyncdir sleep the sync latency and never call the real fsync: the
  *   emulation must not depend on the host disk's flushing, and a lab cluster is throwaway.
  * - The root lab starts us; we mount as root, then become --uid/--gid (PostgreSQL insists
@@ -28,7 +30,12 @@
  * - The backing directory is opened before the privilege drop and every operation is relative
  *   to that descriptor, so its parents need not be searchable by the unprivileged user.
  * - hard_remove and nullpath_ok: PostgreSQL unlinks files other backends still hold open;
- *   those keep working through their descriptors and no .fuse_hidden files appear.
+ *   those keep working through their descriptors and no .fuse_hidden files appear (they would
+ *   make DROP DATABASE's rmdir fail). The price: fstat() of an unlinked open file fails with
+ *   ESTALE (the kernel sends no handle with it and the library has no path); read, write,
+ *   lseek, ftruncate and fsync on it work, and that is all PostgreSQL does with one.
+ *   Likewise a hard link is a second kernel inode (its own page cache) for one backing file:
+ *   PostgreSQL links only to rename (WAL segments before 15), then unlinks the old name.
  * - `ready` on stdout after mount and privilege drop is the handshake; a failure is one line
  *   on stderr and a non-zero exit. --stats FILE gets the counters as one JSON object, renamed
  *   into place at most every 200 ms when they changed, and at exit.
@@ -96,7 +103,8 @@ static struct settings settings = {
 static int backing_fd = -1;
 
 static pthread_mutex_t device_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t next_slot_ns;
+static uint64_t next_slot_ns;    /* --iops: when the next request may start */
+static uint64_t channel_free_ns; /* --bandwidth-bps: when the current transfer ends */
 
 static atomic_uint_fast64_t count_reads, count_read_bytes, count_writes, count_write_bytes,
 	count_syncs, delayed_ns;
@@ -123,24 +131,32 @@ static void sleep_until_ns(uint64_t deadline_ns)
 }
 
 /*
- * When a request that arrived at `arrival_ns` completes on the emulated device: after its
- * latency and transfer time, counted from its slot when the device's rate is limited.
+ * When a request that arrived at `arrival_ns` completes on the emulated device: its latency
+ * counted from its slot when the request rate is limited, then its transfer, queued behind
+ * the transfers before it when the bandwidth is limited (one channel for the whole device).
  */
 static uint64_t completion_ns(uint64_t arrival_ns, uint64_t latency_ns, size_t bytes)
 {
-	uint64_t start_ns = arrival_ns;
-	uint64_t transfer_ns = 0;
+	uint64_t start_ns = arrival_ns, done_ns;
+	int transfers = settings.bandwidth_bps && bytes;
 
+	if (!settings.iops && !transfers)
+		return arrival_ns + latency_ns;
+	pthread_mutex_lock(&device_lock);
 	if (settings.iops) {
-		pthread_mutex_lock(&device_lock);
 		if (next_slot_ns > start_ns)
 			start_ns = next_slot_ns;
 		next_slot_ns = start_ns + NS_PER_S / settings.iops;
-		pthread_mutex_unlock(&device_lock);
 	}
-	if (settings.bandwidth_bps && bytes)
-		transfer_ns = (uint64_t)((double)bytes * NS_PER_S / (double)settings.bandwidth_bps);
-	return start_ns + latency_ns + transfer_ns;
+	done_ns = start_ns + latency_ns;
+	if (transfers) {
+		if (channel_free_ns > done_ns)
+			done_ns = channel_free_ns;
+		done_ns += (uint64_t)((double)bytes * NS_PER_S / (double)settings.bandwidth_bps);
+		channel_free_ns = done_ns;
+	}
+	pthread_mutex_unlock(&device_lock);
+	return done_ns;
 }
 
 /* Sleep out what is left of the emulated device's time for one request. */

@@ -311,7 +311,7 @@ class FuseDisk:
             raise DiskError(f"the emulated disk on {self.mountpoint} is already mounted")
         binary = ensure_built()
         # The daemon writes its stats after becoming the server user: a directory of its own.
-        self._private_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-disk-"))
+        self._private_dir = Path(tempfile.mkdtemp(prefix=f"{self.fsname}-"))
         os.chown(self._private_dir, self.uid, self.gid)
         self._write_timings(self.timings)
         command = [str(binary), str(self.backing), str(self.mountpoint),
@@ -455,17 +455,24 @@ def _daemons_named(fsname: str) -> list[int]:
     return pids
 
 
+def _dead_lab(lab_pid: int | None) -> bool:
+    return lab_pid is not None and lab_pid != os.getpid() and not Path(f"/proc/{lab_pid}").exists()
+
+
 def reap_stale_mounts() -> list[Path]:
-    """Detach the emulated disks that dead labs left mounted, and kill their daemons; returns
-    the mount points."""
+    """Detach the emulated disks that dead labs left mounted, kill their daemons and remove
+    their private directories; returns the mount points."""
     reaped = []
     for mount in _read_disk_mounts():
-        lab_pid = mount.lab_pid
-        if lab_pid is None or lab_pid == os.getpid() or Path(f"/proc/{lab_pid}").exists():
+        if not _dead_lab(mount.lab_pid):
             continue  # ours, a live lab's, or not named by a lab
         _umount2(mount.mount_point, _MNT_DETACH)
         for pid in _daemons_named(mount.fsname):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         reaped.append(mount.mount_point)
+    for private_dir in Path(tempfile.gettempdir()).glob(f"{FSNAME_PREFIX}*-*"):
+        owner = private_dir.name[len(FSNAME_PREFIX) :].split("-")[0]
+        if owner.isdigit() and _dead_lab(int(owner)):
+            shutil.rmtree(private_dir, ignore_errors=True)
     return reaped
