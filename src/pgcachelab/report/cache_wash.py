@@ -376,7 +376,9 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
         label = _mode_label(mode)
         size, ratio = index_survives_from(reps, mode)
         if size is None:
-            answer = "none of the settings measured"
+            answer = "none of the settings measured" + (
+                f" (index {format_bytes(sizes['index_bytes'])})" if sizes.get("index_bytes") else ""
+            )
             figure = "–"
         else:
             answer = _with_index_size(size, sizes)
