@@ -20,6 +20,7 @@ from pgcachelab.analysis.cache_split import (  # noqa: E402
     PHASES,
     SCAN_MOMENTS,
     SURVIVAL_TOLERANCE,
+    WASH_RELATIONS,
     Repetition,
     Residency,
     best_setting,
@@ -313,6 +314,68 @@ def _neither_text(residency: Residency) -> str:
     return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}..{high:.0%}"
 
 
+def point_residencies(data: RunData, sizes: dict) -> list[tuple[int, str, dict]]:
+    """(shared_buffers, huge pages, {(relation, moment): Residency}) per point with snapshots
+    around the scan, by huge pages then shared_buffers."""
+    found = [s for s in snapshot_samples(data) if s.label in SCAN_MOMENTS]
+    points = []
+    for result in data.points:
+        mine = [s for s in found if s.point_index == result.point.point_index]
+        if not mine:
+            continue
+        settings = result.point.settings
+        size = shared_buffers_bytes(settings.get("shared_buffers"))
+        mode = str(settings.get("huge_pages", "")).lower()
+        by_key = {(r.relation, r.moment): r for r in scan_residency(mine, sizes)}
+        points.append((size, mode, by_key))
+    return sorted(points, key=lambda point: (point[1] != "on", point[1], point[0]))
+
+
+def scan_residency_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """Index and table in each cache just before and just after the scan, per point: the
+    composition around the scan, as % of each relation."""
+    points = point_residencies(data, data_sizes(data))
+    if not points:
+        return []
+    bars = [("shared_buffers", "after idx1", "tab:blue", 0.45),
+            ("shared_buffers", "after seq", "tab:blue", 0.95),
+            ("OS cache", "after idx1", "tab:orange", 0.45),
+            ("OS cache", "after seq", "tab:orange", 0.95)]  # fmt: skip
+    figure, axes = plt.subplots(1, 2, figsize=(max(10, len(points) * 1.6), 4.2), sharey=True)
+    width = 0.8 / len(bars)
+    labels = [format_bytes(size) + (f"\nhuge_pages={mode}" if mode else "")
+              for size, mode, _ in points]  # fmt: skip
+    for axis, relation in zip(axes, ("index", "table"), strict=True):
+        for offset, (cache, moment, color, alpha) in enumerate(bars):
+            heights = []
+            for _, _, by_key in points:
+                at = by_key.get((relation, moment))
+                cached = (
+                    None
+                    if at is None
+                    else (
+                        at.shared_buffers_bytes if cache == "shared_buffers" else at.os_cached_bytes
+                    )
+                )
+                share = None if at is None else at.share(cached)
+                heights.append(0 if share is None else share * 100)
+            xs = [i + (offset - (len(bars) - 1) / 2) * width for i in range(len(points))]
+            axis.bar(xs, heights, width * 0.95, color=color, alpha=alpha,
+                     label=f"{cache}, {moment}")  # fmt: skip
+        axis.set_xticks(range(len(points)), labels, fontsize=8)
+        axis.set_xlabel("shared_buffers (one group per point, evenly spaced)")
+        axis.set_ylabel(f"share of the {relation} cached (%)")
+        axis.set_ylim(0, 105)
+        axis.grid(alpha=0.3, axis="y")
+        axis.set_title(f"{relation} ({WASH_RELATIONS[relation]})", fontsize=10)
+        # below the axes: the bars reach 100%, where a legend inside would hide them
+        axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
+    figure.suptitle(f"{data.run.name}: where the index and the table were just before the scan"
+                    " (after idx1)\nand just after it (after seq), medians over repetitions",
+                    fontsize=11, y=1.04)  # fmt: skip
+    return save_figure(figure, out_dir, "cache-wash-around-the-scan")
+
+
 def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
     """Per point, index and table in shared_buffers and in the OS cache around the scan."""
     found = [s for s in snapshot_samples(data) if s.label in SCAN_MOMENTS]
@@ -326,17 +389,8 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
         )
     ratios = {(row.huge_pages, row.shared_buffers_bytes): row for row in survival_table(reps)}
     rows = []
-    for result in sorted(data.points, key=lambda r: (
-            str(r.point.settings.get("huge_pages", "")), shared_buffers_bytes(
-                r.point.settings.get("shared_buffers")))):  # fmt: skip
-        mine = [s for s in found if s.point_index == result.point.point_index]
-        if not mine:
-            continue
-        settings = result.point.settings
-        size = shared_buffers_bytes(settings.get("shared_buffers"))
-        mode = str(settings.get("huge_pages", "")).lower()
+    for size, mode, by_key in point_residencies(data, sizes):
         row = ratios.get((mode, size))
-        by_key = {(r.relation, r.moment): r for r in scan_residency(mine, sizes)}
         cells = [format_bytes(size), _mode_label(mode), _ratio_text(row.ratio if row else None)]
         for relation in ("index", "table"):
             for moment in SCAN_MOMENTS:
@@ -415,4 +469,5 @@ def cache_wash_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
     if not reps:
         return [], ""
     plots = box_plots(reps, data, out_dir) + phase_cache_plot(data, out_dir)
+    plots += scan_residency_plot(data, out_dir)
     return plots, findings_html(reps, data)
