@@ -95,21 +95,46 @@ def test_shipped_cache_split_experiments(name):
 
 
 def test_latencies_pgbench_logged_as_zero_are_counted_and_give_no_ratio():
-    """pgbench 14+ logs a transaction whose reply was already there as 0 us: an idx1 median of
-    0 has no idx2/idx1 ratio and no huge pages ratio, and must not end the analysis."""
+    """Runs stored before the client timing have pgbench-logged latencies, which read 0 us for
+    a reply already waiting (pgbench 14+): an idx1 median of 0 has no idx2/idx1 ratio and no
+    huge pages ratio, and must not end the analysis."""
     from pgcachelab.analysis.cache_split import (
+        PGBENCH_LOG_TIMING,
         Repetition,
         huge_pages_effect,
         index_survives_from,
-        zero_latencies,
+        pgbench_logged_zeros,
     )
 
     def rep(huge_pages, idx1):
         return Repetition(256 * 1024**2, huge_pages, 0,
-                          {"idx1": idx1, "seq": [900.0], "idx2": [0.2, 0.3, 0.2]})  # fmt: skip
+                          {"idx1": idx1, "seq": [900.0], "idx2": [0.2, 0.3, 0.2]},
+                          PGBENCH_LOG_TIMING)  # fmt: skip
 
     reps = [rep("on", [0.0, 0.0, 0.1]), rep("off", [0.2, 0.2, 0.2])]
-    assert zero_latencies(reps, "idx1") == (2, 6)
+    assert pgbench_logged_zeros(reps) == (2, 12)
     assert index_survives_from(reps, "on") == (None, None)
     assert index_survives_from(reps, "off")[0] == 256 * 1024**2
     assert huge_pages_effect(reps, "idx1") is None
+
+
+def test_cache_wash_warms_up_for_a_time_or_a_count_of_lookups_not_both():
+    def parse(body: str):
+        return parse_spec(f'workload = "cache-wash"\n[cache_wash]\n{body}', Path("x.toml"))
+
+    by_count = parse("warmup_lookups = 5000\n[sweep]\nlookups = [10, 20]")
+    assert by_count.parameters["warmup_lookups"] == 5000
+    assert by_count.parameters["warmup"] is None  # not the default 100 s as well
+    assert {p.workload["warmup_lookups"] for p in by_count.points()} == {5000}
+    assert parse("warmup_lookups = 0").parameters["warmup_lookups"] == 0
+    by_time = parse('warmup = "5s"').parameters
+    assert (by_time["warmup"], by_time["warmup_lookups"]) == (5, None)
+    assert parse('warmup = "0s"\n[sweep]\nlookups = [10]').points()[0].workload["warmup"] == 0
+    with pytest.raises(UserError, match=r'cache_wash.warmup_lookups: invalid value "many": not'):
+        parse('warmup_lookups = "many"')
+    with pytest.raises(UserError, match="warmup_lookups: invalid value -1: not an integer >= 0"):
+        parse("warmup_lookups = -1")
+    with pytest.raises(UserError) as both:
+        parse('warmup = "5s"\nwarmup_lookups = 100')
+    message = str(both.value).splitlines()[0]
+    assert message == "x.toml: cache_wash.warmup_lookups: cannot be given with cache_wash.warmup"

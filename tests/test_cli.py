@@ -77,6 +77,20 @@ BAD_INPUT = [
         id="bad-mode",
     ),
     pytest.param(
+        'workload = "cache-wash"\n[cache_wash]\nwarmup = "5s"\nwarmup_lookups = 1000\n',
+        ["run", "{spec}"],
+        r"spec\.toml: cache_wash\.warmup_lookups: cannot be given with cache_wash\.warmup$",
+        r"keep one: warmup = \"100s\" warms for a time, warmup_lookups = N for a count",
+        id="cache-wash-warmup-and-warmup-lookups",
+    ),
+    pytest.param(
+        'workload = "cache-wash"\n[cache_wash]\nwarmup_lookups = 2.5\n',
+        ["run", "{spec}"],
+        r"cache_wash\.warmup_lookups: invalid value 2\.5: not an integer >= 0",
+        r"use 0 or more",
+        id="cache-wash-bad-warmup-lookups",
+    ),
+    pytest.param(
         "name = \n",
         ["run", "{spec}"],
         r"spec\.toml: not valid TOML",

@@ -1,17 +1,27 @@
 """Seed 000's questions answered from the cache-wash samples, with confidence intervals.
 
 Pure functions. Each repetition of a point gives one median per phase (idx1, seq, idx2); the
-repetitions are the sample over which the intervals are computed.
+repetitions are the sample over which the intervals are computed. The cache snapshots of a
+point ([inspect]) say why idx2 is slow or not: where the index and the table were just before
+the scan (after idx1) and just after it (after seq).
 """
 
 import math
 import statistics
 from dataclasses import dataclass
 
+from pgcachelab.analysis.cache_composition import Sample, os_cache_known
 from pgcachelab.analysis.summary import Summary, summarise, t95
 
 PHASES = ("idx1", "seq", "idx2")
 SURVIVAL_TOLERANCE = 1.10  # idx2 within 10% of idx1: the index survived the scan
+# How a repetition's latencies were taken: on the client (workloads/client_timing.py), or, in
+# runs stored before it, from pgbench's per-transaction log, which logs a reply already waiting
+# as 0 us (pgbench 14+, processXactStats / pg_time_now_lazy).
+CLIENT_TIMING, PGBENCH_LOG_TIMING = "client", "pgbench-log"
+# The workload's relations (workloads/cache_wash.py), as snapshots name their main forks.
+WASH_RELATIONS = {"index": "random_random_idx", "table": "random"}
+SCAN_MOMENTS = ("after idx1", "after seq")  # the snapshots just before and just after the scan
 
 
 @dataclass(frozen=True)
@@ -20,6 +30,7 @@ class Repetition:
     huge_pages: str  # "on", "off", "try" or "" when not swept
     repetition: int
     samples_ms: dict[str, list[float]]  # phase -> every latency
+    timing: str = CLIENT_TIMING
 
     def median(self, phase: str) -> float:
         return statistics.median(self.samples_ms[phase])
@@ -33,18 +44,51 @@ def _groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
 
 
 def survival_ratio(reps: list[Repetition]) -> Summary | None:
-    """idx2 / idx1 of the per-repetition medians; a repetition whose idx1 median is 0 (see
-    zero_latencies) has no ratio."""
+    """idx2 / idx1 of the per-repetition medians. A repetition of an old run whose idx1 median
+    pgbench logged as 0 (see pgbench_logged_zeros) has no ratio."""
     return summarise([r.median("idx2") / r.median("idx1") for r in reps if r.median("idx1") > 0])
 
 
-def zero_latencies(reps: list[Repetition], phase: str) -> tuple[int, int]:
-    """(latencies logged as 0 us, all latencies) of a phase. pgbench (14+) takes a
-    transaction's end time lazily: when the reply is already there as it looks, the end time is
-    its start time and the log says 0 (processXactStats, pg_time_now_lazy). Fast cached lookups
-    are the ones hit, so a phase's median is biased low, down to 0."""
-    values = [v for r in reps for v in r.samples_ms[phase]]
+def pgbench_logged_zeros(reps: list[Repetition]) -> tuple[int, int]:
+    """(lookups logged as 0 us, all lookups) of the repetitions timed by pgbench's log: only
+    runs stored before the client timing have them; a phase's median is biased low by them."""
+    values = [v for r in reps if r.timing == PGBENCH_LOG_TIMING
+              for phase in ("idx1", "idx2") for v in r.samples_ms[phase]]  # fmt: skip
     return sum(1 for v in values if v == 0), len(values)
+
+
+@dataclass(frozen=True)
+class SurvivalRow:
+    """One point's idx2/idx1 ratio over its repetitions, and whether idx2 stays within 10%."""
+
+    huge_pages: str
+    shared_buffers_bytes: int
+    ratio: Summary | None  # None: no repetition with a ratio
+
+    @property
+    def verdict(self) -> str:
+        """By the 95% interval of the mean ratio: "yes" wholly within the tolerance, "no"
+        wholly beyond it, else "undecided"; one repetition decides on its value alone."""
+        if self.ratio is None:
+            return "no ratio"
+        if self.ratio.ci_low is None:
+            within = self.ratio.median <= SURVIVAL_TOLERANCE
+            return ("yes" if within else "no") + " (one repetition)"
+        if self.ratio.ci_high <= SURVIVAL_TOLERANCE:
+            return "yes"
+        if self.ratio.ci_low > SURVIVAL_TOLERANCE:
+            return "no"
+        return "undecided"
+
+
+def survival_table(reps: list[Repetition]) -> list[SurvivalRow]:
+    """Per huge pages value and shared_buffers (ascending): the idx2/idx1 ratio."""
+    return [
+        SurvivalRow(huge_pages, size, survival_ratio(group))
+        for (huge_pages, size), group in sorted(
+            _groups(reps).items(), key=lambda item: (item[0][0] != "on", item[0][0], item[0][1])
+        )
+    ]
 
 
 def index_survives_from(
@@ -57,7 +101,7 @@ def index_survives_from(
     for sb in sorted(groups, reverse=True):
         ratio = survival_ratio(groups[sb])
         if ratio is None or ratio.median > SURVIVAL_TOLERANCE:
-            break  # no ratio (idx1 logged as 0) cannot show the index survived
+            break  # no ratio (an old run's idx1 logged as 0) cannot show it survived
         answer, answer_ratio = sb, ratio
     return answer, answer_ratio
 
@@ -98,3 +142,65 @@ def huge_pages_effect(reps: list[Repetition], phase: str) -> Effect | None:
         return Effect(math.exp(mean), None, None, len(logs))
     half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     return Effect(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+
+
+# -- where the index and the table were around the scan ------------------------------------
+
+
+@dataclass(frozen=True)
+class Residency:
+    """A relation's bytes in each cache at one moment, medians over the point's repetitions."""
+
+    relation: str  # "index" or "table"
+    moment: str  # "after idx1" or "after seq"
+    size_bytes: float | None
+    shared_buffers_bytes: float
+    os_cached_bytes: float | None  # None: the OS cache was not read (see os_cache_note)
+
+    def share(self, cached_bytes: float | None) -> float | None:
+        """`cached_bytes` as a fraction of the relation."""
+        if cached_bytes is None or not self.size_bytes:
+            return None
+        return cached_bytes / self.size_bytes
+
+    @property
+    def in_neither_bytes(self) -> tuple[float, float] | None:
+        """(at least, at most) bytes in neither cache: counts alone do not say how much the
+        two caches overlap (see analysis.cache_composition.split)."""
+        if self.os_cached_bytes is None or self.size_bytes is None:
+            return None
+        cached = (self.shared_buffers_bytes, self.os_cached_bytes)
+        return max(0.0, self.size_bytes - sum(cached)), max(0.0, self.size_bytes - max(cached))
+
+
+def _relation(data: dict, name: str) -> dict | None:
+    """The relation's main fork in a compacted snapshot, whatever the schema it is in."""
+    return next((r for r in data["relations"] if r["name"].split(".", 1)[-1] == name), None)
+
+
+def scan_residency(samples: list[Sample], sizes: dict | None = None) -> list[Residency]:
+    """Index and table, after idx1 then after seq, from one point's snapshots. A relation
+    missing from a snapshot had nothing cached worth listing (compact keeps the largest);
+    `sizes` (the workload's table_bytes and index_bytes) stands in for its size."""
+    sizes = sizes or {}
+    found = []
+    for relation, name in WASH_RELATIONS.items():
+        for moment in SCAN_MOMENTS:
+            at = [s.data for s in samples if s.label == moment and s.data is not None]
+            if not at:
+                continue
+            rows = [(data, _relation(data, name)) for data in at]
+            in_buffers = [(r["buffers"] if r else 0) * data["block_size"] for data, r in rows]
+            in_os = [(r.get("os_cached_bytes") or 0) if r else 0
+                     for data, r in rows if os_cache_known(data)]  # fmt: skip
+            known_sizes = [r["size_bytes"] for _, r in rows if r and r.get("size_bytes")]
+            size = statistics.median(known_sizes) if known_sizes else sizes.get(
+                f"{relation}_bytes")  # fmt: skip
+            found.append(
+                Residency(
+                    relation=relation, moment=moment, size_bytes=size,
+                    shared_buffers_bytes=statistics.median(in_buffers),
+                    os_cached_bytes=statistics.median(in_os) if in_os else None,
+                )
+            )  # fmt: skip
+    return found

@@ -47,12 +47,13 @@ from pgcachelab.probes.settings import collect_settings
 from pgcachelab.store.sqlite import Measurement, ResultStore
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads import cache_wash, pgbench_workload, tpcc_workload
+from pgcachelab.workloads.outcome import MeasurementError
 from pgcachelab.workloads.pgbench import PgbenchError
 from pgcachelab.workloads.scale_class import ScaleClassError, scale_for_class
 from pgcachelab.workloads.tpcc.checks import ConsistencyError
 
 PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
-POINT_ERRORS = (ClusterError, PgbenchError, psycopg.Error)
+POINT_ERRORS = (ClusterError, PgbenchError, MeasurementError, psycopg.Error)
 # The emulated disk daemon's counters a measurement keeps, as differences over the measurement.
 DEVICE_COUNTERS = ("reads", "read_bytes", "writes", "write_bytes", "syncs", "delayed_us")
 

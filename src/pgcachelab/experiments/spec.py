@@ -48,7 +48,11 @@ TOP_KEYS = {"name", "description", "workload", "repetitions", "order", "seed", "
             "inspect", "warmup_repetitions", "target_ci", "max_repetitions", "store"}  # fmt: skip
 DEFAULT_TARGET_CI = 0.02  # repetitions = "auto": until the median is known to ±2%...
 DEFAULT_MAX_REPETITIONS = 20  # ...or this many measured repetitions
-CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": "100s", "prewarm": True}
+# warmup (a time) and warmup_lookups (a count) exclude each other: None means "not given", and
+# with neither the warm-up is the seed's 100 s.
+CACHE_WASH_DEFAULTS = {"table_size": 1.0, "lookups": 100, "warmup": None, "warmup_lookups": None,
+                       "prewarm": True}  # fmt: skip
+CACHE_WASH_WARMUP_S = "100s"
 CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups", "inspect_method", "disk")
 # TPC-C (seed 002): rate_tpm is all terminals together, "off" for no limit.
 TPCC_DEFAULTS = {"warehouses": 1, "workers": 2, "clients": 4, "threads": "auto",
@@ -511,7 +515,18 @@ def _cache_wash_parameters(problem: SpecProblem, raw: dict, prefix: str = "cache
             'write a size such as "1GiB" or a fraction such as 1.0',
         )  # fmt: skip
     resolved["lookups"] = _positive_int(problem, f"{prefix}lookups", raw["lookups"])
-    resolved["warmup"] = _seconds(problem, f"{prefix}warmup", raw["warmup"], True)
+    warmup, warmup_lookups = raw.get("warmup"), raw.get("warmup_lookups")
+    if warmup is not None and warmup_lookups is not None:
+        raise problem(f"{prefix}warmup_lookups", f"cannot be given with {prefix}warmup",
+                      "keep one: warmup = \"100s\" warms for a time, warmup_lookups = N for a "
+                      "count of lookups")  # fmt: skip
+    if warmup_lookups is not None:
+        resolved["warmup_lookups"] = _positive_int(
+            problem, f"{prefix}warmup_lookups", warmup_lookups, 0
+        )
+    else:
+        warmup = CACHE_WASH_WARMUP_S if warmup is None else warmup
+        resolved["warmup"] = _seconds(problem, f"{prefix}warmup", warmup, True)
     if not isinstance(raw["prewarm"], bool):
         raise problem.bad_value(f"{prefix}prewarm", raw["prewarm"], "not a boolean", "true/false")
     return resolved

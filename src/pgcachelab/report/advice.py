@@ -8,7 +8,7 @@ from pgcachelab.analysis.advice import Advice, Choice, choose, format_interval, 
 from pgcachelab.analysis.cache_split import (
     SURVIVAL_TOLERANCE,
     index_survives_from,
-    zero_latencies,
+    pgbench_logged_zeros,
 )
 from pgcachelab.report.dataset import PointResult, RunData, repetitions
 from pgcachelab.report.tpcc_steps import is_tpcc_run, ladder_advice
@@ -88,13 +88,12 @@ def cache_wash_advice(data: RunData) -> list[Advice]:
                 )
         others = _others(choice, " ms", format_bytes)
         caveats = list(choice.caveats)
-        for phase in ("idx1", "idx2"):
-            zeros, total = zero_latencies(mine, phase)
-            if zeros:
-                caveats.append(
-                    f"pgbench logged {zeros} of {total} {phase} latencies as 0 us (a reply "
-                    f"already there when it looked): {phase} medians are biased low"
-                )
+        zeros, total = pgbench_logged_zeros(mine)  # runs stored before the client timing
+        if zeros:
+            caveats.append(
+                f"pgbench logged {zeros} of {total} lookups as 0 us (a reply already there "
+                "when it looked; runs before the client timing): the medians are biased low"
+            )
         advice.append(
             Advice(
                 "shared_buffers", cell,

@@ -1,4 +1,10 @@
-"""The cache-wash part of a report: seed 000's box plots, per-phase cache figures, findings."""
+"""The cache-wash part of a report: seed 000's box plots, per-phase cache figures, findings.
+
+The findings: how the latencies were taken (and the client timing's cross-check), idx2/idx1 per
+point with its interval, the smallest shared_buffers that keeps the index next to the index's
+size, the huge pages effect per phase, and, from the cache snapshots, where the index and the
+table were just before and just after the scan: why idx2 is slow or not.
+"""
 
 import html
 import statistics
@@ -10,14 +16,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from pgcachelab.analysis.cache_split import (  # noqa: E402
+    CLIENT_TIMING,
     PHASES,
+    SCAN_MOMENTS,
     SURVIVAL_TOLERANCE,
+    WASH_RELATIONS,
     Repetition,
+    Residency,
     best_setting,
     huge_pages_effect,
     index_survives_from,
+    pgbench_logged_zeros,
+    scan_residency,
+    survival_table,
 )
-from pgcachelab.analysis.summary import hit_ratio  # noqa: E402
+from pgcachelab.analysis.summary import hit_ratio, summarise  # noqa: E402
+from pgcachelab.report.cache_composition import samples as snapshot_samples  # noqa: E402
 from pgcachelab.report.dataset import RunData, repetitions  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
 from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
@@ -129,56 +143,331 @@ def _ms(summary) -> str:
     return text
 
 
-def findings_html(reps: list[Repetition]) -> str:
+def _table(headers: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
+    """An HTML table, every cell escaped; the first `text_columns` columns are left-aligned."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="text">{html.escape(c)}</td>' if i < text_columns
+            else f"<td>{html.escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )  # fmt: skip
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _mode_label(mode: str) -> str:
+    return f"huge_pages={mode}" if mode else "all points"
+
+
+def data_sizes(data: RunData) -> dict:
+    """The workload's table and index sizes (cache_wash.data of any measurement)."""
+    for result in data.points:
+        for m in result.ok:
+            sizes = (m.metrics.get("cache_wash") or {}).get("data")
+            if sizes and sizes.get("index_bytes"):
+                return sizes
+    return {}
+
+
+def _with_index_size(size: int, sizes: dict) -> str:
+    index_bytes = sizes.get("index_bytes")
+    if not index_bytes:
+        return format_bytes(size)
+    return (f"{format_bytes(size)} (index {format_bytes(index_bytes)}: shared_buffers "
+            f"{size / index_bytes:.2g}× the index)")  # fmt: skip
+
+
+def timing_html(data: RunData, reps: list[Repetition]) -> str:
+    """How the latencies were taken: the client timing's cross-check, or pgbench's log (runs
+    stored before it), whose lookups logged as 0 us are counted."""
+    checks = [
+        check
+        for result in data.points for m in result.ok
+        for phase, check in ((m.metrics.get("cache_wash") or {}).get("cross_check") or {}).items()
+        if phase != "seq"
+    ]  # fmt: skip
+    parts = []
+    if checks:
+        overhead = summarise([c["loop_overhead_share"] * 100 for c in checks])
+        ratio = summarise([c["median_to_wall_per_sample"] for c in checks])
+        outside = [c for c in checks if not c["within_tolerance"]]
+        parts.append(
+            f"Every lookup was timed on the client (a monotonic clock around each execute of a "
+            f"prepared statement, one new session per phase, its first lookup left out). "
+            f"Cross-check over {len(checks)} lookup phases: the samples add up to the phase's "
+            f"wall time but for the loop's own overhead, median {overhead.median:.2f}% of it "
+            f"(at most {overhead.maximum:.2f}%; tolerance {checks[0]['tolerance']:.0%}); the "
+            f"median lookup is {ratio.median:.2f}× the wall time per lookup (a median below the "
+            f"mean of skewed latencies). "
+            + (f"{len(outside)} phases exceeded the tolerance: their samples leave out more "
+               "than the loop should." if outside else "Every phase is within the tolerance.")
+        )  # fmt: skip
+    zeros, total = pgbench_logged_zeros(reps)
+    if total:
+        old = sum(1 for r in reps if r.timing != CLIENT_TIMING)
+        parts.append(
+            f"{old} repetitions were timed from pgbench's per-transaction log (stored before the "
+            f"client timing): {zeros} of their {total} lookups were logged as 0 us (pgbench 14+ "
+            "logs a reply already waiting as 0)"
+            + (", so their medians are biased low." if zeros else "; none here.")
+        )
+    return "".join(f"<p class='note'>{html.escape(text)}</p>" for text in parts)
+
+
+def _ratio_text(summary) -> str:
+    if summary is None:
+        return "–"
+    return f"{summary.median:.2f}"
+
+
+def _interval_text(summary, digits: int = 2) -> str:
+    if summary is None or summary.median_low is None:
+        return "one repetition: no interval"
+    return (f"{summary.median_low:.{digits}f}..{summary.median_high:.{digits}f} "
+            f"({_level(summary)})")  # fmt: skip
+
+
+def _mean_ci_text(summary) -> str:
+    if summary is None or summary.ci_low is None:
+        return "–"
+    return f"{summary.mean:.2f} ({summary.ci_low:.2f}..{summary.ci_high:.2f})"
+
+
+def survival_html(reps: list[Repetition], sizes: dict) -> str:
+    """Per point: idx1 and idx2 medians, idx2/idx1 with its intervals, and the verdict."""
+    rows = []
+    for row in survival_table(reps):
+        key = (row.huge_pages, row.shared_buffers_bytes)
+        group = [r for r in reps if (r.huge_pages, r.shared_buffers_bytes) == key]
+        idx1 = statistics.median(r.median("idx1") for r in group)
+        idx2 = statistics.median(r.median("idx2") for r in group)
+        index_bytes = sizes.get("index_bytes")
+        rows.append([
+            format_bytes(row.shared_buffers_bytes), _mode_label(row.huge_pages),
+            f"{row.shared_buffers_bytes / index_bytes:.2g}×" if index_bytes else "–",
+            str(len(group)), f"{idx1:.3f}", f"{idx2:.3f}", _ratio_text(row.ratio),
+            _interval_text(row.ratio), _mean_ci_text(row.ratio), row.verdict,
+        ])  # fmt: skip
+    note = (
+        "<p class='note'>idx2/idx1: per repetition the ratio of the phases' medians; then the "
+        "median of those ratios with the exact order-statistic interval of the median (its "
+        "real coverage said; 95% needs 6 repetitions), and the mean with its 95% confidence "
+        f"interval (Student's t). Within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}%: yes when the "
+        f"whole 95% interval of the mean is at most {SURVIVAL_TOLERANCE:.2f}, no when it is "
+        "wholly above, else undecided.</p>"
+    )
+    headers = ["shared_buffers", "huge pages", "shared_buffers / index", "repetitions",
+               "idx1 median (ms)", "idx2 median (ms)", "idx2/idx1 median",
+               "interval of the median", "idx2/idx1 mean (95% CI)",
+               f"idx2 within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1?"]  # fmt: skip
+    return note + _table(headers, rows, text_columns=2)
+
+
+def huge_pages_html(reps: list[Repetition]) -> str:
+    """The huge pages effect per phase, or why it is not there."""
+    modes = {r.huge_pages for r in reps}
+    if not {"on", "off"} <= modes:
+        swept = ", ".join(sorted(_mode_label(m) for m in modes))
+        return (
+            "<p class='note'>Huge pages effect: not measured, this run has only "
+            f'{html.escape(swept)}; sweep <code>huge_pages = ["on", "off"]</code> under '
+            "[sweep.settings] (root: the lab sizes vm.nr_hugepages) to compare.</p>"
+        )
+    rows = []
+    for phase in PHASES:
+        effect = huge_pages_effect(reps, phase)
+        if effect is None:
+            rows.append([phase, "–", "no pair with both on and off", "–", "–"])
+            continue
+        interval = (f"{effect.ci_low:.3f}..{effect.ci_high:.3f}" if effect.ci_low is not None
+                    else "one pair: no interval")  # fmt: skip
+        verdict = "significant" if effect.significant else "not significant"
+        if effect.significant:
+            verdict += ": faster with huge pages" if effect.ratio < 1 else ": slower with them"
+        rows.append([phase, f"× {effect.ratio:.3f}", interval, str(effect.pairs), verdict])
+    note = (
+        "<p class='note'>Latency with huge pages on / off, paired by shared_buffers and "
+        "repetition: the geometric mean of the ratios with its 95% interval (Student's t on "
+        "the log ratios). Below 1: huge pages are faster.</p>"
+    )
+    headers = ["phase", "on / off", "95% CI", "pairs", "verdict"]
+    return note + _table(headers, rows, text_columns=1)
+
+
+def _cached_text(residency: Residency, cached_bytes: float | None) -> str:
+    share = residency.share(cached_bytes)
+    if cached_bytes is None:
+        return "not read"
+    megabytes = f"{cached_bytes / 2**20:.1f} MB"
+    return megabytes if share is None else f"{share:.0%} ({megabytes})"
+
+
+def _neither_text(residency: Residency) -> str:
+    bounds = residency.in_neither_bytes
+    if bounds is None or not residency.size_bytes:
+        return "–"
+    low, high = (value / residency.size_bytes for value in bounds)
+    return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}..{high:.0%}"
+
+
+def point_residencies(data: RunData, sizes: dict) -> list[tuple[int, str, dict]]:
+    """(shared_buffers, huge pages, {(relation, moment): Residency}) per point with snapshots
+    around the scan, by huge pages then shared_buffers."""
+    found = [s for s in snapshot_samples(data) if s.label in SCAN_MOMENTS]
+    points = []
+    for result in data.points:
+        mine = [s for s in found if s.point_index == result.point.point_index]
+        if not mine:
+            continue
+        settings = result.point.settings
+        size = shared_buffers_bytes(settings.get("shared_buffers"))
+        mode = str(settings.get("huge_pages", "")).lower()
+        by_key = {(r.relation, r.moment): r for r in scan_residency(mine, sizes)}
+        points.append((size, mode, by_key))
+    return sorted(points, key=lambda point: (point[1] != "on", point[1], point[0]))
+
+
+def scan_residency_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """Index and table in each cache just before and just after the scan, per point: the
+    composition around the scan, as % of each relation."""
+    points = point_residencies(data, data_sizes(data))
+    if not points:
+        return []
+    bars = [("shared_buffers", "after idx1", "tab:blue", 0.45),
+            ("shared_buffers", "after seq", "tab:blue", 0.95),
+            ("OS cache", "after idx1", "tab:orange", 0.45),
+            ("OS cache", "after seq", "tab:orange", 0.95)]  # fmt: skip
+    figure, axes = plt.subplots(1, 2, figsize=(max(10, len(points) * 1.6), 4.2), sharey=True)
+    width = 0.8 / len(bars)
+    labels = [format_bytes(size) + (f"\nhuge_pages={mode}" if mode else "")
+              for size, mode, _ in points]  # fmt: skip
+    for axis, relation in zip(axes, ("index", "table"), strict=True):
+        for offset, (cache, moment, color, alpha) in enumerate(bars):
+            heights = []
+            for _, _, by_key in points:
+                at = by_key.get((relation, moment))
+                cached = (
+                    None
+                    if at is None
+                    else (
+                        at.shared_buffers_bytes if cache == "shared_buffers" else at.os_cached_bytes
+                    )
+                )
+                share = None if at is None else at.share(cached)
+                heights.append(0 if share is None else share * 100)
+            xs = [i + (offset - (len(bars) - 1) / 2) * width for i in range(len(points))]
+            axis.bar(xs, heights, width * 0.95, color=color, alpha=alpha,
+                     label=f"{cache}, {moment}")  # fmt: skip
+        axis.set_xticks(range(len(points)), labels, fontsize=8)
+        axis.set_xlabel("shared_buffers (one group per point, evenly spaced)")
+        axis.set_ylabel(f"share of the {relation} cached (%)")
+        axis.set_ylim(0, 105)
+        axis.grid(alpha=0.3, axis="y")
+        axis.set_title(f"{relation} ({WASH_RELATIONS[relation]})", fontsize=10)
+        # below the axes: the bars reach 100%, where a legend inside would hide them
+        axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
+    figure.suptitle(f"{data.run.name}: where the index and the table were just before the scan"
+                    " (after idx1)\nand just after it (after seq), medians over repetitions",
+                    fontsize=11, y=1.04)  # fmt: skip
+    return save_figure(figure, out_dir, "cache-wash-around-the-scan")
+
+
+def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
+    """Per point, index and table in shared_buffers and in the OS cache around the scan."""
+    found = [s for s in snapshot_samples(data) if s.label in SCAN_MOMENTS]
+    if not found:
+        return (
+            "<p class='note'>No cache snapshots between the phases in this run, so the report "
+            "cannot show where the index was before and after the scan. To get them, add to "
+            'the spec <code>[inspect]</code> with <code>snapshots = "before-after"</code> '
+            "(a snapshot after idx1 and after seq; pg_buffercache or pg_cachelab, and the OS "
+            "cache read with mincore when the server's files are readable here).</p>"
+        )
+    ratios = {(row.huge_pages, row.shared_buffers_bytes): row for row in survival_table(reps)}
+    rows = []
+    for size, mode, by_key in point_residencies(data, sizes):
+        row = ratios.get((mode, size))
+        cells = [format_bytes(size), _mode_label(mode), _ratio_text(row.ratio if row else None)]
+        for relation in ("index", "table"):
+            for moment in SCAN_MOMENTS:
+                at = by_key.get((relation, moment))
+                cells += (["–", "–"] if at is None else
+                          [_cached_text(at, at.shared_buffers_bytes),
+                           _cached_text(at, at.os_cached_bytes)])  # fmt: skip
+            after = by_key.get((relation, "after seq"))
+            cells.append("–" if after is None else _neither_text(after))
+        rows.append(cells)
+    headers = ["shared_buffers", "huge pages", "idx2/idx1"]
+    for relation in ("index", "table"):
+        for moment in ("before the scan (after idx1)", "after the scan (after seq)"):
+            headers += [f"{relation} {moment}: in shared_buffers",
+                        f"{relation} {moment}: in the OS cache"]  # fmt: skip
+        headers.append(f"{relation} after the scan: in neither cache")
+    names = ", ".join(f"{k} {v}" for k, v in (
+        ("index", "random_random_idx"), ("table", "random")))  # fmt: skip
+    note = (
+        f"<p class='note'>Where the {html.escape(names)} were just before the sequential "
+        "scan (the snapshot after idx1) and just after it (after seq), as a share of the "
+        "relation and in MB, medians over the point's repetitions. idx2 is slow when the scan "
+        "left the index in neither cache (its lookups go to disk); it stays fast when "
+        "shared_buffers keeps the index (the scan's ring buffer cannot evict it) or the OS "
+        "cache does. In neither cache: from the counts alone, at least what the two caches "
+        "cannot hold together, at most what the larger does not.</p>"
+    )
+    return note + _table(headers, rows, text_columns=2)
+
+
+def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
     if not reps:
         return "<p class='note'>No cache-wash measurement succeeded.</p>"
+    sizes = data_sizes(data) if data is not None else {}
     rows = []
     for mode in _huge_pages_values(reps):
-        label = f"huge_pages={mode}" if mode else "all points"
+        label = _mode_label(mode)
         size, ratio = index_survives_from(reps, mode)
         if size is None:
-            answer = "none of the settings measured"
+            answer = "none of the settings measured" + (
+                f" (index {format_bytes(sizes['index_bytes'])})" if sizes.get("index_bytes") else ""
+            )
             figure = "–"
         else:
-            answer = format_bytes(size)
+            answer = _with_index_size(size, sizes)
             figure = f"idx2/idx1 = {ratio.median:.2f} (median)" + (
                 f" ({_level(ratio)} of the median {ratio.median_low:.2f}..{ratio.median_high:.2f})"
                 if ratio.median_low is not None else " (one repetition: no interval)"
             )  # fmt: skip
         rows.append(
-            (f"smallest shared_buffers from which idx2 is within "
+            [f"smallest shared_buffers from which idx2 is within "
              f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1 (the index survives the scan)",
-             label, answer, figure)
+             label, answer, figure]
         )  # fmt: skip
         for phase in PHASES:
             best, summary = best_setting(reps, mode, phase)
-            rows.append((f"shared_buffers with the best median {phase}", label,
-                         format_bytes(best), _ms(summary)))  # fmt: skip
-    for phase in PHASES:
-        effect = huge_pages_effect(reps, phase)
-        if effect is None:
-            continue
-        interval = (
-            f"95% CI {effect.ci_low:.3f}..{effect.ci_high:.3f}, {effect.pairs} pairs"
-            if effect.ci_low is not None else f"{effect.pairs} pair: no interval"
-        )  # fmt: skip
-        verdict = "significant" if effect.significant else "not significant"
-        rows.append((f"huge pages effect on {phase} (latency on / off)", "on vs off",
-                     f"× {effect.ratio:.3f}", f"{interval}; {verdict}"))  # fmt: skip
-    body = "".join(
-        "<tr>" + "".join(f'<td class="text">{html.escape(str(c))}</td>' for c in row) + "</tr>"
-        for row in rows
-    )
-    return (
-        "<table><thead><tr><th>question</th><th>huge pages</th><th>answer</th>"
-        f"<th>figure</th></tr></thead><tbody>{body}</tbody></table>"
-    )
+            rows.append([f"shared_buffers with the best median {phase}", label,
+                         format_bytes(best), _ms(summary)])  # fmt: skip
+    parts = [
+        timing_html(data, reps) if data is not None else "",
+        _table(["question", "huge pages", "answer", "figure"], rows, text_columns=4),
+        "<h3>idx2 against idx1, per point</h3>",
+        survival_html(reps, sizes),
+        "<h3>Huge pages effect per phase</h3>",
+        huge_pages_html(reps),
+    ]
+    if data is not None:
+        parts += ["<h3>Why idx2 is slow or not: the index and the table around the scan</h3>",
+                  residency_html(data, reps, sizes)]  # fmt: skip
+    return "".join(parts)
 
 
 def cache_wash_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """Plots and the findings table; nothing when the run is not a cache-wash run."""
+    """Plots and the findings; nothing when the run is not a cache-wash run."""
     reps = repetitions(data)
     if not reps:
         return [], ""
     plots = box_plots(reps, data, out_dir) + phase_cache_plot(data, out_dir)
-    return plots, findings_html(reps)
+    plots += scan_residency_plot(data, out_dir)
+    return plots, findings_html(reps, data)

@@ -7,7 +7,7 @@ import statistics
 import tomllib
 from dataclasses import dataclass, field
 
-from pgcachelab.analysis.cache_split import PHASES, Repetition
+from pgcachelab.analysis.cache_split import PGBENCH_LOG_TIMING, PHASES, Repetition
 from pgcachelab.analysis.statistics import (
     Noise,
     StabilityWarning,
@@ -207,6 +207,7 @@ def repetitions(data: RunData) -> list[Repetition]:
                     huge_pages=str(settings.get("huge_pages", "")).lower(),
                     repetition=m.repetition,
                     samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
+                    timing=wash.get("timing", PGBENCH_LOG_TIMING),
                 )
             )
     return reps

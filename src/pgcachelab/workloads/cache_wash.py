@@ -1,10 +1,12 @@
 """Seed 000's cache wash-out test: index lookups, one big sequential scan, lookups again.
 
 The table `random(random real, data float[])` is sized against the server's memory and built
-once per run; each point then prewarms it, warms the index with lookups, and measures three
-phases with pgbench's per-transaction log, keeping every latency: idx1 (N lookups), seq (one
-`count(data)` over the table) and idx2 (N lookups). Each phase also gets its own block reads and
-hits from pg_statio, so the report can say which cache each phase was served from.
+once per run; each point then prewarms it, warms the index with pgbench's lookups (for a time or
+a count: throughput is what matters there), and measures three phases, each on a new session
+that times every statement on the client (workloads/client_timing.py; pgbench's log reads 0 for
+a reply already waiting): idx1 (N lookups), seq (one `count(data)` over the table) and idx2 (N
+lookups). Each phase also gets its own block reads and hits from pg_statio, so the report can
+say which cache each phase was served from.
 """
 
 import json
@@ -19,15 +21,20 @@ from psycopg import sql
 
 from pgcachelab.probes.cache_sampler import APPLICATION_NAME as SAMPLER_APPLICATION_NAME
 from pgcachelab.units import format_bytes
+from pgcachelab.workloads.client_timing import cross_check, time_statement
 from pgcachelab.workloads.outcome import Outcome
-from pgcachelab.workloads.pgbench import PgbenchError, run_pgbench
-from pgcachelab.workloads.pgbench_log import latencies_ms
+from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_workload import checkpoint
 
 TABLE = "random"
 INDEX = "random_random_idx"
-LOOKUP_SQL = "select random from random where random = (select random()::real);\n"
-SEQ_SQL = "select count(data) from random;\n"
+LOOKUP_QUERY = "select random from random where random = (select random()::real)"
+LOOKUP_SQL = LOOKUP_QUERY + ";\n"  # pgbench's script, for the warm-up
+SEQ_QUERY = "select count(data) from random"
+# Run untimed first on the seq phase's session: it loads the catalog caches for the table as
+# the untimed first lookup does for idx1 and idx2, without reading a block (One-Time Filter).
+SEQ_SESSION_WARMUP = "select count(data) from random where false"
+SESSION_NAME = "pgcachelab-cache-wash"
 SAMPLE_ROWS = 10_000
 LOAD_BATCHES = 10
 
@@ -145,30 +152,12 @@ def _wait_for_stats(conn: psycopg.Connection) -> None:
     conn.execute("select pg_stat_clear_snapshot()")
 
 
-def _phase(pgbench, script: Path, args: list[str], target, log_dir: Path, name: str):
-    prefix = f"log-{name}"  # pgbench writes log-NAME.PID (and .N per extra thread)
-    run_pgbench(pgbench, ["-n", "-c", "1", "-f", str(script), *args, "--log",
-                          f"--log-prefix={log_dir / prefix}"], target)  # fmt: skip
-    logs = [path.read_text() for path in sorted(log_dir.glob(f"{prefix}.*"))]
-    try:
-        samples = latencies_ms(logs)
-    except ValueError as error:
-        raise PgbenchError(f"unreadable pgbench log of phase {name}: {error}") from None
-    if not samples:
-        raise PgbenchError(f"pgbench logged no transaction in phase {name}")
-    return samples
-
-
-def _write_scripts(directory: Path) -> tuple[Path, Path]:
-    lookup, seq = directory / "lookup.sql", directory / "seq.sql"
-    lookup.write_text(LOOKUP_SQL)
-    seq.write_text(SEQ_SQL)
-    return lookup, seq
-
-
 def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
     """Prewarm table then index, then warm further with the lookups (seed 000: pg_prewarm
-    fills shared_buffers but leaves usage counts at 1, so it "fills but does not warm")."""
+    fills shared_buffers but leaves usage counts at 1, so it "fills but does not warm").
+
+    The warm-up runs for `warmup` seconds or `warmup_lookups` lookups: a count touches the
+    index the same way whatever the disk's speed (the seed's 100 s against a ~1.6 GB index)."""
     done = {}
     if point.workload.get("prewarm", True):
         table_blocks, index_blocks = conn.execute(
@@ -176,13 +165,37 @@ def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
         ).fetchone()
         done["prewarmed"] = {"table_blocks": table_blocks, "index_blocks": index_blocks}
     warmup_s = int(point.workload.get("warmup") or 0)
-    if warmup_s:
+    warmup_lookups = point.workload.get("warmup_lookups")
+    limit = ["-t", str(int(warmup_lookups))] if warmup_lookups else ["-T", str(warmup_s)]
+    started = time.monotonic()
+    if warmup_lookups or (warmup_lookups is None and warmup_s):
         with tempfile.TemporaryDirectory(prefix="pgcachelab-cache-wash-") as scratch:
-            lookup, _ = _write_scripts(Path(scratch))
-            run_pgbench(pgbench, ["-n", "-c", "1", "-f", str(lookup), "-T", str(warmup_s)],
+            lookup = Path(scratch) / "lookup.sql"
+            lookup.write_text(LOOKUP_SQL)
+            run_pgbench(pgbench, ["-n", "-c", "1", "-f", str(lookup), *limit],
                         target.pgbench_target(point.settings))  # fmt: skip
-    done["warmup_s"] = warmup_s
+    if warmup_lookups is not None:
+        done["warmup_lookups"] = int(warmup_lookups)
+        done["warmup_s"] = round(time.monotonic() - started, 2)  # what the count took
+    else:
+        done["warmup_s"] = warmup_s
     return done
+
+
+def _timed_phase(target, point, name: str, lookups: int) -> tuple[list[float], dict]:
+    """One phase on a new session, as pgbench's were: (samples in ms, their cross-check).
+
+    The session's first statement is left out: it also loads the catalog caches (~2 ms), which
+    is not what the phase measures; for the lookups it also prepares the statement."""
+    with target.connect(point.settings) as session:
+        session.execute(f"set application_name = '{SESSION_NAME}'")
+        if name == "seq":
+            session.execute(SEQ_SESSION_WARMUP)
+            loop = time_statement(session, SEQ_QUERY, 1)
+        else:
+            session.execute(LOOKUP_QUERY, prepare=True)
+            loop = time_statement(session, LOOKUP_QUERY, lookups)
+    return loop.samples_ms, cross_check(loop, f"cache-wash phase {name}")
 
 
 def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None) -> Outcome:
@@ -190,31 +203,20 @@ def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None
 
     `mark(label)`, when given, takes a cache snapshot after idx1 and after seq (issue 7: the
     index washed out of the OS cache by the scan, or surviving in shared_buffers)."""
-    pgbench_target = target.pgbench_target(point.settings)
-    # One lookup more than asked, whose latency is dropped: a new session's first query also
-    # loads the catalog caches (~2 ms here), which is not what the phase measures.
-    lookups = ["-t", str(int(point.workload["lookups"]) + 1)]
-    with tempfile.TemporaryDirectory(prefix="pgcachelab-cache-wash-") as scratch:
-        scratch_dir = Path(scratch)
-        lookup, seq = _write_scripts(scratch_dir)
-        _wait_for_stats(conn)
-        conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [TABLE])
-        conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [INDEX])
-        samples, statio = {}, {}
-        before = _statio(conn)
-        for name, script, args in (
-            ("idx1", lookup, lookups),
-            ("seq", seq, ["-t", "1"]),
-            ("idx2", lookup, lookups),
-        ):
-            logged = _phase(pgbench, script, args, pgbench_target, scratch_dir, name)
-            samples[name] = logged[1:] if script == lookup else logged
-            _wait_for_stats(conn)
-            after = _statio(conn)
-            statio[name] = {k: after[k] - before[k] for k in after}
-            before = after
-            if mark is not None and name != "idx2":  # after idx2 is the runner's "after"
-                mark(f"after {name}")
+    lookups = int(point.workload["lookups"])
+    _wait_for_stats(conn)
+    conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [TABLE])
+    conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [INDEX])
+    samples, checks, statio = {}, {}, {}
+    before = _statio(conn)
+    for name in ("idx1", "seq", "idx2"):
+        samples[name], checks[name] = _timed_phase(target, point, name, lookups)
+        _wait_for_stats(conn)  # the phase's session has gone: its statistics are flushed
+        after = _statio(conn)
+        statio[name] = {k: after[k] - before[k] for k in after}
+        before = after
+        if mark is not None and name != "idx2":  # after idx2 is the runner's "after"
+            mark(f"after {name}")
     medians = {name: statistics.median(values) for name, values in samples.items()}
     return Outcome(
         metrics={
@@ -222,6 +224,8 @@ def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None
                 "idx1_ms": samples["idx1"],
                 "seq_ms": samples["seq"],
                 "idx2_ms": samples["idx2"],
+                "timing": "client",  # runs before it have none: pgbench's per-transaction log
+                "cross_check": checks,
                 "statio": statio,
                 "data": state.get("data_sizes"),
             }

@@ -3,6 +3,11 @@
 from dataclasses import dataclass, field
 
 
+class MeasurementError(Exception):
+    """A measurement that cannot be trusted (e.g. a timing that broke); the message is the
+    reason recorded for the point."""
+
+
 @dataclass
 class Outcome:
     metrics: dict = field(default_factory=dict)
