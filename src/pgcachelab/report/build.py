@@ -8,6 +8,7 @@ from pgcachelab.report.dataset import load_run
 from pgcachelab.report.html import render_html
 from pgcachelab.report.inspect_overhead import inspect_overhead_section
 from pgcachelab.report.plots import all_plots, progress_plot
+from pgcachelab.report.regimes import regimes_html
 from pgcachelab.report.tpcc import tpcc_section
 from pgcachelab.report.versions import versions_section
 from pgcachelab.store.sqlite import ResultStore
@@ -34,6 +35,8 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     )
     plots = overhead_plots + composition_plots + plots
     sections = [("Findings", findings)] if findings else []
+    regimes = regimes_html(data)
+    sections += [("Regimes: where the data lives", regimes)] if regimes else []
     sections += [("Version to version", changes)] if changes else []
     sections += [("TPC-C", tpcc_body)] if tpcc_body else []
     sections += [("The cost of looking inside shared_buffers", overhead)] if overhead else []

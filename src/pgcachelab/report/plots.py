@@ -145,12 +145,35 @@ def _scale_boundaries(axis, data: RunData) -> None:
     if len(known) < 2:
         return
     x_limit = known[-1][0]
+    xs = []
     for size, text, color in _boundaries(data):
         scale = _interpolate_scale(known, size)
         if scale is not None:
             _boundary_marker(axis, scale, text, color, x_limit)
         else:
             _boundary_marker(axis, x_limit * 10, text, color, x_limit)
+        xs.append(scale)
+    _shade_regimes(axis, xs, x_limit)
+
+
+def _shade_regimes(axis, boundary_xs: list, x_limit: float) -> None:
+    """Name the three regimes of seed 004 between the shared_buffers and memory markers."""
+    if len(boundary_xs) != 2 or None in boundary_xs[:1]:
+        return
+    shared, memory = boundary_xs
+    spans = [(axis.get_xlim()[0], shared, "data in shared_buffers", "tab:red")]
+    if memory is None or memory > x_limit:
+        spans.append((shared, x_limit, "data in the OS cache", "tab:purple"))
+    else:
+        spans += [
+            (shared, memory, "data in the OS cache", "tab:purple"),
+            (memory, x_limit, "data beyond memory: the disk decides", "tab:gray"),
+        ]
+    left, right = axis.get_xlim()
+    for start, end, label, color in spans:
+        if end > start:
+            axis.axvspan(start, end, color=color, alpha=0.07, label=label, linewidth=0)
+    axis.set_xlim(left, right)
 
 
 def _interpolate_scale(known: list[tuple[float, float]], size: float) -> float | None:
@@ -194,8 +217,11 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
     axis.grid(alpha=0.3, which="both")
     axis.set_title(f"{data.run.name}: throughput against database size")
     if sizes:
+        xs = []
         for size, text, color in _boundaries(data):
             _boundary_marker(axis, size / MIB, text, color, max(sizes) * 1.5)
+            xs.append(size / MIB)
+        _shade_regimes(axis, xs, max(sizes) * 1.5)
     axis.legend(fontsize=8)
     return save_figure(figure, out_dir, "tps-by-size")
 

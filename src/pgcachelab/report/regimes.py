@@ -1,0 +1,57 @@
+"""The regimes section of a pgbench report over data sizes (seed 004): where the data lived,
+and what that did to the throughput."""
+
+from html import escape
+
+from pgcachelab.analysis.regimes import DISK, drop_past_memory, regimes
+from pgcachelab.report.dataset import RunData
+from pgcachelab.units import format_bytes
+
+
+def run_regimes(data: RunData):
+    """The run's regimes, or [] when it did not sweep data sizes under one shared_buffers."""
+    shared = {r.shared_buffers_bytes for r in data.points if r.shared_buffers_bytes}
+    memory = data.memory_available_bytes
+    measured = [
+        (r.point.label, r.database_size_bytes, r.tps.median)
+        for r in data.points
+        if r.database_size_bytes and r.tps is not None
+    ]
+    if len(shared) != 1 or not memory or len(measured) < 2:
+        return []
+    found = regimes(measured, shared.pop(), memory)
+    return found if len(found) > 1 else []
+
+
+def disk_label(data: RunData) -> str:
+    """What lies beyond memory: the emulated disk's name, or the host's disk."""
+    profiles = [((m.metrics.get("disk") or {}).get("profile")) for r in data.points for m in r.ok]
+    names = {profile["name"] for profile in profiles if profile}
+    return f"the emulated disk ({', '.join(sorted(names))})" if names else "the host's disk"
+
+
+def regimes_html(data: RunData) -> str:
+    found = run_regimes(data)
+    if not found:
+        return ""
+    plateau_drop = drop_past_memory(found)
+    rows = "".join(
+        f"<tr><th>{escape(r.name if r.name != DISK else 'disk: ' + disk_label(data))}</th>"
+        f"<td>{format_bytes(r.smallest_bytes)} .. {format_bytes(r.largest_bytes)}</td>"
+        f"<td>{len(r.points)}</td><td>{r.median_tps:,.0f}</td></tr>"
+        for r in found
+    )
+    drop = (
+        f"<p>Past the memory limit the median throughput is <b>{plateau_drop:.1f}× lower</b> "
+        "than on the in-memory plateau.</p>"
+        if plateau_drop
+        else ""
+    )
+    return (
+        "<p class='note'>Each point is placed by its measured database size against "
+        "shared_buffers and the memory available to the server (the markers in the plots); a "
+        "regime's tps is the median of its points' medians. Points near a boundary are partly "
+        "in both.</p>"
+        "<table><thead><tr><th>where the data lives</th><th>database sizes</th><th>points</th>"
+        f"<th>median tps</th></tr></thead><tbody>{rows}</tbody></table>{drop}"
+    )
