@@ -39,12 +39,24 @@ def daemons() -> list[int]:
     return [pid for pid in processes_mentioning(fusedisk.FSNAME_PREFIX) if pid != os.getpid()]
 
 
+def pgbench_children(parent: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name, rest = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if name.endswith("(pgbench") and int(rest.split()[1]) == parent:
+            children.append(int(stat.parent.name))
+    return children
+
+
 @pytest.fixture
 def disk_free_after():
     """The machine's mounts and daemons as before the test, whatever happened in it."""
-    mounts = our_mounts()
+    mounts, running = our_mounts(), set(daemons())
     yield
-    wait_for(lambda: not daemons(), timeout_s=20, what="the daemons to exit")
+    wait_for(lambda: set(daemons()) <= running, timeout_s=20, what="the daemons to exit")
     assert our_mounts() == mounts
 
 
@@ -62,11 +74,12 @@ def test_each_point_stores_its_disk_its_probe_and_the_device_requests(
     assert [status for _, status, _ in rows] == ["ok", "ok"]
     assert host["profile"] is None and host["device"] == {}
     assert emulated["profile"]["read_latency_s"] == pytest.approx(0.0003)
-    # The probe verifies the device: a cold read pays the latency on top of the host's own,
-    # a warm one does not reach the daemon.
+    # The probe verifies the device: a cold read pays the latency (the daemon's own read of the
+    # backing file is usually a host page-cache hit, at most a host disk read), a warm one does
+    # not reach the daemon.
     host_cold = host["probe"]["cold_read"]["median_ms"]
     cold = emulated["probe"]["cold_read"]["median_ms"]
-    assert 0.7 * (0.3 + host_cold) <= cold <= 1.3 * (0.3 + host_cold) + 0.05
+    assert 0.3 <= cold <= 1.3 * (0.3 + host_cold) + 0.05
     assert emulated["probe"]["warm_read"]["median_ms"] < 0.05
     assert emulated["probe"]["write_fdatasync"]["median_ms"] >= 0.5
     # The host point loaded the data; the emulated one started on a new mount, so its reads
@@ -88,8 +101,11 @@ def test_a_dead_daemon_fails_its_point_with_the_reason_and_the_sweep_goes_on(
     with lab_process(args, tmp_path, lab_tmp) as lab:
         wait_until_measuring(lab, lab_dir, tmp_path, measurements=1)
         name = f"{fusedisk.FSNAME_PREFIX}{lab.pid}"
-        wait_for(lambda: processes_mentioning("pgbench -n") or None, what="pgbench")
-        [daemon] = processes_mentioning(name)
+        # Mid-measurement: while the lab's own pgbench runs.
+        wait_for(lambda: pgbench_children(lab.pid) or None, what="the lab's pgbench")
+        daemons_of_lab = processes_mentioning(f"--name {name}")
+        assert len(daemons_of_lab) == 1, (name, daemons(), lab.poll())
+        [daemon] = daemons_of_lab
         os.kill(daemon, signal.SIGKILL)
         assert lab.wait(timeout=CLI_TIMEOUT_S) == 0
     rows = store_query(lab_dir, "select repetition, status, reason from measurements order by 1")
@@ -117,7 +133,7 @@ def test_interrupted_runs_leave_no_mount(tmp_path, lab_tmp, disk_free_after, how
         lab.send_signal(signal.SIGKILL)
         lab.wait()
     # The killed lab's daemon died with it, its mount is dead: the next lab command reaps it.
-    result = run_cli("run", SPECS_DIR / "tiny-pgbench.toml", "--lab-dir", lab_dir,
+    result = run_cli("run", SPECS_DIR / "two-points.toml", "--lab-dir", lab_dir,
                      "--no-report", tmpdir=lab_tmp)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "unmounted the emulated disk a killed lab left" in result.stderr

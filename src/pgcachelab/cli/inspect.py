@@ -81,8 +81,10 @@ def parse_settings_file(text: str) -> dict[str, str]:
 
 def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, Path]:
     from pgcachelab.clusters.managed import LAB_SUPERUSER, SETTINGS_FILE
+    from pgcachelab.machine.cluster_disk import data_dir_in
 
-    settings_path = work_dir / "pgdata" / SETTINGS_FILE
+    data_dir = data_dir_in(work_dir)
+    settings_path = data_dir / SETTINGS_FILE
     try:
         settings = parse_settings_file(settings_path.read_text())
     except OSError:
@@ -100,7 +102,7 @@ def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, 
             f"--work-dir: cannot connect to the cluster in {str(work_dir)!r}: {_reason(error)}",
             "is its server running? inspect needs a started cluster",
         ) from None
-    return conn, work_dir / "pgdata"
+    return conn, data_dir
 
 
 def _connect_dsn(dsn: str) -> psycopg.Connection:

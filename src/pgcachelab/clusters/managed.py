@@ -390,25 +390,14 @@ def _last_lines(text: str, count: int = 3) -> str:
     return " | ".join(lines[-count:]) or "(no output)"
 
 
-def _exists(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:  # e.g. ENOTCONN under the mount point of a dead FUSE daemon
-        return False
-
-
 def reap_stale(work_dir: Path, remove: bool = True) -> bool:
     """Stop a postmaster a killed lab left in `work_dir`, and remove the directory unless
     it holds data kept for --resume. Returns True when a server was still running there.
     """
-    from pgcachelab.machine.cluster_disk import layout_data_dir
+    from pgcachelab.machine.cluster_disk import data_dir_in
 
     found = False
-    pid_files = [
-        work_dir / "pgdata" / "postmaster.pid",
-        layout_data_dir(work_dir) / "postmaster.pid",
-    ]
-    pid_file = next((p for p in pid_files if _exists(p)), pid_files[0])
+    pid_file = data_dir_in(work_dir) / "postmaster.pid"
     with contextlib.suppress(OSError, ValueError, IndexError):
         pid = int(pid_file.read_text().splitlines()[0])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -37,6 +37,17 @@ def layout_data_dir(work_dir: Path) -> Path:
     return work_dir / BACKING / DATA
 
 
+def data_dir_in(work_dir: Path) -> Path:
+    """A managed cluster's data directory in its work directory: `pgdata`, or on a disk the
+    lab emulates, under the mount when it is up, else under the backing directory."""
+    plain = work_dir / DATA
+    for candidate in (plain, work_dir / MOUNTPOINT / DATA, layout_data_dir(work_dir)):
+        with contextlib.suppress(OSError):  # ENOTCONN: a dead mount
+            if (candidate / "PG_VERSION").is_file():
+                return candidate
+    return plain
+
+
 class ClusterDisk:
     def __init__(self, work_dir: Path, user: OsUser):
         self.user = user

@@ -64,6 +64,7 @@ class EmulatedMachine:
         self.cgroup: MemoryCgroup | None = None
         self.huge_pages = hugepages.HugePagesReservation()
         self.last_huge_pages: dict = {}
+        self._charged_here: set = set()  # data directories whose cached pages are the cgroup's
 
     def open(self) -> None:
         if self.memory_bytes is not None:
@@ -71,6 +72,7 @@ class EmulatedMachine:
             if hierarchy is None:
                 raise UserError(f"memory limit unavailable: {reason}", "run the lab as root")
             self.cgroup = MemoryCgroup.create(hierarchy, self.memory_bytes)
+            self._charged_here = set()
 
     def cgroup_procs_file(self) -> str | None:
         return self.cgroup.procs_file if self.cgroup else None
@@ -93,10 +95,15 @@ class EmulatedMachine:
         elif self.huge_pages.added:
             self.huge_pages.release()  # an "off" or "try" point must not find pages waiting
             self.last_huge_pages = {}
-        if self.cgroup is not None:
-            # Pages cached before the server joined the cgroup are charged elsewhere and would
-            # escape the cap: make the server read its files again, from inside.
+        if self.cgroup is not None and cluster.data_dir not in self._charged_here:
+            # Pages cached before the server joined the cgroup (initdb's, a killed run's) are
+            # charged elsewhere and would escape the cap: make the server read its files again,
+            # from inside. Once: what the server reads later is charged to the cgroup, which
+            # lives as long as the run, so a restart keeps the OS cache as it is, as a restart
+            # does on a real server (seed 000 restarts for every point and drops nothing).
             oscache.evict_files(cluster.data_dir)
+            self._charged_here.add(cluster.data_dir)
+        if self.cgroup is not None:
             self.cgroup.reset_peak()
 
     def begin_point(self) -> None:
