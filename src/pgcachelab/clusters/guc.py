@@ -1,7 +1,8 @@
 """What the server knows about its settings, and whether a value is acceptable: pure logic.
 
-The catalogue comes either from `postgres --describe-config` (works without a cluster, and as
-root: main.c skips the root check for it) or from a running server's pg_settings.
+The catalogue comes from pg_settings: of the server given by --dsn, or of a throwaway cluster
+of the install the lab will run (clusters/catalogue.py). `postgres --describe-config` works
+without a cluster but has no units or enum values: only its parser is kept here.
 """
 
 import re
