@@ -57,11 +57,11 @@ def welch_log_ratio(
     error = math.sqrt(share_before + share_after)
     if error == 0:
         return math.exp(difference), math.exp(difference), math.exp(difference)
-    # Welch-Satterthwaite degrees of freedom, rounded down: the conservative side
+    # Welch-Satterthwaite degrees of freedom, fractional as they come: t95 is exact for any df
     freedom = (share_before + share_after) ** 2 / (
         share_before**2 / (len(logs_before) - 1) + share_after**2 / (len(logs_after) - 1)
     )
-    half = t95(max(1, math.floor(freedom))) * error
+    half = t95(freedom) * error
     return math.exp(difference), math.exp(difference - half), math.exp(difference + half)
 
 
