@@ -9,6 +9,7 @@ the two versions need not be equal. A change is significant when its interval ex
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgcachelab.analysis.summary import t95
@@ -89,12 +90,15 @@ _INCIDENTAL = re.compile(
 )
 
 
-def differing_settings(by_version: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+def differing_settings(
+    by_version: dict[str, dict[str, str]], form: Callable = lambda value: value
+) -> dict[str, dict[str, str]]:
     """name -> version -> value, for the settings every version has but not with one value.
 
     The lab applies the same spec to every version, but each version brings its own defaults
     (checkpoint_completion_target, data checksums from 18, ...): they belong next to the ratios.
     Settings that only some versions have are new features, not changed defaults: left out.
+    `form` gives the value two spellings of one value share (guc.canonical_shown_value).
     """
     if not by_version:
         return {}
@@ -104,6 +108,6 @@ def differing_settings(by_version: dict[str, dict[str, str]]) -> dict[str, dict[
         if _INCIDENTAL.match(name):
             continue
         values = {v: by_version[v][name] for v in version_order(by_version)}
-        if len(set(values.values())) > 1:
+        if len({form(value) for value in values.values()}) > 1:
             differing[name] = values
     return differing

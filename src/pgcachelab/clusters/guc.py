@@ -201,6 +201,19 @@ def _amount_in_base_units(number: float, unit: str, setting_unit: str | None) ->
     return int(amount) if amount == int(amount) else amount
 
 
+def canonical_shown_value(text: str) -> int | float | str:
+    """canonical_value of a value as pg_settings shows it with its unit ("16384 8kB", "300 s",
+    "64 16MB") or as a spec writes it ("128MB"): the same amount compares equal."""
+    number_text, _, unit = str(text).strip().partition(" ")
+    scale = SETTING_UNIT_BYTES.get(unit) or SETTING_UNIT_SECONDS.get(unit)
+    if scale:
+        try:
+            return _amount_in_base_units(float(number_text), "", unit)
+        except ValueError:
+            pass
+    return canonical_value(text)
+
+
 def setting_unit_size(info: SettingInfo) -> float:
     """One of the setting's own units in bytes or seconds (1 for unitless numbers): the server
     rounds a value to a whole number of them (guc.c: convert_to_base_unit)."""
