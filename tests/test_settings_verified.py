@@ -130,6 +130,13 @@ def test_what_the_server_rounds_rewrites_or_overrides_is_not_a_mismatch():
     assert mismatches({"shared_buffers": "1001kB"}, _row("shared_buffers", "125", "8kB")) == []
     assert mismatches({"checkpoint_timeout": "5min"}, _row("checkpoint_timeout", "300", "s")) == []
     assert mismatches({"fsync": "true"}, _row("fsync", "on", vartype="bool")) == []
+    assert mismatches({"random_page_cost": "1e-3"},
+                      _row("random_page_cost", "0.001", vartype="real")) == []  # fmt: skip
+    # a unitless number is kept as written: no rounding to forgive
+    assert mismatches({"random_page_cost": "1.1"},
+                      _row("random_page_cost", "1.5", vartype="real")) == [
+        "random_page_cost: asked 1.1, server has 1.5"
+    ]  # fmt: skip
     assert mismatches({"wal_level": "REPLICA"}, _row("wal_level", "replica", vartype="enum")) == []
     assert mismatches({"DateStyle": "iso, mdy"},
                       _row("DateStyle", "ISO, MDY", vartype="string")) == []  # fmt: skip

@@ -181,7 +181,10 @@ def canonical_value(value, info: SettingInfo | None = None) -> int | float | str
         return text
     parsed = split_number_and_unit(text)
     if parsed is None:
-        return text
+        try:
+            parsed = float(text), ""  # "1e-3": a real in exponent notation
+        except ValueError:
+            return text
     return _amount_in_base_units(*parsed, info.unit)
 
 
@@ -215,9 +218,10 @@ def canonical_shown_value(text: str) -> int | float | str:
 
 
 def setting_unit_size(info: SettingInfo) -> float:
-    """One of the setting's own units in bytes or seconds (1 for unitless numbers): the server
-    rounds a value to a whole number of them (guc.c: convert_to_base_unit)."""
-    return SETTING_UNIT_BYTES.get(info.unit) or SETTING_UNIT_SECONDS.get(info.unit) or 1
+    """One of the setting's own units in bytes or seconds, 0 for unitless numbers: the server
+    rounds a value given in another unit to a whole number of them (guc.c:
+    convert_to_base_unit); a unitless number it keeps as written."""
+    return SETTING_UNIT_BYTES.get(info.unit) or SETTING_UNIT_SECONDS.get(info.unit) or 0
 
 
 # -- what the server got ------------------------------------------------------------------------

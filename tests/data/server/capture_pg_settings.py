@@ -1,6 +1,7 @@
 """Capture the pg_settings catalogue of installs the lab has, for the pure tests.
 
-Run as root from the repository: .venv/bin/python tests/data/server/capture_pg_settings.py 9.6 15 18
+Run as root from the repository:
+    .venv/bin/python tests/data/server/capture_pg_settings.py 9.6 15 18
 Each major version gives pg-settings-MAJOR.json: the rows clusters/catalogue.py reads, from a
 throwaway cluster of that install (pgcachelab pg install MAJOR first, if it is missing).
 """

@@ -1,6 +1,7 @@
 """Capture what a server says when a reload rejects a value, for the pure tests.
 
-Run as root from the repository: .venv/bin/python tests/data/server/capture_rejected_reload.py 9.6 18
+Run as root from the repository:
+    .venv/bin/python tests/data/server/capture_rejected_reload.py 9.6 18
 For each major version: a cluster starts with checkpoint_timeout = 5min, then reloads with "64MB"
 and TimeZone = "Mars/Olympus"; rejected-reload-MAJOR.json keeps the server log of the reload and
 the rows the lab reads back (pg_settings, pg_file_settings of its settings file).
