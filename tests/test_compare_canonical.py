@@ -146,3 +146,19 @@ def test_run_with_more_memory_than_the_host_is_one_line_before_anything_runs(tmp
         f"hint: give at most {host}, or leave the limit out to give the server the whole host",
     ]
     assert store_query(tmp_path / "lab", "select count(*) from runs") in ([], [(0,)])
+
+
+def test_report_markers_never_show_more_memory_than_the_host_had():
+    """Runs stored before the limit was refused could ask for 4TB on a 24GB host."""
+    from pgcachelab.report.dataset import RunData
+    from pgcachelab.store.records import Run
+
+    def data(limit):
+        run = Run("r", "n", "exp.toml", "", {"memory_limit_bytes": limit},
+                  {"memory_total_bytes": 24 * GB}, "done", None, None, 0.0, None, None)  # fmt: skip
+        return RunData(run, [])
+
+    assert data(4 * 1024 * GB).memory_limit_bytes == 24 * GB
+    assert data(4 * 1024 * GB).memory_available_bytes == 24 * GB
+    assert data(2 * GB).memory_limit_bytes == 2 * GB
+    assert data(None).memory_available_bytes == 24 * GB
