@@ -102,7 +102,7 @@ def test_spec_disk_fixed_swept_and_in_a_ladder():
         ('[sweep]\ndisk = ["nvme", "floppy"]', r"sweep.disk: invalid value \"floppy\""),
         (
             '[sweep]\ndisk = [{ read_latency = "1ms" }, { read_latency = "1000us" }]',
-            r"sweep.disk: .*repeats a disk",
+            r"sweep.disk: .*repeats a value: the same as",
         ),
     ],
 )

@@ -67,10 +67,10 @@ def test_advise_a_clients_sweep_names_the_peak_it_measured(tmp_path, lab_tmp):
     output, data = _run_and_advise(SPECS_DIR / "two-points.toml", tmp_path, lab_tmp)
     means = {r.point.swept["clients"]: statistics.fmean(m.tps for m in r.ok) for r in data.points}
     peak = max(means, key=means.get)
-    # two repetitions on a shared machine: a clear peak, or a best mean the intervals cannot
+    # two repetitions on a shared machine: a clear peak, or a best median the intervals cannot
     # single out (and then the run says so instead of naming it)
     assert (f"- clients: clients = {peak} gives the peak throughput" in output
-            or f"- clients: no value stands out: {peak} has the best mean" in output)  # fmt: skip
+            or f"- clients: no value stands out: {peak} has the best median" in output)  # fmt: skip
     assert "[95% CI" in output
     assert "cannot tell: only 2 repetitions" in output  # the spec repeats each point twice
 
@@ -82,7 +82,7 @@ def test_advise_a_cache_wash_run_names_the_shared_buffers_for_idx2(
     output, data = _run_and_advise(SPECS_DIR / "advise-cache-wash.toml", tmp_path, lab_tmp)
     assert re.search(
         r"- shared_buffers: (shared_buffers = \S+ gives the fastest index lookups "
-        r"after a large scan|no value stands out: \S+ has the best mean)",
+        r"after a large scan|no value stands out: \S+ has the best median)",
         output,
     )
     assert "idx2 median" in output

@@ -1,16 +1,25 @@
 """Spec parsing, validation and expansion: pure, no server."""
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from pgcachelab.clusters.guc import parse_describe_config
+from pgcachelab.clusters.guc import catalogue_from_pg_settings
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import parse_spec, schedule, validate_settings
 
 DATA = Path(__file__).parent / "data"
-CATALOGUE_18 = parse_describe_config((DATA / "server" / "describe-config-18.txt").read_text())
+
+
+def captured_catalogue(major: str) -> dict:
+    """The pg_settings catalogue of a real install (tests/data/server/capture_pg_settings.py)."""
+    captured = json.loads((DATA / "server" / f"pg-settings-{major}.json").read_text())
+    return catalogue_from_pg_settings(captured["rows"])
+
+
+CATALOGUE_18 = captured_catalogue("18")
 REPO = Path(__file__).parent.parent
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import dsn_of, run_cli
+from conftest import dsn_of, run_cli, store_query
 
 from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.binaries import find_pgbench
@@ -222,3 +222,27 @@ def test_cli_run_on_a_managed_postgresql_15_loads_runs_checks_and_cleans_up(lab_
     assert all(check["violations"] == 0 for check in document["run"]["checks"])
     assert document["run"]["summary"]["tpmc"] > 0
     assert not list(lab_tmp.iterdir())  # the throwaway cluster is gone
+
+
+@pytest.mark.slow
+def test_a_tpcc_sweep_of_warmup_and_weights_runs(tmp_path, lab_tmp):
+    """Issue 16: swept warmup and weights reached the driver unconverted ("0s" into int(),
+    a list where a text was expected) and crashed the whole run."""
+    spec = tmp_path / "tpcc-sweep.toml"
+    spec.write_text('workload = "tpcc"\n[tpcc]\nwarehouses = 1\nclients = 2\nduration = "2s"\n'
+                    '[sweep]\nwarmup = ["0s", "5s"]\nweights = [[45, 43, 4, 4, 4]]\n')  # fmt: skip
+    lab_dir = tmp_path / "lab"
+    result = run_cli("run", spec, "--lab-dir", lab_dir, "--no-report", tmpdir=lab_tmp)
+    assert result.returncode == 0, result.stderr
+    rows = store_query(lab_dir, "select point_index, status, reason from measurements"
+                       " order by point_index")  # fmt: skip
+    assert rows == [(0, "ok", None), (1, "ok", None)], rows
+    [(status,)] = store_query(lab_dir, "select status from runs")
+    assert status == "done"
+    points = store_query(lab_dir, "select swept, workload from points order by point_index")
+    assert [json.loads(swept) for swept, _ in points] == [
+        {"warmup": "0s", "weights": [45, 43, 4, 4, 4]},
+        {"warmup": "5s", "weights": [45, 43, 4, 4, 4]},
+    ]
+    assert [json.loads(w)["warmup"] for _, w in points] == [0.0, 5.0]
+    assert {json.loads(w)["weights"] for _, w in points} == {"45,43,4,4,4"}

@@ -95,6 +95,28 @@ def normalise_setting(setting: str, unit: str | None, vartype: str) -> float | s
     return number
 
 
+def exact_amount_text(value: float, unit: str | None) -> str | None:
+    """A pg_settings amount already in bytes or seconds (normalise_setting), written in the
+    largest unit that states it exactly: "1GB", "5min", "1536kB", "200ms". Two equal amounts
+    read alike whatever unit a version counts them in (9.6: max_wal_size in 16MB segments).
+    None when `unit` is neither a memory nor a time unit."""
+    if unit in SETTING_UNIT_BYTES:
+        for name in ("TB", "GB", "MB", "kB"):
+            if value and value % MEMORY_UNITS_BYTES[name] == 0:
+                return f"{value // MEMORY_UNITS_BYTES[name]:.0f}{name}"
+        return f"{value:.0f}B"
+    if unit in SETTING_UNIT_SECONDS:
+        microseconds = round(value * 1e6)
+        if microseconds == 0:
+            return "0s"
+        for name in ("d", "h", "min", "s", "ms"):
+            size = round(TIME_UNITS_SECONDS[name] * 1e6)
+            if microseconds and microseconds % size == 0:
+                return f"{microseconds // size}{name}"
+        return f"{microseconds}us"
+    return None
+
+
 def shared_buffers_bytes(value: str | None) -> int:
     """shared_buffers as written in a spec or conf file: a unitless number counts 8kB buffers;
     unset is the server's default, 128MB."""

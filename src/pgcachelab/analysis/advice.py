@@ -8,7 +8,7 @@ overlap are not told apart: the advice says so rather than crown the one with th
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pgcachelab.analysis.summary import Summary, summarise
+from pgcachelab.analysis.summary import Summary, best_by_median, summarise
 
 MIN_REPETITIONS = 3  # fewer give an interval too wide (or none) to rank settings by
 STEP_RATIO = 0.8  # throughput falling by a fifth or more between neighbouring sizes is a step
@@ -66,14 +66,14 @@ def repetition_caveats(summaries: dict) -> list[str]:
 
 
 def choose(samples: dict, higher_is_better: bool, show: Callable = str) -> Choice | None:
-    """The value with the best mean over its repetitions, and those within its interval;
+    """The value with the best median over its repetitions (analysis.summary.best_by_median),
+    and those whose interval overlaps its own;
     `show` writes a value for the caveats (e.g. bytes as 32MB)."""
     summaries = {value: summarise(values) for value, values in samples.items()}
     summaries = {value: s for value, s in summaries.items() if s is not None}
     if not summaries:
         return None
-    pick = max if higher_is_better else min
-    best = pick(summaries, key=lambda value: summaries[value].mean)
+    best = best_by_median(summaries, higher_is_better)
     tied = [v for v, s in summaries.items() if v != best and overlaps(s, summaries[best])]
     caveats = repetition_caveats(summaries)
     if len(summaries) == 1:

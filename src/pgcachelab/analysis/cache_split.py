@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass
 
 from pgcachelab.analysis.cache_composition import Sample, os_cache_known
-from pgcachelab.analysis.summary import Summary, summarise, t95
+from pgcachelab.analysis.summary import Summary, best_by_median, summarise, t95
 
 PHASES = ("idx1", "seq", "idx2")
 SURVIVAL_TOLERANCE = 1.10  # idx2 within 10% of idx1: the index survived the scan
@@ -110,7 +110,7 @@ def best_setting(reps: list[Repetition], huge_pages: str, phase: str) -> tuple[i
     """The shared_buffers with the lowest median latency of `phase`."""
     groups = {sb: g for (hp, sb), g in _groups(reps).items() if hp == huge_pages}
     summaries = {sb: summarise([r.median(phase) for r in g]) for sb, g in groups.items()}
-    best = min(summaries, key=lambda sb: summaries[sb].median)
+    best = best_by_median(summaries, higher_is_better=False)
     return best, summaries[best]
 
 

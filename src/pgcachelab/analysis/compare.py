@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from pgcachelab.analysis.versions import differing_settings, welch_log_ratio
+from pgcachelab.clusters.guc import canonical_shown_value, canonical_value
+from pgcachelab.errors import UserError
 
 ALPHA = 0.05
 
@@ -130,7 +132,10 @@ def parameter_value(point: PointSide, key: str):
 
 
 def match_points(points_a: list[PointSide], points_b: list[PointSide]) -> Matching:
-    """Pairs of points with equal values of every key either run sweeps, in A's order."""
+    """Pairs of points with equal values of every key either run sweeps, in A's order.
+
+    Values are equal in canonical units ("32MB" matches "32768kB"); labels keep A's spelling.
+    """
     keys: list[str] = []
     for point in [*points_a, *points_b]:
         keys += [key for key in point.swept if key not in keys]
@@ -138,18 +143,26 @@ def match_points(points_a: list[PointSide], points_b: list[PointSide]) -> Matchi
     def key_of(point: PointSide) -> tuple:
         return tuple((key, _hashable(parameter_value(point, key))) for key in keys)
 
+    def match_of(point: PointSide) -> tuple:
+        return tuple((name, _canonical(value)) for name, value in key_of(point))
+
     waiting_b: dict[tuple, list[PointSide]] = {}
     for point in points_b:
-        waiting_b.setdefault(key_of(point), []).append(point)
+        waiting_b.setdefault(match_of(point), []).append(point)
     pairs, only_a = [], []
     for point in points_a:
-        key = key_of(point)
-        if waiting_b.get(key):
-            pairs.append((key, point, waiting_b[key].pop(0)))
+        match = match_of(point)
+        if waiting_b.get(match):
+            pairs.append((key_of(point), point, waiting_b[match].pop(0)))
         else:
-            only_a.append((key, point))
-    only_b = [(key_of(p), p) for p in points_b if any(p is q for q in waiting_b[key_of(p)])]
+            only_a.append((key_of(point), point))
+    only_b = [(key_of(p), p) for p in points_b if any(p is q for q in waiting_b[match_of(p)])]
     return Matching(keys, pairs, only_a, only_b)
+
+
+def _canonical(value):
+    """A parameter's value as compared: spec texts with a memory or time unit in base units."""
+    return canonical_value(value) if isinstance(value, str) else value
 
 
 def _hashable(value):
@@ -226,6 +239,7 @@ class RunSide:
     target: dict
     points: list[PointSide]
     load_average: float | None = None  # median 1-minute load average after its measurements
+    workload: str | None = None  # pgbench, tpcc, cache-wash; None when the spec is unreadable
 
 
 @dataclass(frozen=True)
@@ -254,6 +268,10 @@ _ENVIRONMENT = [
 def context_differences(a: RunSide, b: RunSide, matching: Matching) -> list[ContextDifference]:
     """What differs between the runs besides the matched parameters, serious ones first."""
     found = []
+    if a.name != b.name:
+        # Not serious by itself: the same experiment renamed, or a spec copied to change one
+        # setting, compare fine; what differs in their parameters is listed on its own line.
+        found.append(ContextDifference("experiment", a.name, b.name, serious=False))
     for key, what, serious in _ENVIRONMENT:
         value_a, value_b = a.environment.get(key), b.environment.get(key)
         if value_a != value_b:
@@ -312,7 +330,7 @@ def _parameter_differences(matching: Matching) -> list[ContextDifference]:
                 if name in matching.keys or name == "version":
                     continue
                 value_a, value_b = source_a.get(name), source_b.get(name)
-                if value_a != value_b:
+                if _canonical(value_a) != _canonical(value_b):
                     values.setdefault(f"{kind} {name}", set()).add((_text(value_a), _text(value_b)))
     return [
         ContextDifference(what, *_joined(pairs), serious=True)
@@ -334,7 +352,7 @@ def _setting_differences(matching: Matching, skip: set[str]) -> list[ContextDiff
             continue
         both = {"A": point_a.server_settings, "B": point_b.server_settings}
         derived_in_both = point_a.derived_settings & point_b.derived_settings
-        for name, by_run in differing_settings(both).items():
+        for name, by_run in differing_settings(both, canonical_shown_value).items():
             if name in matching.keys or name in skip:
                 continue
             values.setdefault(name, set()).add((by_run["A"], by_run["B"]))
@@ -378,7 +396,21 @@ class Comparison:
         return [p for p in self.points if p.significant]
 
 
+def check_comparable(a: RunSide, b: RunSide) -> None:
+    """Runs of different workloads are refused: their figures count different things (pgbench
+    script transactions, TPC-C transactions of five kinds, cache-wash's lookups, whose figure is
+    a latency), so a ratio between them means nothing, and matching their points on shared
+    keys (clients, shared_buffers) would pair them as if it did."""
+    if a.workload and b.workload and a.workload != b.workload:
+        raise UserError(
+            f"compare: run A ({a.run_id}) is a {a.workload} run and run B ({b.run_id}) a "
+            f"{b.workload} run: their figures measure different work, no point can match",
+            "compare two runs of the same workload",
+        )
+
+
 def compare_runs(a: RunSide, b: RunSide) -> Comparison:
+    check_comparable(a, b)
     matching = match_points(a.points, b.points)
     points = [compare_point(key, pa.tps, pb.tps) for key, pa, pb in matching.pairs]
     return Comparison(

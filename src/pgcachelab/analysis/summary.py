@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pgcachelab.analysis.statistics import median_interval, t95
 
-__all__ = ["Summary", "hit_ratio", "summarise", "t95"]
+__all__ = ["Summary", "best_by_median", "hit_ratio", "summarise", "t95"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,20 @@ def summarise(values: list[float]) -> Summary | None:
         median_high=interval.high if interval else None,
         median_coverage=interval.coverage if interval else None,
     )
+
+
+def best_by_median(summaries: dict, higher_is_better: bool):
+    """The key of `summaries` (value -> Summary) with the best median: the one definition of
+    "best" that the report's findings and `advise` share (issue 16: they used to disagree, one
+    by median, one by mean).
+
+    The median, not the mean: repetitions of a benchmark are skewed by stalls (a checkpoint, a
+    neighbour's burst), and one bad repetition moves the mean of 3-6 values a long way while the
+    median stays; it is also the figure the report's tables and its exact intervals are about.
+    Ties go to the first key, so the order of the sweep decides, reproducibly.
+    """
+    pick = max if higher_is_better else min
+    return pick(summaries, key=lambda value: summaries[value].median)
 
 
 def hit_ratio(hits: float | None, reads: float | None) -> float | None:

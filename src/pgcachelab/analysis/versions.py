@@ -9,6 +9,7 @@ the two versions need not be equal. A change is significant when its interval ex
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgcachelab.analysis.summary import t95
@@ -57,11 +58,11 @@ def welch_log_ratio(
     error = math.sqrt(share_before + share_after)
     if error == 0:
         return math.exp(difference), math.exp(difference), math.exp(difference)
-    # Welch-Satterthwaite degrees of freedom, rounded down: the conservative side
+    # Welch-Satterthwaite degrees of freedom, fractional as they come: t95 is exact for any df
     freedom = (share_before + share_after) ** 2 / (
         share_before**2 / (len(logs_before) - 1) + share_after**2 / (len(logs_after) - 1)
     )
-    half = t95(max(1, math.floor(freedom))) * error
+    half = t95(freedom) * error
     return math.exp(difference), math.exp(difference - half), math.exp(difference + half)
 
 
@@ -89,12 +90,15 @@ _INCIDENTAL = re.compile(
 )
 
 
-def differing_settings(by_version: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+def differing_settings(
+    by_version: dict[str, dict[str, str]], form: Callable = lambda value: value
+) -> dict[str, dict[str, str]]:
     """name -> version -> value, for the settings every version has but not with one value.
 
     The lab applies the same spec to every version, but each version brings its own defaults
     (checkpoint_completion_target, data checksums from 18, ...): they belong next to the ratios.
     Settings that only some versions have are new features, not changed defaults: left out.
+    `form` gives the value two spellings of one value share (guc.canonical_shown_value).
     """
     if not by_version:
         return {}
@@ -104,6 +108,6 @@ def differing_settings(by_version: dict[str, dict[str, str]]) -> dict[str, dict[
         if _INCIDENTAL.match(name):
             continue
         values = {v: by_version[v][name] for v in version_order(by_version)}
-        if len(set(values.values())) > 1:
+        if len({form(value) for value in values.values()}) > 1:
             differing[name] = values
     return differing

@@ -1,9 +1,11 @@
 """What the server knows about its settings, and whether a value is acceptable: pure logic.
 
-The catalogue comes either from `postgres --describe-config` (works without a cluster, and as
-root: main.c skips the root check for it) or from a running server's pg_settings.
+The catalogue comes from pg_settings: of the server given by --dsn, or of a throwaway cluster
+of the install the lab will run (clusters/catalogue.py). `postgres --describe-config` works
+without a cluster but has no units or enum values: only its parser is kept here.
 """
 
+import re
 from dataclasses import dataclass
 
 from pgcachelab.units import (
@@ -146,3 +148,167 @@ def _unit_hint(info: SettingInfo) -> str:
     if info.unit in SETTING_UNIT_SECONDS:
         return " such as 30s (units us, ms, s, min, h, d)"
     return " (memory units B, kB, MB, GB, TB or time units us, ms, s, min, h, d)"
+
+
+# -- one value, many spellings ------------------------------------------------------------------
+
+# guc.c's parse_bool: the words a boolean setting accepts, by what they mean.
+_TRUE_WORDS = {"on", "true", "yes", "1"}
+_FALSE_WORDS = {"off", "false", "no", "0"}
+
+
+def canonical_value(value, info: SettingInfo | None = None) -> int | float | str:
+    """The form every spelling of one setting value shares, to compare and deduplicate them.
+
+    With the setting's catalogue entry: bytes or seconds for memory and time settings (a bare
+    number counts the setting's own unit: work_mem = 1024 is 1MB), on/off for booleans, enum
+    labels lower-cased, other numbers as numbers, strings as written. Without one (a spec read
+    before any server is known, a stored run): only values with a memory or time unit are
+    converted ("64MB" and "65536kB" both give 67108864); anything else is its stripped text.
+    """
+    text = setting_value_text(value).strip()
+    if info is None:
+        parsed = split_number_and_unit(text)
+        if parsed is None or not parsed[1]:
+            return text
+        return _amount_in_base_units(*parsed, None)
+    if info.vartype == "bool":
+        word = text.lower()
+        return "on" if word in _TRUE_WORDS else "off" if word in _FALSE_WORDS else word
+    if info.vartype == "enum":
+        return text.lower()
+    if info.vartype not in ("integer", "real"):
+        return text
+    parsed = split_number_and_unit(text)
+    if parsed is None:
+        try:
+            parsed = float(text), ""  # "1e-3": a real in exponent notation
+        except ValueError:
+            return text
+    return _amount_in_base_units(*parsed, info.unit)
+
+
+def _amount_in_base_units(number: float, unit: str, setting_unit: str | None) -> int | float | str:
+    """number × unit in bytes or seconds; a bare number counts `setting_unit`."""
+    if not unit:
+        scale = SETTING_UNIT_BYTES.get(setting_unit) or SETTING_UNIT_SECONDS.get(setting_unit) or 1
+    elif unit in MEMORY_UNITS_BYTES:
+        scale = MEMORY_UNITS_BYTES[unit]
+    elif unit in TIME_UNITS_SECONDS:
+        scale = TIME_UNITS_SECONDS[unit]
+    else:
+        return f"{number:g}{unit}"
+    # Rounded so that 0.2 s from "200ms" and from "0.2s" hash alike: microseconds are the finest
+    # unit PostgreSQL has.
+    amount = round(number * scale, 9)
+    return int(amount) if amount == int(amount) else amount
+
+
+def canonical_shown_value(text: str) -> int | float | str:
+    """canonical_value of a value as pg_settings shows it with its unit ("16384 8kB", "300 s",
+    "64 16MB") or as a spec writes it ("128MB"): the same amount compares equal."""
+    number_text, _, unit = str(text).strip().partition(" ")
+    scale = SETTING_UNIT_BYTES.get(unit) or SETTING_UNIT_SECONDS.get(unit)
+    if scale:
+        try:
+            return _amount_in_base_units(float(number_text), "", unit)
+        except ValueError:
+            pass
+    return canonical_value(text)
+
+
+def setting_unit_size(info: SettingInfo) -> float:
+    """One of the setting's own units in bytes or seconds, 0 for unitless numbers: the server
+    rounds a value given in another unit to a whole number of them (guc.c:
+    convert_to_base_unit); a unitless number it keeps as written."""
+    return SETTING_UNIT_BYTES.get(info.unit) or SETTING_UNIT_SECONDS.get(info.unit) or 0
+
+
+# -- what the server got ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerSetting:
+    """A pg_settings row as read back after a start or reload."""
+
+    name: str
+    setting: str
+    unit: str | None
+    vartype: str
+    source: str
+
+    @property
+    def shown(self) -> str:
+        """As pg_settings says it: "300 s", "8192 8kB", "on"."""
+        return f"{self.setting} {self.unit}" if self.unit else self.setting
+
+
+@dataclass(frozen=True)
+class FileSetting:
+    """A pg_file_settings row of the lab's settings file."""
+
+    name: str
+    applied: bool
+    error: str | None
+
+
+_LOG_PARAMETER = re.compile(r'\b(?:LOG|WARNING|ERROR|FATAL):\s+(.*\bparameter "([^"]+)".*)$')
+
+
+def log_reasons(log_text: str) -> dict[str, str]:
+    """Lower-case setting name -> the last server log message about it, e.g. 'invalid value for
+    parameter "checkpoint_timeout": "64MB"': the reason pg_file_settings does not give."""
+    reasons = {}
+    for line in log_text.splitlines():
+        match = _LOG_PARAMETER.search(line)
+        if match:
+            reasons[match.group(2).lower()] = match.group(1).strip()
+    return reasons
+
+
+def setting_mismatches(
+    asked: dict,
+    server: dict[str, ServerSetting],
+    file_settings: dict[str, FileSetting],
+    reasons: dict[str, str] | None = None,
+) -> list[str]:
+    """What the server runs with that differs from what was asked, one sentence per setting:
+    'checkpoint_timeout: asked 64MB, server has 300 s: invalid value for parameter ...'.
+
+    `server` and `file_settings` are keyed by lower-case name (GUC names are case-insensitive).
+    Values are compared in canonical units, allowing the rounding to the setting's unit that
+    the server does itself. A value the server accepted from the file (applied, no error) but
+    shows differently is not a mismatch when it is a string (DateStyle "iso, mdy" reads back as
+    "ISO, MDY") or when the server overrode it on purpose (source "override": wal_buffers = -1
+    becomes a size it chooses).
+    """
+    reasons = reasons or {}
+    found = []
+    for name, value in asked.items():
+        key = name.lower()
+        asked_text = setting_value_text(value)
+        row = server.get(key)
+        line = file_settings.get(key)
+        detail = reasons.get(key) or (line.error if line is not None else None)
+        if row is None:
+            found.append(f"{name}: asked {asked_text}, the server has no such setting")
+            continue
+        info = SettingInfo(row.name, "", row.vartype, row.unit)
+        accepted = line is not None and line.applied and not line.error
+        same = _same_value(canonical_value(asked_text, info),
+                           canonical_value(row.setting, info), setting_unit_size(info))  # fmt: skip
+        if same:
+            continue
+        if accepted and (row.vartype == "string" or row.source == "override"):
+            continue
+        found.append(
+            f"{name}: asked {asked_text}, server has {row.shown or '(empty)'}"
+            + (f": {detail}" if detail else "")
+        )
+    return found
+
+
+def _same_value(asked, server, unit_size: float) -> bool:
+    if isinstance(asked, int | float) and isinstance(server, int | float):
+        return abs(asked - server) <= unit_size / 2 + 1e-9 * max(abs(asked), abs(server), 1)
+    return asked == server

@@ -8,7 +8,6 @@ settings it accepts are those a session may set, passed to pgbench through PGOPT
 import contextlib
 import functools
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,13 +15,13 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench, parse_version
-from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings, parse_describe_config
+from pgcachelab.clusters.catalogue import install_catalogue, read_catalogue_rows
+from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings
 from pgcachelab.clusters.installs import resolve
-from pgcachelab.clusters.managed import ManagedCluster
+from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.errors import UserError
 from pgcachelab.machine.disk_profiles import HOST, resolve_disk
-from pgcachelab.probes.settings import catalogue_rows
 from pgcachelab.probes.storage import probe_storage
 from pgcachelab.workloads.pgbench import PgbenchTarget, pgoptions
 
@@ -66,6 +65,7 @@ class ManagedTarget:
         self.disk_override = disk_override
         self.emulated_disk = any(disk not in (None, HOST) for disk in self.disks)
         self._host_probe: dict | None = None
+        self._catalogue: dict[str, SettingInfo] | None = None
 
     @property
     def server_major(self) -> int:
@@ -76,12 +76,17 @@ class ManagedTarget:
         return self.install.version
 
     def catalogue(self) -> dict[str, SettingInfo]:
-        # --describe-config needs no cluster and runs as root (main.c skips check_root for it).
-        output = subprocess.run(
-            [str(self.install.tool("postgres")), "--describe-config"],
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
-        return parse_describe_config(output)
+        """pg_settings of this install (units, enum values, ranges): clusters/catalogue.py."""
+        if self._catalogue is None:
+            try:
+                self._catalogue = install_catalogue(self.install)
+            except ClusterError as error:
+                raise UserError(
+                    f"cannot read the settings of PostgreSQL {self.install.version} "
+                    f"({self.install.bin_dir}): {error}",
+                    "check the server binaries (--pg-bin) and that the machine can run them",
+                ) from None
+        return self._catalogue
 
     def applicable_contexts(self) -> set[str] | None:
         return None
@@ -273,7 +278,7 @@ class ExistingTarget:
         try:
             with self.connect() as conn:
                 self._server_version = conn.execute("show server_version").fetchone()[0]
-                self._catalogue = catalogue_from_pg_settings(catalogue_rows(conn))
+                self._catalogue = catalogue_from_pg_settings(read_catalogue_rows(conn))
         except psycopg.OperationalError as error:
             reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
             raise UserError(

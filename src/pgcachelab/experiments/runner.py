@@ -87,7 +87,10 @@ def make_target(
     memory_bytes: int | None = None,
     note=print,
     disk: str | None = None,  # --disk, canonical text
+    memory_source: str = "--memory",
 ):
+    if not memory_bytes:
+        memory_source = f"{spec.path}: machine.memory"
     memory_bytes = memory_bytes or spec.memory_bytes
     if disk is not None:
         spec.set_disk(disk)
@@ -97,6 +100,7 @@ def make_target(
             "an emulated disk needs a server the lab runs, not one given by --dsn",
             "drop --dsn so the lab manages its own cluster, or drop the disk",
         )
+    check_memory_fits_host(memory_bytes, memory_total_bytes(), memory_source)
     if dsn and (pg_bin or spec.pg_bin):
         raise UserError("--dsn and --pg-bin together", "a server given by --dsn has its binaries")
     if dsn and memory_bytes:
@@ -126,6 +130,18 @@ def make_target(
         disks=disks,
         disk_override=disk,
     )
+
+
+def check_memory_fits_host(memory_bytes: int | None, host_bytes: int | None, source: str) -> None:
+    """A memory limit above the host's RAM emulates nothing (the cgroup never binds) and made
+    reports say the server had memory it never had (issue 16): refused before anything runs."""
+    if memory_bytes and host_bytes and memory_bytes > host_bytes:
+        raise UserError(
+            f"{source}: invalid value {format_bytes(memory_bytes)}: more than this host's "
+            f"{format_bytes(host_bytes)} of memory",
+            f"give at most {format_bytes(host_bytes)}, or leave the limit out to give the "
+            "server the whole host",
+        )
 
 
 def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
@@ -291,7 +307,9 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
         )
     memory_bytes = run.target.get("memory_limit_bytes")
     disk = run.target.get("disk_override")
-    target = make_target(spec, pg_bin, dsn, memory_bytes, progress.note, disk)
+    target = make_target(
+        spec, pg_bin, dsn, memory_bytes, progress.note, disk, f"run {run_id}: its memory limit"
+    )
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     run = store.run(run_id)  # reaping may have recorded a kept cluster

@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgcachelab.analysis.statistics import MIN_EXACT_95
-from pgcachelab.clusters.guc import SettingInfo, check_setting_value, setting_value_text
+from pgcachelab.clusters.guc import (
+    SettingInfo,
+    canonical_value,
+    check_setting_value,
+    setting_value_text,
+)
 from pgcachelab.clusters.installs import normalise_major
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.ladder import (
@@ -165,7 +170,7 @@ class ExperimentSpec:
     memory_bytes: int | None
     settings: dict[str, str]
     parameters: dict  # the workload's fixed parameters, and the per-point cache handling
-    sweep_workload: dict[str, list]
+    sweep_workload: dict[str, list]  # as written: what labels and tells points apart
     sweep_settings: dict[str, list]
     report: dict = field(default_factory=dict)
     ladder: list[LadderStep] = field(default_factory=list)  # cumulative steps, in order
@@ -177,6 +182,9 @@ class ExperimentSpec:
     warmup_repetitions: int = 0  # run first at every point, stored, left out of every figure
     auto_repetitions: bool = False
     target_ci: float | None = None  # auto: the relative half-width of the median's 95% interval
+    # The swept workload values as a point's workload gets them: converted exactly as the
+    # fixed value of the key is ("5s" -> 5.0, [45, 43, 4, 4, 4] -> "45,43,4,4,4"; issue 16).
+    sweep_resolved: dict[str, list] = field(default_factory=dict)
 
     @property
     def rounds(self) -> int:
@@ -343,38 +351,28 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         raise problem("sweep.inspect_method", "sweeping the inspect method needs [inspect]",
                       "add an [inspect] table (e.g. every = \"1s\")")  # fmt: skip
 
-    sweep_workload = {}
+    sweep_workload, sweep_resolved = {}, {}
     for key, values in sweep_workload_raw.items():
         values = _sweep_values(problem, f"sweep.{key}", values)
         if key == "version":
             values = [_version_value(problem, f"sweep.{key}", value) for value in values]
-        if key == "disk":
+        if key == "disk":  # a table's label is its canonical text, what the point runs on
             values = [_disk(problem, f"sweep.{key}", value) for value in values]
-            if len(set(values)) != len(values):
-                raise problem.bad_value(f"sweep.{key}", values, "repeats a disk",
-                                        "list each disk once")  # fmt: skip
-        for value in values:
-            if key in ("version", "disk"):
-                continue
-            if key in MACHINE_POINT_DEFAULTS:
-                _machine_point_value(problem, f"sweep.{key}", value)
-            elif key == "inspect_method":
-                _inspect_method(problem, f"sweep.{key}", value)
-            elif workload == "cache-wash":
-                _cache_wash_parameters(problem, {**parameters, key: value}, "sweep.")
-            elif workload == "tpcc":
-                _tpcc_parameters(problem, {**parameters, key: value}, "sweep.", only=key)
-            else:
-                _resolve_workload(
-                    problem, {**parameters, key: value}, "sweep.", path.parent, only=key
-                )
-        sweep_workload[key] = values
+        resolved = [
+            _swept_value(problem, workload, parameters, key, value, path.parent) for value in values
+        ]
+        _refuse_repeats(problem, f"sweep.{key}", values, resolved)
+        sweep_workload[key], sweep_resolved[key] = values, resolved
     sweep_settings = {}
     for name, values in sweep_settings_raw.items():
         values = _sweep_values(problem, f"sweep.settings.{name}", values)
         sweep_settings[name] = [
             _setting_text(problem, f"sweep.settings.{name}", value) for value in values
         ]
+        # "1MB" and "1024kB" are one value; with the server's catalogue, validate_settings
+        # also catches those only its units tell apart (work_mem = 1024 is 1MB)
+        forms = [canonical_value(value) for value in sweep_settings[name]]
+        _refuse_repeats(problem, f"sweep.settings.{name}", sweep_settings[name], forms)
 
     ladder = _ladder(problem, raw.get("ladder"), workload, parameters, path.parent)
     for step in ladder:
@@ -421,6 +419,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         settings=settings,
         parameters=parameters,
         sweep_workload=sweep_workload,
+        sweep_resolved=sweep_resolved,
         sweep_settings=sweep_settings,
         report=report,
         ladder=ladder,
@@ -754,6 +753,36 @@ def _sweep_values(problem: SpecProblem, key: str, values) -> list:
     return values
 
 
+def _refuse_repeats(problem: SpecProblem, key: str, written: list, forms: list) -> None:
+    """A sweep whose values are equal once converted ("1MB" and "1024kB", "60s" and "1min")
+    would measure one point twice under two labels."""
+    first_of: dict = {}
+    for value, form in zip(written, forms, strict=True):
+        if form in first_of:
+            raise problem.bad_value(
+                key, value, f"repeats a value: the same as {_show(first_of[form])}",
+                "list each value once",
+            )  # fmt: skip
+        first_of[form] = value
+
+
+def _swept_value(problem: SpecProblem, workload: str, parameters: dict, key: str, value,
+                 base_dir: Path):  # fmt: skip
+    """One swept workload value, checked and converted by the same code as the fixed one."""
+    if key in ("version", "disk"):  # converted already, for their labels
+        return value
+    if key in MACHINE_POINT_DEFAULTS:
+        return _machine_point_value(problem, f"sweep.{key}", value)
+    if key == "inspect_method":
+        return _inspect_method(problem, f"sweep.{key}", value)
+    merged = {**parameters, key: value}
+    if workload == "cache-wash":
+        return _cache_wash_parameters(problem, merged, "sweep.")[key]
+    if workload == "tpcc":
+        return _tpcc_parameters(problem, merged, "sweep.", only=key)[key]
+    return _resolve_workload(problem, merged, "sweep.", base_dir, only=key)[key]
+
+
 def _expand_range(problem: SpecProblem, key: str, table: dict) -> list:
     allowed = {"from", "to", "step", "factor"}
     unknown = set(table) - allowed
@@ -990,6 +1019,7 @@ def validate_settings(
             why = check_setting_value(info, value)
             if why:
                 raise problem.bad_value(key, value, why, "fix the value")
+        _refuse_repeats(problem, key, values, [canonical_value(v, info) for v in values])
 
 
 def _close_names(name: str, catalogue: dict) -> str:
@@ -1014,7 +1044,10 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
     always shrink a huge page pool, but may not find contiguous memory to grow it later.
     """
     axes = [("step", "step", [step.name for step in spec.ladder])] if spec.ladder else []
-    axes += [("workload", k, v) for k, v in spec.sweep_workload.items()]
+    axes += [
+        ("workload", k, list(zip(v, spec.sweep_resolved.get(k, v), strict=True)))
+        for k, v in spec.sweep_workload.items()
+    ]
     axes += [
         (
             "settings",
@@ -1032,13 +1065,14 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
         settings = dict(spec.settings)
         swept = {}
         for (kind, key, _), value in zip(axes, combo, strict=True):
+            if kind == "workload":
+                swept[key], workload[key] = value  # as written, as resolved
+                continue
             swept[key] = value
             if kind == "step":
                 step_settings, step_workload = in_force[value]
                 settings.update(step_settings)
                 workload.update(step_workload)
-            elif kind == "workload":
-                workload[key] = value
             else:
                 settings[key] = value
         settings = resolve_memory_shares(settings, memory)

@@ -20,10 +20,3 @@ def collect_settings(conn: psycopg.Connection) -> dict:
         }
         for name, setting, unit, vartype, context, source in rows
     }
-
-
-def catalogue_rows(conn: psycopg.Connection) -> list[tuple]:
-    """Rows for clusters.guc.catalogue_from_pg_settings."""
-    return conn.execute(
-        "select name, context, vartype, unit, min_val, max_val, enumvals from pg_settings"
-    ).fetchall()

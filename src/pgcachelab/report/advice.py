@@ -40,7 +40,7 @@ def _all_tied(choice: Choice) -> bool:
 
 def _headline(choice: Choice, claim: str, show=str) -> str:
     if _all_tied(choice):
-        return (f"no value stands out: {show(choice.best)} has the best mean, but every other "
+        return (f"no value stands out: {show(choice.best)} has the best median, but every other "
                 f"value's interval overlaps it")  # fmt: skip
     return claim + _tied_text(choice, show)
 

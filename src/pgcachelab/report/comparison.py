@@ -1,6 +1,7 @@
 """Two stored runs as `compare` sees them: read from the store, then compared (pure)."""
 
 import statistics
+import tomllib
 
 from pgcachelab.analysis.compare import Comparison, PointSide, RunSide, compare_runs
 from pgcachelab.report.dataset import load_run
@@ -30,7 +31,17 @@ def load_side(store, run_id: str) -> RunSide:
         if m.metrics.get("load_average_1m") is not None
     ]
     load = statistics.median(loads) if loads else None
-    return RunSide(run.run_id, run.name, run.status, run.environment, run.target, points, load)
+    return RunSide(run.run_id, run.name, run.status, run.environment, run.target, points, load,
+                   workload_of(run.spec_text))  # fmt: skip
+
+
+def workload_of(spec_text: str) -> str | None:
+    """The workload a stored spec ran (pgbench when it names none), None when unreadable."""
+    try:
+        workload = tomllib.loads(spec_text or "").get("workload", "pgbench")
+    except tomllib.TOMLDecodeError:
+        return None
+    return workload if isinstance(workload, str) else None
 
 
 def _as_text(settings: dict) -> dict[str, str]:

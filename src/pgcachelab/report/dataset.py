@@ -76,7 +76,11 @@ class RunData:
 
     @property
     def memory_limit_bytes(self) -> float | None:
-        return self.run.target.get("memory_limit_bytes")
+        """The server's memory cap; never more than the host had (runs stored before issue 16
+        could ask for more, which the cgroup never enforced)."""
+        limit = self.run.target.get("memory_limit_bytes")
+        host = self.run.environment.get("memory_total_bytes")
+        return min(limit, host) if limit and host else limit
 
     @property
     def memory_available_bytes(self) -> float | None:

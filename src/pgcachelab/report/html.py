@@ -13,7 +13,7 @@ from pgcachelab.analysis.statistics import (
 from pgcachelab.analysis.storage import storage_note, storage_uses
 from pgcachelab.analysis.versions import differing_settings
 from pgcachelab.report.dataset import RunData
-from pgcachelab.units import SETTING_UNIT_BYTES, format_bytes
+from pgcachelab.units import exact_amount_text, format_bytes
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -90,9 +90,13 @@ def _schedule_note(schedule: dict) -> str:
 
 
 def _readable_setting(setting: dict) -> str:
+    """Exact, in one unit per amount: 1536MB stays 1536MB (not "1.5GB", which 1540MB would
+    also print as), so settings that print alike are equal."""
     value = setting.get("normalised")
-    if setting.get("unit") in SETTING_UNIT_BYTES and isinstance(value, int | float) and value >= 0:
-        return format_bytes(value)
+    if isinstance(value, int | float) and value >= 0:
+        exact = exact_amount_text(value, setting.get("unit"))
+        if exact is not None:
+            return exact
     return str(setting.get("setting"))
 
 

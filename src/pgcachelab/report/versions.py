@@ -19,7 +19,7 @@ from pgcachelab.analysis.versions import (  # noqa: E402
 )
 from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
 from pgcachelab.report.plots import TPS_LABEL, save_figure  # noqa: E402
-from pgcachelab.units import SETTING_UNIT_BYTES, SETTING_UNIT_SECONDS, format_bytes  # noqa: E402
+from pgcachelab.units import exact_amount_text, format_bytes  # noqa: E402
 
 X_KEY = "clients"
 
@@ -172,10 +172,10 @@ def settings_by_version(data: RunData) -> dict[str, dict[str, str]]:
 def _readable(setting: dict) -> str:
     """One value in one unit across versions: 9.6 counts max_wal_size in 16MB segments."""
     unit, value = setting.get("unit"), setting.get("normalised")
-    if unit in SETTING_UNIT_BYTES and isinstance(value, int | float) and value >= 0:
-        return format_bytes(value)
-    if unit in SETTING_UNIT_SECONDS and isinstance(value, int | float) and value >= 0:
-        return f"{value:g} s"
+    if isinstance(value, int | float) and value >= 0:
+        exact = exact_amount_text(value, unit)
+        if exact is not None:
+            return exact
     return str(setting.get("setting"))
 
 
