@@ -60,6 +60,29 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
+def output_as_user(user, produce) -> str:
+    """The text `produce()` returns in a forked child running as `user` (a pwd entry). A fork,
+    not a new interpreter: this interpreter may live under /root, which the user cannot read;
+    everything is imported already."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop privileges, produce, write, leave without cleanup
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            with os.fdopen(write_end, "w") as out:
+                out.write(produce())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    return text
+
+
 def postmaster_pid(work_dir: Path) -> int:
     """The pid in a cluster's postmaster.pid (first line)."""
     return int((Path(work_dir) / "pgdata" / "postmaster.pid").read_text().splitlines()[0])

@@ -6,7 +6,7 @@ import pwd
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import output_as_user, run_cli
 
 from pgcachelab.doctor.diagnose import diagnose
 from pgcachelab.doctor.findings import Finding, Skipped, fails
@@ -171,22 +171,5 @@ def test_doctor_runs_on_this_machine_as_root_and_as_another_user(tmp_path):
 
 
 def _doctor_json_as(user: pwd.struct_passwd) -> str:
-    """doctor's JSON from a forked child running as `user`. A fork, not a new interpreter: this
-    interpreter lives under /root, which the user cannot read; everything is imported already."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: drop privileges, diagnose, write, leave without cleanup
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            with os.fdopen(write_end, "w") as out:
-                out.write(as_json(diagnose(Path("/"))))
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        text = pipe.read()
-    os.waitpid(pid, 0)
-    return text
+    """doctor's JSON from a forked child running as `user`."""
+    return output_as_user(user, lambda: as_json(diagnose(Path("/"))))

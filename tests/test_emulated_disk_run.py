@@ -14,6 +14,7 @@ from conftest import (
     CLI_TIMEOUT_S,
     SPECS_DIR,
     lab_process,
+    output_as_user,
     processes_mentioning,
     run_cli,
     store_query,
@@ -21,7 +22,7 @@ from conftest import (
     wait_until_measuring,
 )
 
-from pgcachelab.clusters.osuser import SERVER_USER, server_user
+from pgcachelab.clusters.osuser import server_user
 from pgcachelab.errors import UserError
 from pgcachelab.machine import fusedisk
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
@@ -140,35 +141,21 @@ def test_interrupted_runs_leave_no_mount(tmp_path, lab_tmp, disk_free_after, how
 
 
 def test_without_root_a_disk_is_refused_before_anything_runs():
-    """In a forked child that becomes the server user: the spec's needs are checked first."""
-    user = pwd.getpwnam(server_user().name if os.geteuid() == 0 else pwd.getpwuid(0).pw_name)
-    if os.geteuid() != 0:
-        with pytest.raises(UserError, match="emulated disk, which is unavailable here: .*root"):
-            check_needs(MachineNeeds(None, False, False, emulated_disk=True), capabilities())
-        return
-    assert user.pw_name == SERVER_USER
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
+    """As the server user (in a forked child when we are root): the spec's needs are checked
+    before anything runs, and the disk's says why it cannot be had."""
+
+    def refusal() -> str:
         try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            needs = MachineNeeds(None, False, False, emulated_disk=True)
-            try:
-                check_needs(needs, capabilities())
-                message = "accepted"
-            except UserError as error:
-                message = str(error)
-            with os.fdopen(write_end, "w") as out:
-                out.write(message)
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        message = pipe.read()
-    os.waitpid(pid, 0)
+            check_needs(MachineNeeds(None, False, False, emulated_disk=True), capabilities())
+        except UserError as error:
+            return str(error)
+        return "accepted"
+
+    message = (
+        output_as_user(pwd.getpwnam(server_user().name), refusal)
+        if os.geteuid() == 0
+        else (refusal())
+    )
     assert message.startswith(
         "the spec needs emulated disk, which is unavailable here: the emulated disk needs root"
     ), message
