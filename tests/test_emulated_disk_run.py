@@ -151,11 +151,8 @@ def test_without_root_a_disk_is_refused_before_anything_runs():
             return str(error)
         return "accepted"
 
-    message = (
-        output_as_user(pwd.getpwnam(server_user().name), refusal)
-        if os.geteuid() == 0
-        else (refusal())
-    )
+    as_root = os.geteuid() == 0
+    message = output_as_user(pwd.getpwnam(server_user().name), refusal) if as_root else refusal()
     assert message.startswith(
         "the spec needs emulated disk, which is unavailable here: the emulated disk needs root"
     ), message
