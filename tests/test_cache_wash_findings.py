@@ -125,6 +125,10 @@ def test_survival_table_gives_each_point_its_ratio_interval_and_verdict():
     washed = rows[1].ratio
     assert washed.median == pytest.approx(2.1) and washed.n == 3
     assert washed.ci_low > 1.10 and washed.median_low == pytest.approx(2.0)
+    # the interval of a ratio is geometric: the mean of the logs, never below 0
+    geometric = rows[1].geometric
+    assert geometric.ratio == pytest.approx((2.0 * 2.2 * 2.1) ** (1 / 3))
+    assert 1.10 < geometric.ci_low < geometric.ratio < geometric.ci_high
 
 
 def test_only_lookups_pgbench_logged_as_zero_are_counted():
@@ -140,7 +144,7 @@ def test_the_report_shows_the_new_findings(tiny_reports):
     page = tiny_reports["cache-split-tiny"].index.read_text()
     for text in (
         "<h3>idx2 against idx1, per point</h3>",
-        "idx2/idx1 mean (95% CI)",
+        "idx2/idx1 geometric mean (95% CI)",
         "(index 2.45MB",
         "<h3>Huge pages effect per phase</h3>",
         "Huge pages effect: not measured, this run has only huge_pages=off",

@@ -124,3 +124,20 @@ def test_median_interval_coverage_is_binomial(n):
         assert order_statistic_coverage(n, j) == pytest.approx(expected, abs=TOLERANCE)
     interval = median_interval(list(range(n)))
     assert interval.coverage >= 0.95 or n < 6
+
+
+def test_geometric_interval_of_ratios_matches_scipy():
+    import math
+
+    from scipy import stats as scipy_stats
+
+    from pgcachelab.analysis.cache_split import geometric_interval
+
+    for ratios in ([2.0, 2.2, 2.1], [5.49, 5.17, 11.6, 4.7], [0.9, 1.4, 1.0, 1.2, 0.95]):
+        logs = [math.log(r) for r in ratios]
+        low, high = scipy_stats.t.interval(
+            0.95, len(logs) - 1, loc=sum(logs) / len(logs), scale=scipy_stats.sem(logs)
+        )
+        effect = geometric_interval(ratios)
+        assert abs(math.log(effect.ci_low) - low) < 1e-6
+        assert abs(math.log(effect.ci_high) - high) < 1e-6

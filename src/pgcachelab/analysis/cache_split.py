@@ -46,7 +46,11 @@ def _groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
 def survival_ratio(reps: list[Repetition]) -> Summary | None:
     """idx2 / idx1 of the per-repetition medians. A repetition of an old run whose idx1 median
     pgbench logged as 0 (see pgbench_logged_zeros) has no ratio."""
-    return summarise([r.median("idx2") / r.median("idx1") for r in reps if r.median("idx1") > 0])
+    return summarise(_ratios(reps))
+
+
+def _ratios(reps: list[Repetition]) -> list[float]:
+    return [r.median("idx2") / r.median("idx1") for r in reps if r.median("idx1") > 0]
 
 
 def pgbench_logged_zeros(reps: list[Repetition]) -> tuple[int, int]:
@@ -58,25 +62,51 @@ def pgbench_logged_zeros(reps: list[Repetition]) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class Effect:
+    ratio: float  # geometric mean of on/off
+    ci_low: float | None
+    ci_high: float | None
+    pairs: int
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_low is not None and (self.ci_high < 1 or self.ci_low > 1)
+
+
+def geometric_interval(ratios: list[float]) -> Effect | None:
+    """The geometric mean of ratios with Student's 95% interval on their logs: ratios multiply,
+    so an interval on their arithmetic mean can even go below 0."""
+    logs = [math.log(ratio) for ratio in ratios if ratio > 0]
+    if not logs:
+        return None
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return Effect(math.exp(mean), None, None, len(logs))
+    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return Effect(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+
+
+@dataclass(frozen=True)
 class SurvivalRow:
     """One point's idx2/idx1 ratio over its repetitions, and whether idx2 stays within 10%."""
 
     huge_pages: str
     shared_buffers_bytes: int
     ratio: Summary | None  # None: no repetition with a ratio
+    geometric: Effect | None = None  # the geometric mean ratio with its 95% interval
 
     @property
     def verdict(self) -> str:
-        """By the 95% interval of the mean ratio: "yes" wholly within the tolerance, "no"
-        wholly beyond it, else "undecided"; one repetition decides on its value alone."""
-        if self.ratio is None:
+        """By the 95% interval of the geometric mean ratio: "yes" wholly within the tolerance,
+        "no" wholly beyond it, else "undecided"; one repetition decides on its value alone."""
+        if self.ratio is None or self.geometric is None:
             return "no ratio"
-        if self.ratio.ci_low is None:
+        if self.geometric.ci_low is None:
             within = self.ratio.median <= SURVIVAL_TOLERANCE
             return ("yes" if within else "no") + " (one repetition)"
-        if self.ratio.ci_high <= SURVIVAL_TOLERANCE:
+        if self.geometric.ci_high <= SURVIVAL_TOLERANCE:
             return "yes"
-        if self.ratio.ci_low > SURVIVAL_TOLERANCE:
+        if self.geometric.ci_low > SURVIVAL_TOLERANCE:
             return "no"
         return "undecided"
 
@@ -84,7 +114,7 @@ class SurvivalRow:
 def survival_table(reps: list[Repetition]) -> list[SurvivalRow]:
     """Per huge pages value and shared_buffers (ascending): the idx2/idx1 ratio."""
     return [
-        SurvivalRow(huge_pages, size, survival_ratio(group))
+        SurvivalRow(huge_pages, size, survival_ratio(group), geometric_interval(_ratios(group)))
         for (huge_pages, size), group in sorted(
             _groups(reps).items(), key=lambda item: (item[0][0] != "on", item[0][0], item[0][1])
         )
@@ -114,18 +144,6 @@ def best_setting(reps: list[Repetition], huge_pages: str, phase: str) -> tuple[i
     return best, summaries[best]
 
 
-@dataclass(frozen=True)
-class Effect:
-    ratio: float  # geometric mean of on/off
-    ci_low: float | None
-    ci_high: float | None
-    pairs: int
-
-    @property
-    def significant(self) -> bool:
-        return self.ci_low is not None and (self.ci_high < 1 or self.ci_low > 1)
-
-
 def huge_pages_effect(reps: list[Repetition], phase: str) -> Effect | None:
     """Latency with huge pages on / off, paired by shared_buffers and repetition; the interval
     is Student's on the log ratios (ratios multiply, they do not add)."""
@@ -135,13 +153,7 @@ def huge_pages_effect(reps: list[Repetition], phase: str) -> Effect | None:
         off = by_key.get(("off", sb, rep))
         if hp == "on" and off is not None and on.median(phase) > 0 and off.median(phase) > 0:
             logs.append(math.log(on.median(phase) / off.median(phase)))
-    if not logs:
-        return None
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return Effect(math.exp(mean), None, None, len(logs))
-    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return Effect(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+    return geometric_interval([math.exp(log) for log in logs])
 
 
 # -- where the index and the table were around the scan ------------------------------------

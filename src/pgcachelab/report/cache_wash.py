@@ -231,10 +231,10 @@ def _interval_text(summary, digits: int = 2) -> str:
             f"({_level(summary)})")  # fmt: skip
 
 
-def _mean_ci_text(summary) -> str:
-    if summary is None or summary.ci_low is None:
+def _geometric_text(effect) -> str:
+    if effect is None or effect.ci_low is None:
         return "–"
-    return f"{summary.mean:.2f} ({summary.ci_low:.2f}..{summary.ci_high:.2f})"
+    return f"{effect.ratio:.2f} ({effect.ci_low:.2f}..{effect.ci_high:.2f})"
 
 
 def survival_html(reps: list[Repetition], sizes: dict) -> str:
@@ -250,19 +250,19 @@ def survival_html(reps: list[Repetition], sizes: dict) -> str:
             format_bytes(row.shared_buffers_bytes), _mode_label(row.huge_pages),
             f"{row.shared_buffers_bytes / index_bytes:.2g}×" if index_bytes else "–",
             str(len(group)), f"{idx1:.3f}", f"{idx2:.3f}", _ratio_text(row.ratio),
-            _interval_text(row.ratio), _mean_ci_text(row.ratio), row.verdict,
+            _interval_text(row.ratio), _geometric_text(row.geometric), row.verdict,
         ])  # fmt: skip
     note = (
         "<p class='note'>idx2/idx1: per repetition the ratio of the phases' medians; then the "
         "median of those ratios with the exact order-statistic interval of the median (its "
-        "real coverage said; 95% needs 6 repetitions), and the mean with its 95% confidence "
-        f"interval (Student's t). Within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}%: yes when the "
-        f"whole 95% interval of the mean is at most {SURVIVAL_TOLERANCE:.2f}, no when it is "
-        "wholly above, else undecided.</p>"
+        "real coverage said; 95% needs 6 repetitions), and the geometric mean with its 95% "
+        "confidence interval (Student's t on the logs: ratios multiply). Within "
+        f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}%: yes when that whole 95% interval is at most "
+        f"{SURVIVAL_TOLERANCE:.2f}, no when it is wholly above, else undecided.</p>"
     )
     headers = ["shared_buffers", "huge pages", "shared_buffers / index", "repetitions",
                "idx1 median (ms)", "idx2 median (ms)", "idx2/idx1 median",
-               "interval of the median", "idx2/idx1 mean (95% CI)",
+               "interval of the median", "idx2/idx1 geometric mean (95% CI)",
                f"idx2 within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1?"]  # fmt: skip
     return note + _table(headers, rows, text_columns=2)
 
