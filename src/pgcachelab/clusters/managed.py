@@ -8,6 +8,7 @@ takes its server down; a resumed run also removes what a killed run left (see `r
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -31,6 +32,9 @@ from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
 
 LAB_SUPERUSER = "lab"
 SETTINGS_FILE = "pgcachelab.conf"
+# The superuser's generated password, for TCP clients only: 0600, owned by the lab (root), in
+# the cluster's 0700 work directory; read by libpq as a passfile, never put on a command line.
+PASSFILE = "pgpass"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 _PR_SET_PDEATHSIG = 1
@@ -77,6 +81,26 @@ def quote_conf_value(value) -> str:
     return "'" + setting_value_text(value).replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def host_auth_method(major: int) -> str:
+    """How TCP clients must authenticate: scram-sha-256 from PostgreSQL 10; 9.6 has no scram,
+    md5 is the best it offers."""
+    return "scram-sha-256" if major >= 10 else "md5"
+
+
+def initdb_auth_args(major: int, password_file: Path) -> list[str]:
+    """Trust only on the unix socket (its directory is 0700, the lab's and the server user's);
+    TCP needs the generated password, so another local user finds no open door (issue 18)."""
+    return ["--auth-local=trust", f"--auth-host={host_auth_method(major)}",
+            f"--pwfile={password_file}"]  # fmt: skip
+
+
+def passfile_line(user: str, password: str) -> str:
+    """A libpq passfile line for any host and port (the file is this cluster's alone, and a
+    resumed cluster gets a new port): ':' and '\\' escaped as libpq wants."""
+    escaped = password.replace("\\", "\\\\").replace(":", "\\:")
+    return f"*:*:*:{user}:{escaped}\n"
+
+
 def initdb_checksum_args(data_checksums: bool | None, major: int) -> list[str]:
     """initdb turns data checksums on by default from 18 and has no way to say "off" before."""
     if data_checksums is None:
@@ -113,6 +137,7 @@ class ManagedCluster:
         self.socket_dir = work_dir / "socket"
         self.log_path = work_dir / "postgres.log"
         self.port = free_port()
+        self.passfile = work_dir / PASSFILE
         self.settings: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
         self.restarts = 0
@@ -194,13 +219,37 @@ class ManagedCluster:
             preexec_fn=_die_with_parent, **run_as_kwargs(self.user),
         )  # fmt: skip
 
+    @property
+    def password(self) -> str | None:
+        """The superuser's password (TCP only; the socket trusts), None for an older cluster."""
+        try:
+            line = self.passfile.read_text().strip()
+        except OSError:
+            return None
+        return line.split(":", 4)[4].replace("\\:", ":").replace("\\\\", "\\")
+
     def _initdb(self) -> None:
-        result = self._run_as_server_user(
-            [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
-             "--auth=trust", "--encoding=UTF8", "--locale=C",
-             "--no-sync" if self.install.major >= 10 else "--nosync",
-             *initdb_checksum_args(self.data_checksums, self.install.major)],
-        )  # fmt: skip
+        password = secrets.token_urlsafe(24)
+        # initdb runs as the server user and reads the password from a file it can read, removed
+        # as soon as initdb is done; the lab keeps its own copy in a 0600 passfile.
+        password_file = self.work_dir / "initdb-password"
+        fd = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(password + "\n")
+        os.chown(password_file, self.user.uid, self.user.gid)
+        try:
+            result = self._run_as_server_user(
+                [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
+                 *initdb_auth_args(self.install.major, password_file),
+                 "--encoding=UTF8", "--locale=C",
+                 "--no-sync" if self.install.major >= 10 else "--nosync",
+                 *initdb_checksum_args(self.data_checksums, self.install.major)],
+            )  # fmt: skip
+        finally:
+            password_file.unlink(missing_ok=True)
+        fd = os.open(self.passfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(passfile_line(LAB_SUPERUSER, password))
         if result.returncode != 0:
             raise ClusterError(f"initdb failed: {_last_lines(result.stderr)}")
         # The seed's way of configuring: an included file we rewrite for each point.
@@ -413,6 +462,11 @@ class ManagedCluster:
             "user": LAB_SUPERUSER,
             "dbname": dbname,
         }
+
+    def tcp_conninfo(self, dbname: str = "postgres") -> dict:
+        """How a TCP client reaches the server (listen_tcp): the password from the passfile."""
+        return {"host": "localhost", "port": self.port, "user": LAB_SUPERUSER,
+                "dbname": dbname, "passfile": str(self.passfile)}  # fmt: skip
 
     def connect(self, dbname: str = "postgres", **kwargs) -> psycopg.Connection:
         return psycopg.connect(**self.conninfo(dbname), autocommit=True, **kwargs)

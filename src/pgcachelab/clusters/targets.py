@@ -167,7 +167,8 @@ class ManagedTarget:
         return self.cluster.connect()  # the point's settings are the server's own
 
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
-        return PgbenchTarget(conninfo=self.cluster.conninfo())
+        # The socket trusts; the password is there for a TCP host, in the environment only.
+        return PgbenchTarget(conninfo=self.cluster.conninfo(), password=self.cluster.password)
 
     def close(self, finished: bool = True) -> str | None:
         """Stop everything; returns the directory kept for --resume, if any."""
