@@ -19,6 +19,17 @@ app = typer.Typer(
     help="A laboratory for PostgreSQL performance and caches.",
 )
 
+
+@app.callback()
+def _reap_what_killed_labs_left() -> None:
+    """A laboratory for PostgreSQL performance and caches."""
+    # Every command first reaps what dead labs left (servers, directories, cgroups, mounts,
+    # huge pages), whatever store or --lab-dir they used: experiments/reaping.py.
+    from pgcachelab.experiments.reaping import reap_everything
+
+    reap_everything(lambda line: print(line, file=sys.stderr, flush=True))
+
+
 LabDir = Annotated[
     Path,
     typer.Option("--lab-dir", envvar="PGCACHELAB_DIR", help="Where results and reports live."),

@@ -29,6 +29,7 @@ from pgcachelab.clusters.guc import (
     setting_value_text,
 )
 from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
+from pgcachelab.machine import owned
 
 LAB_SUPERUSER = "lab"
 SETTINGS_FILE = "pgcachelab.conf"
@@ -141,6 +142,7 @@ class ManagedCluster:
         self.settings: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
         self.restarts = 0
+        self.owned_entry: Path | None = None  # machine/owned.py: reaped if the lab is killed
         self._log_start_offset = 0  # where the current start's lines begin in the log
         # False after the server refused what the file asks: the next apply reloads and checks
         # again even when the file does not change (the next repetition of a failed point).
@@ -158,6 +160,7 @@ class ManagedCluster:
         parent_dir: Path | None = None,
         on_work_dir: Callable[[str], None] | None = None,
         disk_profile=None,  # machine.disk_profiles.DiskProfile to initdb on, with emulated_disk
+        keep_for_resume: bool = False,  # a killed lab's directory stays for --resume
         **kwargs,
     ) -> "ManagedCluster":
         """Make the work directory (owned by the server user) and run initdb in it.
@@ -168,6 +171,7 @@ class ManagedCluster:
         work_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-", dir=parent_dir))
         cluster = cls(install, work_dir, user, **kwargs)
         try:
+            cluster.owned_entry = owned.record("cluster", work_dir, keep=keep_for_resume)
             if on_work_dir:
                 on_work_dir(str(work_dir))
             os.chown(work_dir, user.uid, user.gid)
@@ -191,7 +195,9 @@ class ManagedCluster:
         data_dir = layout_data_dir(work_dir) if kwargs.get("emulated_disk") else work_dir / "pgdata"
         if not (data_dir / "PG_VERSION").is_file():
             return None
-        return cls(install, work_dir, user, **kwargs)
+        cluster = cls(install, work_dir, user, **kwargs)
+        cluster.owned_entry = owned.record("cluster", work_dir, keep=True)
+        return cluster
 
     def use_disk(self, profile) -> bool:
         """Serve the cluster's files from `profile` (None: the host disk), stopping the server
@@ -364,6 +370,13 @@ class ManagedCluster:
                 self.release_disk()
             finally:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
+                self.disown()
+
+    def disown(self) -> None:
+        """Nothing of the cluster runs and its directory is gone or recorded elsewhere (kept
+        for --resume in the store): no later lab needs to reap it."""
+        owned.forget(self.owned_entry)
+        self.owned_entry = None
 
     def release_disk(self) -> None:
         """Unmount the emulated disk (the server is down); the files stay in the backing dir."""

@@ -118,7 +118,7 @@ class ManagedTarget:
         first_disk = resolve_disk(self.disks[0]) if self.disks else None
         self.cluster = ManagedCluster.create(
             install, user, parent_dir=parent, on_work_dir=record_work_dir,
-            disk_profile=first_disk, **options,
+            disk_profile=first_disk, keep_for_resume=self.keep_data, **options,
         )  # fmt: skip
 
     def use_disk(self, disk: str | None) -> bool:
@@ -178,6 +178,7 @@ class ManagedTarget:
                 if self.keep_data and not finished:
                     self.cluster.stop()  # the directory stays
                     self.cluster.release_disk()
+                    self.cluster.disown()
                     kept = str(self.cluster.work_dir)
                 else:
                     self.cluster.destroy()

@@ -17,7 +17,7 @@ from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.analysis.statistics import settled
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
-from pgcachelab.clusters.managed import ClusterError, reap_stale
+from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.clusters.targets import (
     ExistingTarget,
     ManagedTarget,
@@ -25,6 +25,7 @@ from pgcachelab.clusters.targets import (
     pgbench_for,
 )
 from pgcachelab.errors import UserError
+from pgcachelab.experiments.reaping import reap_abandoned
 from pgcachelab.experiments.spec import (
     ExperimentSpec,
     Point,
@@ -34,8 +35,7 @@ from pgcachelab.experiments.spec import (
     schedule,
     validate_settings,
 )
-from pgcachelab.machine import fusedisk, hugepages, oscache
-from pgcachelab.machine.cgroup import reap_stale_cgroups
+from pgcachelab.machine import fusedisk, oscache, owned
 from pgcachelab.machine.disk_profiles import HOST
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
@@ -44,6 +44,7 @@ from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
 from pgcachelab.probes.settings import collect_settings
+from pgcachelab.store.location import MASK
 from pgcachelab.store.sqlite import Measurement, ResultStore
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads import cache_wash, pgbench_workload, tpcc_workload
@@ -243,23 +244,6 @@ def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, p
                 )
 
 
-def reap_abandoned(store: ResultStore, progress) -> None:
-    """Stop servers, remove directories and cgroups, and restore huge pages of killed labs."""
-    for run in store.abandoned_runs():
-        keep = bool(run.target.get("keep_data"))
-        if run.work_dir and reap_stale(Path(run.work_dir), remove=not keep):
-            progress.note(f"stopped the server left running by killed run {run.run_id}")
-        kept = run.work_dir if keep else None
-        store.finish_run(run.run_id, "interrupted", "the lab process was killed", kept)
-    for path in fusedisk.reap_stale_mounts():
-        progress.note(f"unmounted the emulated disk a killed lab left: {path}")
-    for path in reap_stale_cgroups():
-        progress.note(f"removed the cgroup a killed lab left: {path}")
-    restored = hugepages.restore_abandoned()
-    if restored is not None:
-        progress.note(f"restored vm.nr_hugepages = {restored}, raised by a killed lab")
-
-
 def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
     """ "25% of memory" settings are shares of the emulated machine, else of this one."""
     machine = target.machine
@@ -347,6 +331,7 @@ def execute(ctx: RunContext) -> None:
     done = ctx.store.completed(ctx.run_id)
     todo = [(p, r) for p, r in planned if (p, r) not in done]
     ctx.store.mark_running(ctx.run_id, os.getpid(), None)
+    run_entry = _record_running(ctx)
     try:
         with ctx.progress:
             ctx.progress.start(len(planned), len(planned) - len(todo))
@@ -360,15 +345,28 @@ def execute(ctx: RunContext) -> None:
     except KeyboardInterrupt:
         kept = ctx.target.close(finished=False)
         ctx.store.finish_run(ctx.run_id, "interrupted", "interrupted by the user", kept)
+        owned.forget(run_entry)
         _say_kept(ctx, kept)
         raise
     except BaseException as error:
         kept = ctx.target.close(finished=False)
         ctx.store.finish_run(ctx.run_id, "failed", f"{type(error).__name__}: {error}", kept)
+        owned.forget(run_entry)
         _say_kept(ctx, kept)
         raise
     ctx.target.close()
     ctx.store.finish_run(ctx.run_id, "done")
+    owned.forget(run_entry)
+
+
+def _record_running(ctx: RunContext):
+    """Tell any later lab command which store to mark this run interrupted in if we are killed
+    (a later run in another store or lab dir would never look here). A PostgreSQL URL with a
+    password is not written under /run: the next run in that store marks it instead."""
+    location = ctx.store.location
+    if MASK in location:
+        return None
+    return owned.record("run", location, run_id=ctx.run_id)
 
 
 def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
