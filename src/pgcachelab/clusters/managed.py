@@ -279,6 +279,13 @@ class ManagedCluster:
         os.chown(path, self.user.uid, self.user.gid)
         self.settings = dict(settings)
 
+    def death(self) -> str | None:
+        """ "the server died (how): its log's last errors" when the postmaster we started has
+        exited without being asked to (killed, crashed), else None."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        return f"the server died ({describe_exit(self.process.returncode)}): {self._log_errors()}"
+
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -504,6 +511,16 @@ class ManagedCluster:
             return "no server log"
         errors = [line for line in text.splitlines() if any(m in line for m in _LOG_REASONS)]
         return _last_lines("\n".join(errors) or text)
+
+
+def describe_exit(returncode: int) -> str:
+    """A Popen return code in words: "killed by SIGKILL", "exit code 1"."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
 
 
 def _last_lines(text: str, count: int = 3) -> str:

@@ -131,6 +131,10 @@ class ManagedTarget:
             return contextlib.nullcontext()
         return self.cluster.disk.loading()
 
+    def server_failure(self) -> str | None:
+        """Why the postmaster is gone, when it died under a measurement."""
+        return self.cluster.death() if self.cluster is not None else None
+
     def disk_failure(self) -> str | None:
         """Why the emulated disk stopped serving, when it did."""
         from pgcachelab.machine.fusedisk import DiskError
@@ -282,7 +286,8 @@ class ExistingTarget:
                 self._server_version = conn.execute("show server_version").fetchone()[0]
                 self._catalogue = catalogue_from_pg_settings(read_catalogue_rows(conn))
         except psycopg.OperationalError as error:
-            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
+            # libpq's first line names the socket or host, the next says why: keep both.
+            reason = " ".join(str(error).split()) or "refused"
             raise UserError(
                 f"--dsn: cannot connect to {self.safe_description()}: {reason}",
                 "check that the server runs and the connection string is right",

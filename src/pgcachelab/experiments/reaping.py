@@ -49,7 +49,7 @@ def _reap_run(entry: owned.Entry) -> str | None:
     from pgcachelab.store.open import open_store
 
     try:
-        store = open_store(parse_store(entry.path), create=False)
+        store = open_store(parse_store(entry.path), create=False, read_only=False)
     except (UserError, OSError, sqlite3.Error, psycopg.Error):
         return None  # gone or unreachable: the next run in that store marks it
     try:

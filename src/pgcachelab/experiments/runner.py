@@ -7,6 +7,7 @@ the server before they propagate; a killed run's leftovers are reaped by the nex
 import contextlib
 import dataclasses
 import os
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from pgcachelab.clusters.targets import (
     VersionedTarget,
     pgbench_for,
 )
-from pgcachelab.errors import UserError
+from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments.reaping import reap_abandoned
 from pgcachelab.experiments.spec import (
     ExperimentSpec,
@@ -35,6 +36,7 @@ from pgcachelab.experiments.spec import (
     schedule,
     validate_settings,
 )
+from pgcachelab.failures import database_reason, os_error_line, store_error_line
 from pgcachelab.machine import fusedisk, oscache, owned
 from pgcachelab.machine.disk_profiles import HOST
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
@@ -344,19 +346,45 @@ def execute(ctx: RunContext) -> None:
                 _auto_rounds(ctx, points, opened)
     except KeyboardInterrupt:
         kept = ctx.target.close(finished=False)
-        ctx.store.finish_run(ctx.run_id, "interrupted", "interrupted by the user", kept)
-        owned.forget(run_entry)
+        _finish(ctx, run_entry, "interrupted", "interrupted by the user", kept)
         _say_kept(ctx, kept)
         raise
     except BaseException as error:
         kept = ctx.target.close(finished=False)
-        ctx.store.finish_run(ctx.run_id, "failed", f"{type(error).__name__}: {error}", kept)
-        owned.forget(run_entry)
+        failure = environment_failure(error, ctx.store.location)
+        reason = failure.message if failure else f"{type(error).__name__}: {error}"
+        _finish(ctx, run_entry, "failed", reason, kept)
         _say_kept(ctx, kept)
+        if failure is not None:
+            raise failure from None
         raise
     ctx.target.close()
     ctx.store.finish_run(ctx.run_id, "done")
     owned.forget(run_entry)
+
+
+STORE_ERRORS = (OSError, sqlite3.Error, psycopg.Error)
+
+
+def _finish(ctx: RunContext, run_entry, status: str, reason: str, kept: str | None) -> None:
+    """Record how the run ended; a store that cannot be written any more (full disk, dropped
+    connection) leaves the run "running" with its lab gone: the next lab command marks it."""
+    try:
+        ctx.store.finish_run(ctx.run_id, status, reason, kept)
+    except STORE_ERRORS as error:
+        ctx.progress.note(f"could not record the run as {status}: {database_reason(error)}")
+        return
+    owned.forget(run_entry)
+
+
+def environment_failure(error: BaseException, store_location: str) -> RunFailed | None:
+    """The one line for a disk, file or store that failed during a run (exit 1), or None
+    for anything else (a bug keeps its traceback)."""
+    if isinstance(error, OSError):
+        return RunFailed(*os_error_line(error))
+    if isinstance(error, sqlite3.Error | psycopg.Error):
+        return RunFailed(*store_error_line(error, store_location))
+    return None
 
 
 def _record_running(ctx: RunContext):
@@ -505,6 +533,10 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     except POINT_ERRORS as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         reason = _disk_failure(ctx) or reason  # a dead disk shows first as the server's errors
+        # A killed postmaster shows first as "pgbench aborted": say what happened to it.
+        died = ctx.target.server_failure() if ctx.target.kind == "managed" else None
+        if died and died not in reason:
+            reason = f"{died}; {reason}"
         if ctx.target.machine is not None:
             metrics["machine"] = _machine_stats(ctx)
             reason = _oom_reason(machine_before, metrics["machine"]) or reason

@@ -246,10 +246,15 @@ def _show(value) -> str:
 def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise UserError(
             f"cannot read spec {str(path)!r}: {error.strerror}",
+            "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml",
+        ) from None
+    except UnicodeDecodeError as error:  # `run /bin/ls` (issue 18)
+        raise UserError(
+            f"{path}: not a TOML text file (not UTF-8 at byte {error.start})",
             "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml",
         ) from None
     return parse_spec(text, path)
