@@ -152,9 +152,11 @@ def test_a_run_killed_under_one_lab_dir_is_reaped_by_a_command_under_another(tmp
     # any command, with another lab dir: the cluster goes, and the run is marked in its store
     other = run_cli("runs", "--lab-dir", tmp_path / "elsewhere", tmpdir=lab_tmp)
     assert other.returncode == 2  # no results there, but the reaping was done first
-    assert f"removed the cluster {work_dir}" in other.stderr
-    assert f"marked run {run_id} interrupted" in other.stderr
+    # (another lab command on this machine may have reaped them first: judge the outcome)
+    assert not Path(work_dir).exists()
     assert run_status(lab_dir, run_id) == "interrupted"
+    if f"removed the cluster {work_dir}" in other.stderr:
+        assert f"marked run {run_id} interrupted: the lab process was killed" in other.stderr
     assert leftovers(lab_tmp, {lab.pid}) == []
 
 

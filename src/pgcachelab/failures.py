@@ -47,7 +47,7 @@ def store_error_line(error: Exception, store_location: str | None) -> tuple[str,
     elif "disk is full" in lowered or "readonly" in lowered or "read-only" in lowered:
         hint = "free space there, or give a writable --lab-dir or --store"
     elif "unable to open" in lowered:
-        hint = "check that the path exists and is readable"
+        hint = "check that the path and its directory exist and may be read (and written)"
     else:
         hint = "check the store (its server, its file) and run the command again"
     return f"{where}: {reason}", hint

@@ -407,6 +407,10 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         )
 
     store = _store_key(problem, raw.get("store"))
+    for key, value in (("name", raw.get("name")), ("description", raw.get("description")),
+                       ("report.title", report.get("title"))):  # fmt: skip
+        if value is not None and not isinstance(value, str):
+            raise problem.bad_value(key, value, "not a string", f'write {key} = "..."')
 
     return ExperimentSpec(
         path=path,
