@@ -285,19 +285,11 @@ compare_command.register(app, _existing_store, _run_of, StoreOption)
 store_commands.register(app)
 
 
-# The signal that interrupted the lab: the exit code is 128 + its number (130, 143).
-_interrupted_by = signal.SIGINT
-
-
-def _terminate_as_interrupt(signum, frame):
-    global _interrupted_by
-    _interrupted_by = signum
-    raise KeyboardInterrupt
-
-
 def _exit_interrupted() -> None:
+    from pgcachelab import interrupts
+
     print("pgcachelab: interrupted; the server was stopped", file=sys.stderr)
-    sys.exit(128 + _interrupted_by)
+    sys.exit(128 + (interrupts.received() or signal.SIGINT))  # 130, or 143 for SIGTERM
 
 
 def _environment_failure(error: BaseException) -> tuple[str, str] | None:
@@ -325,11 +317,9 @@ def _exit_with_line(message: str, hint: str | None, exit_code: int) -> None:
 
 
 def main() -> None:
-    # SIGTERM takes the Ctrl-C path, so the server is stopped and the run marked interrupted.
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    # A shell starts background jobs with SIGINT ignored, and Python then never raises
-    # KeyboardInterrupt: a `kill -INT` would be lost and the server left running.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from pgcachelab import interrupts
+
+    interrupts.install()
     try:
         exit_code = app(standalone_mode=False)
     except UserError as error:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab import interrupts
 from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.analysis.statistics import settled
 from pgcachelab.clusters import extension
@@ -560,6 +561,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     if sampler is not None:
         ctx.store.record_snapshots(ctx.run_id, point.index, repetition, sampler.snapshots)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+    interrupts.raise_if_received()  # a Ctrl-C that Python swallowed during a fork
 
 
 def _use_disk(ctx: RunContext, point: Point) -> bool:
