@@ -40,7 +40,9 @@ def _connect_as_nobody(conninfo: dict) -> str:
     nobody = pwd.getpwnam("nobody")
     # Load what connecting imports lazily (the idna codec...) while we can read the venv.
     with contextlib.suppress(psycopg.Error):
-        psycopg.connect(**{**conninfo, "passfile": "/dev/null"}, connect_timeout=5).close()
+        psycopg.connect(
+            **{**conninfo, "passfile": "/nonexistent/pgpass"}, connect_timeout=5
+        ).close()
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover (the child reports through the pipe)
@@ -49,7 +51,7 @@ def _connect_as_nobody(conninfo: dict) -> str:
             os.setgroups([])
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
-            os.environ["PGPASSFILE"] = "/dev/null"  # not root's ~/.pgpass
+            os.environ["PGPASSFILE"] = "/nonexistent/pgpass"  # not root's ~/.pgpass
             os.environ.pop("PGPASSWORD", None)
             try:
                 psycopg.connect(**conninfo, connect_timeout=5).close()
