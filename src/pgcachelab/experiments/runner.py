@@ -352,7 +352,7 @@ def execute(ctx: RunContext) -> None:
         raise
     except BaseException as error:
         kept = ctx.target.close(finished=False)
-        failure = environment_failure(error, ctx.store.location)
+        failure = environment_failure(error, ctx.store.location, ctx.run_id)
         reason = failure.message if failure else f"{type(error).__name__}: {error}"
         _finish(ctx, run_entry, "failed", reason, kept)
         _say_kept(ctx, kept)
@@ -378,14 +378,16 @@ def _finish(ctx: RunContext, run_entry, status: str, reason: str, kept: str | No
     owned.forget(run_entry)
 
 
-def environment_failure(error: BaseException, store_location: str) -> RunFailed | None:
+def environment_failure(error: BaseException, store_location: str, run_id: str):
     """The one line for a disk, file or store that failed during a run (exit 1), or None
     for anything else (a bug keeps its traceback)."""
     if isinstance(error, OSError):
-        return RunFailed(*os_error_line(error))
-    if isinstance(error, sqlite3.Error | psycopg.Error):
-        return RunFailed(*store_error_line(error, store_location))
-    return None
+        message, hint = os_error_line(error)
+    elif isinstance(error, sqlite3.Error | psycopg.Error):
+        message, hint = store_error_line(error, store_location)
+    else:
+        return None
+    return RunFailed(message, f"{hint}; then: pgcachelab run --resume {run_id}")
 
 
 def _record_running(ctx: RunContext):
