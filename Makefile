@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 INSTALLED := $(VENV)/.installed-stamp
 
-.PHONY: quick test lint format bench clean chromium pg15-headers fusedisk
+.PHONY: quick test lint format bench clean chromium pg15-headers fusedisk faults
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,13 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
 	$(VENV)/bin/pytest --basetemp="$$base/t"; status=$$?; rm -rf "$$base"; exit $$status
+
+# The whole fault suite (tests/test_faults.py): 20 random kill -9s of a lab then --resume, where
+# `make test` runs 3 (PGCACHELAB_FAULT_KILLS); PGCACHELAB_FAULT_SEED picks other moments.
+faults: $(INSTALLED)
+	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
+	PGCACHELAB_FAULT_KILLS=20 $(VENV)/bin/pytest --basetemp="$$base/t" -s tests/test_faults.py \
+	  tests/test_resume.py; status=$$?; rm -rf "$$base"; exit $$status
 
 lint: $(INSTALLED)
 	$(VENV)/bin/ruff check src tests bench

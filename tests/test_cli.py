@@ -18,11 +18,13 @@ from conftest import (
     postmaster_pid,
     processes_mentioning,
     run_cli,
+    run_cli_forked,
     server_reachable_dir,
     store_query,
 )
 
 VALID_SPEC = (SPECS_DIR / "two-points.toml").read_text()
+REPORT_RUNS_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 
 # (spec text or None, arguments, stderr message regex, hint regex or None)
 # Placeholders: {spec} the written spec, {lab} the lab dir, {empty} an empty directory.
@@ -156,6 +158,171 @@ BAD_INPUT = [
 ]
 
 
+def _spec_case(text: str, message: str, hint: str, case_id: str, *more_args):
+    return pytest.param(text, ["run", "{spec}", *more_args], message, hint, id=case_id)
+
+
+# Every table of a spec, and the options of `run` (issue 18): the value quoted, the key named.
+BAD_INPUT += [
+    _spec_case('repetitions = "many"', r'repetitions: invalid value "many"', r"\bauto\b",
+               "repetitions-not-a-number"),
+    _spec_case('order = "sideways"', r'order: invalid value "sideways"', r"interleaved",
+               "unknown-order"),
+    _spec_case('seed = "x"', r'seed: invalid value "x": not an integer', r"integer",
+               "seed-not-an-integer"),
+    _spec_case("warmup_repetitions = -1", r"warmup_repetitions: invalid value -1", r"0 or more",
+               "negative-warmup-repetitions"),
+    _spec_case("target_ci = 2", r"target_ci: only used with repetitions", r'"auto"',
+               "target-ci-without-auto"),
+    _spec_case('repetitions = "auto"\nmax_repetitions = 0', r"max_repetitions: invalid value 0",
+               r"or more", "max-repetitions-zero"),
+    _spec_case('workload = "oltp"', r'workload: invalid value "oltp"', r"pgbench, cache-wash",
+               "unknown-workload"),
+    _spec_case("name = 5", r"name: invalid value 5: not a string", r'name = "', "name-not-text"),
+    _spec_case('store = "postgresql://u:pw@h/db"', r"store: a password in '.*u:\*\*\*@h/db'",
+               r"PGPASSWORD", "store-url-with-password"),
+    _spec_case('[server]\nlisten_tcp = "yes"', r'server\.listen_tcp: invalid value "yes"',
+               r"true or false", "listen-tcp-not-boolean"),
+    _spec_case("[server]\ndata_checksums = 1", r"server\.data_checksums: invalid value 1",
+               r"true or false", "data-checksums-not-boolean"),
+    _spec_case('[server]\npg_bin = "/nonexistent/bin"', r"no postgres binary in '/nonexistent/bin'",
+               r"bin directory", "spec-pg-bin-missing"),
+    _spec_case("[server]\nport = 5", r"server\.port: unknown key", r"listen_tcp",
+               "unknown-server-key"),
+    _spec_case('[machine]\nmemory = "1XB"', r'machine\.memory: invalid value "1XB"', r"1GiB",
+               "machine-memory-unit"),
+    _spec_case('[machine]\nmemory = "1MB"', r'machine\.memory: invalid value "1MB": below',
+               r"1GiB", "machine-memory-too-small"),
+    _spec_case('[machine]\nos_cache = "flush"', r'machine\.os_cache: invalid value "flush"',
+               r"drop-cluster", "unknown-os-cache-mode"),
+    _spec_case('[machine]\ndisk = "floppy"', r'machine\.disk: invalid value "floppy"',
+               r"disk presets", "unknown-disk-preset"),
+    _spec_case('[machine]\nprewarm = "yes"', r'machine\.prewarm: invalid value "yes"',
+               r"true or false", "prewarm-not-boolean"),
+    _spec_case("[pgbench]\nscale = 0", r"pgbench\.scale: invalid value 0", r"1 or more",
+               "scale-zero"),
+    _spec_case("[pgbench]\nclients = 0", r"pgbench\.clients: invalid value 0", r"1 or more",
+               "clients-zero"),
+    _spec_case('[pgbench]\nduration = "10 parsecs"', r"pgbench\.duration: .*'parsecs'",
+               r'"20s"', "duration-unit"),
+    _spec_case('[pgbench]\nduration = "1.5s"', r'pgbench\.duration: invalid value "1\.5s"',
+               r'"20s"', "duration-not-whole-seconds"),
+    _spec_case('[pgbench]\nprotocol = "carrier-pigeon"', r'protocol: invalid value "carrier-',
+               r"extended", "unknown-protocol"),
+    _spec_case("[pgbench]\nrate = -5", r"pgbench\.rate: invalid value -5", r"500",
+               "negative-rate"),
+    _spec_case('[pgbench]\nscale_class = "huge"', r'scale_class: invalid value "huge"',
+               r"small, medium, large", "unknown-scale-class"),
+    _spec_case('[pgbench]\nmode = "custom"', r"pgbench\.scripts: custom mode needs scripts",
+               r"scripts = \[", "custom-without-scripts"),
+    _spec_case('[pgbench]\nmode = "custom"\nscripts = [{ file = "missing.sql", weight = 1 }]',
+               r'scripts\[0\]\.file: invalid value "missing\.sql": no such file',
+               r"relative to the spec", "missing-script"),
+    _spec_case("[pgbench]\ntransactions = 0", r"pgbench\.transactions: invalid value 0",
+               r"1 or more", "transactions-zero"),
+    _spec_case('workload = "cache-wash"\n[cache_wash]\ntable_size = -1',
+               r"cache_wash\.table_size: invalid value -1", r"fraction", "negative-table-size"),
+    _spec_case('workload = "cache-wash"\n[cache_wash]\nlookups = 0',
+               r"cache_wash\.lookups: invalid value 0", r"1 or more", "cache-wash-lookups-zero"),
+    _spec_case('workload = "tpcc"\n[tpcc]\nwarehouses = 0', r"tpcc\.warehouses: invalid value 0",
+               r"1 or more", "tpcc-warehouses-zero"),
+    _spec_case('workload = "tpcc"\n[tpcc]\nweights = "1,2,3"',
+               r"tpcc\.weights: invalid value '1,2,3'", r"summing to 100", "tpcc-weights"),
+    _spec_case('workload = "tpcc"\n[tpcc]\nrate_tpm = "fast"',
+               r'tpcc\.rate_tpm: invalid value "fast"', r'"off"', "tpcc-rate-not-a-number"),
+    _spec_case("[sweep]\nclients = 4", r"sweep\.clients: invalid value 4: a sweep needs a list",
+               r"\[1, 2, 4\]", "sweep-not-a-list"),
+    _spec_case("[sweep]\nbogus = [1, 2]", r"sweep\.bogus: unknown sweep key", r"sweep.settings",
+               "unknown-sweep-key"),
+    _spec_case("[sweep]\nclients = [1, 1]", r"sweep\.clients: invalid value \[1, 1\]: repeats",
+               r"once", "sweep-repeats-a-value"),
+    _spec_case("[report]\ntitle = 5", r"report\.title: invalid value 5", r'title = "',
+               "report-title-not-text"),
+    _spec_case('[inspect]\nmethod = "xray"', r'inspect\.method: invalid value "xray"',
+               r"pg_buffercache", "unknown-inspect-method"),
+    _spec_case('[inspect]\nevery = "soon"', r'inspect\.every: invalid value "soon"', r'"20s"',
+               "inspect-every-not-a-duration"),
+    _spec_case("[inspect]\ntop = -1", r"inspect\.top: invalid value -1", r"1 or more",
+               "inspect-top-negative"),
+    _spec_case('[[ladder]]\nname = "a"\nbogus = 1', r"ladder\[0\]\.bogus: a pgbench ladder step",
+               r"settings = ", "ladder-step-unknown-key"),
+    _spec_case("[ladder]\nx = 1", r"ladder: not a list of steps", r"\[\[ladder\]\]",
+               "ladder-not-a-list"),
+    _spec_case("", r"--memory: invalid value 'lots'", r"1GiB", "memory-option", "--memory", "lots"),
+    _spec_case("", r"--disk: invalid value 'floppy'", r"--disk nvme", "disk-option", "--disk",
+               "floppy"),
+    _spec_case("", r"--store: unknown store scheme 'ftp://'", r"postgresql://", "store-scheme",
+               "--store", "ftp://x/y"),
+    _spec_case("", r"--pg-bin: no PostgreSQL 77 installed", r"pg install 77", "pg-bin-version",
+               "--pg-bin", "77"),
+    _spec_case("", r'--dsn: cannot connect to .*socket "/nonexistent/\.s\.PGSQL\.1" failed',
+               r"server runs", "dsn-socket-reason-whole", "--dsn", "host=/nonexistent port=1"),
+]  # fmt: skip
+
+# Commands other than `run`, with complete arguments. Placeholders: {store} a copy of a real
+# store, {empty} an empty directory, {lab} a lab dir that does not exist yet.
+BAD_COMMANDS = [
+    pytest.param(["run", "--resume", "x", "--disk", "nvme", "--lab-dir", "{lab}"],
+                 r"--disk with --resume", r"keeps the disk", id="resume-with-disk"),
+    pytest.param(["run", "/bin/ls", "--lab-dir", "{lab}"], r"/bin/ls: not a TOML text file",
+                 r"experiment TOML file", id="run-a-binary-file"),
+    pytest.param(["show", "nope", "--store", "{store}"], r"no run 'nope' in .*results\.sqlite",
+                 r"pgcachelab runs", id="show-unknown-run"),
+    pytest.param(["show", "last", "--lab-dir", "{empty}"], r"--lab-dir: no results in",
+                 r"run an experiment first", id="show-empty-lab-dir"),
+    pytest.param(["report", "nope", "--store", "{store}"], r"no run 'nope'", r"pgcachelab runs",
+                 id="report-unknown-run"),
+    pytest.param(["report", "last", "--store", "{store}", "--output", "/proc/x"],
+                 r"^pgcachelab: /proc/x: no such file or directory", r"check the path",
+                 id="report-output-unwritable"),
+    pytest.param(["advise", "nope", "--store", "{store}"], r"no run 'nope'", r"pgcachelab runs",
+                 id="advise-unknown-run"),
+    pytest.param(["compare", "nope1", "nope2", "--store", "{store}"], r"no run 'nope1'",
+                 r"pgcachelab runs", id="compare-unknown-run"),
+    pytest.param(["runs", "--store", "{spec}"], r"--store: '.*spec\.toml': file is not a database",
+                 r"not a pgcachelab store", id="runs-store-not-a-database"),
+    pytest.param(["runs", "--store", "postgresql://u:secret@/nodb?host=/nonexistent"],
+                 r"--store: cannot connect to 'postgresql://u:\*\*\*@/nodb.*socket",
+                 r"PGPASSWORD", id="runs-store-unreachable-password-masked"),
+    pytest.param(["runs", "--lab-dir", "/tmp/" + "a" * 300], r"a{300}/results\.sqlite: file name",
+                 r"shorter path", id="lab-dir-too-long"),
+    pytest.param(["store", "copy", "--from", "{store}", "--to", "/proc/x.sqlite"],
+                 r"--to: '/proc/x\.sqlite': unable to open", r"directory", id="copy-to-proc"),
+    pytest.param(["store", "copy", "--from", "{empty}", "--to", "{lab}/x.sqlite"],
+                 r"--from: no results in", r"run an experiment first", id="copy-from-empty"),
+    pytest.param(["pg", "install", "7.1"], r"invalid PostgreSQL major version '7\.1'", r"9\.6",
+                 id="pg-install-unknown-version"),
+    pytest.param(["tpcc", "run", "--duration", "5x"], r"--duration: invalid value '5x'",
+                 r"--duration 60s", id="tpcc-duration-unit"),
+    pytest.param(["tpcc", "run", "--duration", "0.5s"], r"--duration: invalid value '0\.5s'",
+                 r"--duration 60s", id="tpcc-duration-fraction"),
+    pytest.param(["tpcc", "run", "--clients", "0"], r"--clients: invalid value 0",
+                 r"--clients 4", id="tpcc-clients-zero"),
+    pytest.param(["tpcc", "run", "--weights", "1,2"], r"--weights: invalid value '1,2'",
+                 r"45,43,4,4,4", id="tpcc-weights"),
+    pytest.param(["tpcc", "run", "--set", "shared_buffers"], r"--set: invalid value",
+                 r"name=value", id="tpcc-set-without-value"),
+    pytest.param(["tpcc", "load", "--warehouses", "0"], r"--warehouses: invalid value 0",
+                 r"--warehouses 2", id="tpcc-load-warehouses-zero"),
+    pytest.param(["tpcc", "load", "--workers", "0"], r"--workers: invalid value 0",
+                 r"--workers 2", id="tpcc-load-workers-zero"),
+    pytest.param(["inspect", "--method", "xray", "--dsn", "host=/nonexistent"],
+                 r"--method: unknown method 'xray'", r"pg_buffercache", id="inspect-method"),
+    pytest.param(["inspect", "--dsn", "host=/nonexistent port=1"],
+                 r'--dsn: cannot connect: .*socket "/nonexistent/\.s\.PGSQL\.1" failed',
+                 r"server runs", id="inspect-dsn-keeps-libpq-first-line"),
+    pytest.param(["inspect", "--work-dir", "{empty}"], r"--work-dir: no managed cluster in",
+                 r"--dsn", id="inspect-work-dir-empty"),
+    pytest.param(["doctor", "--fail-on", "never"], r"--fail-on: invalid value 'never'",
+                 r"critical", id="doctor-fail-on"),
+    pytest.param(["hugepages", "--shared-buffers", "lots"],
+                 r"--shared-buffers: invalid value 'lots'", r"4GB", id="hugepages-size"),
+    pytest.param(["extension", "install", "--pg-bin", "/nonexistent"],
+                 r"--pg-bin: no postgres binary in '/nonexistent'", r"bin directory",
+                 id="extension-pg-bin"),
+]  # fmt: skip
+
+
 def assert_user_error(result, message: str, hint: str | None) -> None:
     """Exit 2, stderr one `pgcachelab:` line matching `message`, then one `hint:` line or none."""
     assert result.returncode == 2, result.stderr
@@ -189,9 +356,29 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, lab_tmp, spec_text, arg
         spec.write_text(spec_text)
     places = {"spec": spec, "lab": lab_dir, "empty": empty}
     arguments = [arg.format(**places) for arg in args]
-    result = run_cli(*arguments, "--lab-dir", lab_dir, tmpdir=lab_tmp)
+    result = run_cli_forked(*arguments, "--lab-dir", lab_dir, tmpdir=lab_tmp)
     assert_user_error(result, message, hint)
     assert_nothing_ran(lab_dir, lab_tmp)
+
+
+@pytest.mark.parametrize(("args", "message", "hint"), BAD_COMMANDS)
+def test_bad_command_input_is_one_line_and_exit_code_2(tmp_path, lab_tmp, args, message, hint):
+    store, empty, spec = tmp_path / "results.sqlite", tmp_path / "empty", tmp_path / "spec.toml"
+    shutil.copyfile(REPORT_RUNS_STORE, store)
+    empty.mkdir()
+    spec.write_text(VALID_SPEC)
+    places = {"store": store, "empty": empty, "lab": tmp_path / "lab", "spec": spec}
+    result = run_cli_forked(*[arg.format(**places) for arg in args], tmpdir=lab_tmp)
+    assert_user_error(result, message, hint)
+    assert list(lab_tmp.iterdir()) == []
+    assert not (tmp_path / "lab").exists()  # nothing created for a command that failed
+
+
+def test_the_bad_input_tables_cover_every_command():
+    commands = {p.values[1][0] for p in BAD_INPUT} | {p.values[0][0] for p in BAD_COMMANDS}
+    assert len(BAD_INPUT) + len(BAD_COMMANDS) >= 60
+    assert commands >= {"run", "runs", "show", "export", "report", "advise", "compare", "store",
+                        "pg", "tpcc", "inspect", "doctor", "hugepages", "extension"}  # fmt: skip
 
 
 def test_a_usage_error_is_exit_code_2_without_a_traceback(tmp_path):

@@ -19,6 +19,17 @@ app = typer.Typer(
     help="A laboratory for PostgreSQL performance and caches.",
 )
 
+
+@app.callback()
+def _reap_what_killed_labs_left() -> None:
+    """A laboratory for PostgreSQL performance and caches."""
+    # Every command first reaps what dead labs left (servers, directories, cgroups, mounts,
+    # huge pages), whatever store or --lab-dir they used: experiments/reaping.py.
+    from pgcachelab.experiments.reaping import reap_everything
+
+    reap_everything(lambda line: print(line, file=sys.stderr, flush=True))
+
+
 LabDir = Annotated[
     Path,
     typer.Option("--lab-dir", envvar="PGCACHELAB_DIR", help="Where results and reports live."),
@@ -49,19 +60,27 @@ def _location(lab_dir: Path, store: str | None, spec_store: str | None = None):
     return location, ENV_VAR if os.environ.get(ENV_VAR) else "--lab-dir"
 
 
+# The store the command opened last: a sqlite3 or psycopg error at the edge names it.
+_opened_store_location: str | None = None
+
+
 def _store(lab_dir: Path, store: str | None = None, spec_store: str | None = None):
     """The store to write runs to, created if new."""
     from pgcachelab.store.open import open_store
 
+    global _opened_store_location
     location, option = _location(lab_dir, store, spec_store)
+    _opened_store_location = location.masked()
     return open_store(location, option=option)
 
 
 def _existing_store(lab_dir: Path, store: str | None = None):
-    """The store to read runs from; one that does not exist yet is a user error."""
+    """The store to read runs from, opened read-only; one that does not exist is a user error."""
     from pgcachelab.store.open import open_store
 
+    global _opened_store_location
     location, option = _location(lab_dir, store)
+    _opened_store_location = location.masked()
     return open_store(location, create=False, option=option)
 
 
@@ -125,7 +144,15 @@ def run(
         run_id = runner.start_run(experiment, target, results, progress)
     typer.echo(f"run {run_id} finished", err=True)
     if report:
-        _write_report(results, lab_dir, run_id)
+        try:
+            _write_report(results, lab_dir, run_id)
+        except OSError as error:  # the run is stored: only its report is missing
+            from pgcachelab.errors import RunFailed
+            from pgcachelab.failures import os_error_line
+
+            message, hint = os_error_line(error)
+            raise RunFailed(f"the report of run {run_id}: {message}",
+                            f"{hint}; then: pgcachelab report {run_id}") from None  # fmt: skip
 
 
 def _memory_option(memory: str | None) -> int | None:
@@ -258,31 +285,48 @@ compare_command.register(app, _existing_store, _run_of, StoreOption)
 store_commands.register(app)
 
 
-def _terminate_as_interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def _exit_interrupted() -> None:
+    from pgcachelab import interrupts
+
     print("pgcachelab: interrupted; the server was stopped", file=sys.stderr)
-    sys.exit(130)
+    sys.exit(128 + (interrupts.received() or signal.SIGINT))  # 130, or 143 for SIGTERM
+
+
+def _environment_failure(error: BaseException) -> tuple[str, str] | None:
+    """(message, hint) for an OSError, sqlite3 or psycopg error that reached the top."""
+    import sqlite3
+
+    import psycopg
+
+    from pgcachelab.failures import decode_error_line, os_error_line, store_error_line
+
+    if isinstance(error, OSError):
+        return os_error_line(error)
+    if isinstance(error, sqlite3.Error | psycopg.Error):
+        return store_error_line(error, _opened_store_location)
+    if isinstance(error, UnicodeDecodeError):
+        return decode_error_line(error, None)
+    return None
+
+
+def _exit_with_line(message: str, hint: str | None, exit_code: int) -> None:
+    print(f"pgcachelab: {message}", file=sys.stderr)
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
+    sys.exit(exit_code)
 
 
 def main() -> None:
-    # SIGTERM takes the Ctrl-C path, so the server is stopped and the run marked interrupted.
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    # A shell starts background jobs with SIGINT ignored, and Python then never raises
-    # KeyboardInterrupt: a `kill -INT` would be lost and the server left running.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from pgcachelab import interrupts
+
+    interrupts.install()
     try:
         exit_code = app(standalone_mode=False)
     except UserError as error:
-        print(f"pgcachelab: {error.message}", file=sys.stderr)
-        if error.hint:
-            print(f"hint: {error.hint}", file=sys.stderr)
-        sys.exit(2)
+        _exit_with_line(error.message, error.hint, error.exit_code)
     except KeyboardInterrupt:
         _exit_interrupted()
-    except Exception as error:  # click's usage errors
+    except Exception as error:  # click's usage errors, the environment's failures
         try:
             from click.exceptions import ClickException
         except ModuleNotFoundError:  # typer >= 0.2x vendors click as typer._click
@@ -293,7 +337,10 @@ def main() -> None:
             sys.exit(2)
         if isinstance(error, typer.Abort):  # older click's form of Ctrl-C
             _exit_interrupted()
-        raise
+        failure = _environment_failure(error)
+        if failure is None:
+            raise
+        _exit_with_line(*failure, 2)
     # Without standalone mode typer turns Ctrl-C into Exit(130) and returns that code.
     if isinstance(exit_code, int) and exit_code:
         if exit_code == 130:

@@ -23,13 +23,14 @@ def copy(
 ) -> None:
     """Copy runs with everything they hold; a run copied again is brought up to date, never
     duplicated."""
-    from pgcachelab.store.copy import copy_runs
+    from pgcachelab.store.copy import copy_runs, runs_to_copy
     from pgcachelab.store.location import parse_store
     from pgcachelab.store.open import open_store
 
     source_location = parse_store(source, "--from")
     destination_location = parse_store(destination, "--to")
     reading = open_store(source_location, create=False, option="--from")
+    runs_to_copy(reading, run_ids or [])
     writing = open_store(destination_location, option="--to")
     try:
         result = copy_runs(reading, writing, run_ids or [])

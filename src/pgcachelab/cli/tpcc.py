@@ -161,7 +161,9 @@ def run_command(
     ] = None,
     clients: Annotated[int, typer.Option(help="Terminals (pgbench clients).")] = 4,
     threads: Annotated[int, typer.Option(help="pgbench threads.")] = 2,
-    duration: Annotated[int, typer.Option(help="Seconds of measurement.")] = 60,
+    duration: Annotated[
+        str, typer.Option(help='Measurement time: "60s", "2min", or seconds.')
+    ] = "60s",
     transactions: Annotated[
         int | None,
         typer.Option(help="Transactions per terminal instead of a duration (runTxnsPerTerminal)."),
@@ -198,10 +200,15 @@ def run_command(
     from pgcachelab.workloads.pgbench import PgbenchError
     from pgcachelab.workloads.tpcc import driver, loader
     from pgcachelab.workloads.tpcc.checks import ConsistencyError
-    from pgcachelab.workloads.tpcc.params import check_warehouses, parse_weights
+    from pgcachelab.workloads.tpcc.params import (
+        check_warehouses,
+        parse_duration_option,
+        parse_weights,
+    )
 
     options = driver.check_run_options(driver.RunOptions(
-        clients=clients, threads=threads, duration_s=duration, transactions=transactions,
+        clients=clients, threads=threads, duration_s=parse_duration_option(duration),
+        transactions=transactions,
         weights=parse_weights(weights),
         home_warehouse=home_warehouse, rate_tpm=rate_tpm, max_tries=max_tries,
         warehouses=warehouses,

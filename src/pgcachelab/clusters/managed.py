@@ -8,6 +8,7 @@ takes its server down; a resumed run also removes what a killed run left (see `r
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -28,9 +29,13 @@ from pgcachelab.clusters.guc import (
     setting_value_text,
 )
 from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
+from pgcachelab.machine import owned
 
 LAB_SUPERUSER = "lab"
 SETTINGS_FILE = "pgcachelab.conf"
+# The superuser's generated password, for TCP clients only: 0600, owned by the lab (root), in
+# the cluster's 0700 work directory; read by libpq as a passfile, never put on a command line.
+PASSFILE = "pgpass"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 _PR_SET_PDEATHSIG = 1
@@ -77,6 +82,26 @@ def quote_conf_value(value) -> str:
     return "'" + setting_value_text(value).replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def host_auth_method(major: int) -> str:
+    """How TCP clients must authenticate: scram-sha-256 from PostgreSQL 10; 9.6 has no scram,
+    md5 is the best it offers."""
+    return "scram-sha-256" if major >= 10 else "md5"
+
+
+def initdb_auth_args(major: int, password_file: Path) -> list[str]:
+    """Trust only on the unix socket (its directory is 0700, the lab's and the server user's);
+    TCP needs the generated password, so another local user finds no open door (issue 18)."""
+    return ["--auth-local=trust", f"--auth-host={host_auth_method(major)}",
+            f"--pwfile={password_file}"]  # fmt: skip
+
+
+def passfile_line(user: str, password: str) -> str:
+    """A libpq passfile line for any host and port (the file is this cluster's alone, and a
+    resumed cluster gets a new port): ':' and '\\' escaped as libpq wants."""
+    escaped = password.replace("\\", "\\\\").replace(":", "\\:")
+    return f"*:*:*:{user}:{escaped}\n"
+
+
 def initdb_checksum_args(data_checksums: bool | None, major: int) -> list[str]:
     """initdb turns data checksums on by default from 18 and has no way to say "off" before."""
     if data_checksums is None:
@@ -113,9 +138,11 @@ class ManagedCluster:
         self.socket_dir = work_dir / "socket"
         self.log_path = work_dir / "postgres.log"
         self.port = free_port()
+        self.passfile = work_dir / PASSFILE
         self.settings: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
         self.restarts = 0
+        self.owned_entry: Path | None = None  # machine/owned.py: reaped if the lab is killed
         self._log_start_offset = 0  # where the current start's lines begin in the log
         # False after the server refused what the file asks: the next apply reloads and checks
         # again even when the file does not change (the next repetition of a failed point).
@@ -133,6 +160,7 @@ class ManagedCluster:
         parent_dir: Path | None = None,
         on_work_dir: Callable[[str], None] | None = None,
         disk_profile=None,  # machine.disk_profiles.DiskProfile to initdb on, with emulated_disk
+        keep_for_resume: bool = False,  # a killed lab's directory stays for --resume
         **kwargs,
     ) -> "ManagedCluster":
         """Make the work directory (owned by the server user) and run initdb in it.
@@ -143,6 +171,7 @@ class ManagedCluster:
         work_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-", dir=parent_dir))
         cluster = cls(install, work_dir, user, **kwargs)
         try:
+            cluster.owned_entry = owned.record("cluster", work_dir, keep=keep_for_resume)
             if on_work_dir:
                 on_work_dir(str(work_dir))
             os.chown(work_dir, user.uid, user.gid)
@@ -166,7 +195,9 @@ class ManagedCluster:
         data_dir = layout_data_dir(work_dir) if kwargs.get("emulated_disk") else work_dir / "pgdata"
         if not (data_dir / "PG_VERSION").is_file():
             return None
-        return cls(install, work_dir, user, **kwargs)
+        cluster = cls(install, work_dir, user, **kwargs)
+        cluster.owned_entry = owned.record("cluster", work_dir, keep=True)
+        return cluster
 
     def use_disk(self, profile) -> bool:
         """Serve the cluster's files from `profile` (None: the host disk), stopping the server
@@ -194,13 +225,37 @@ class ManagedCluster:
             preexec_fn=_die_with_parent, **run_as_kwargs(self.user),
         )  # fmt: skip
 
+    @property
+    def password(self) -> str | None:
+        """The superuser's password (TCP only; the socket trusts), None for an older cluster."""
+        try:
+            line = self.passfile.read_text().strip()
+        except OSError:
+            return None
+        return line.split(":", 4)[4].replace("\\:", ":").replace("\\\\", "\\")
+
     def _initdb(self) -> None:
-        result = self._run_as_server_user(
-            [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
-             "--auth=trust", "--encoding=UTF8", "--locale=C",
-             "--no-sync" if self.install.major >= 10 else "--nosync",
-             *initdb_checksum_args(self.data_checksums, self.install.major)],
-        )  # fmt: skip
+        password = secrets.token_urlsafe(24)
+        # initdb runs as the server user and reads the password from a file it can read, removed
+        # as soon as initdb is done; the lab keeps its own copy in a 0600 passfile.
+        password_file = self.work_dir / "initdb-password"
+        fd = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(password + "\n")
+        os.chown(password_file, self.user.uid, self.user.gid)
+        try:
+            result = self._run_as_server_user(
+                [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
+                 *initdb_auth_args(self.install.major, password_file),
+                 "--encoding=UTF8", "--locale=C",
+                 "--no-sync" if self.install.major >= 10 else "--nosync",
+                 *initdb_checksum_args(self.data_checksums, self.install.major)],
+            )  # fmt: skip
+        finally:
+            password_file.unlink(missing_ok=True)
+        fd = os.open(self.passfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(passfile_line(LAB_SUPERUSER, password))
         if result.returncode != 0:
             raise ClusterError(f"initdb failed: {_last_lines(result.stderr)}")
         # The seed's way of configuring: an included file we rewrite for each point.
@@ -223,6 +278,13 @@ class ManagedCluster:
         path.write_text("\n".join(lines) + "\n")
         os.chown(path, self.user.uid, self.user.gid)
         self.settings = dict(settings)
+
+    def death(self) -> str | None:
+        """ "the server died (how): its log's last errors" when the postmaster we started has
+        exited without being asked to (killed, crashed), else None."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        return f"the server died ({describe_exit(self.process.returncode)}): {self._log_errors()}"
 
     @property
     def running(self) -> bool:
@@ -315,6 +377,13 @@ class ManagedCluster:
                 self.release_disk()
             finally:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
+                self.disown()
+
+    def disown(self) -> None:
+        """Nothing of the cluster runs and its directory is gone or recorded elsewhere (kept
+        for --resume in the store): no later lab needs to reap it."""
+        owned.forget(self.owned_entry)
+        self.owned_entry = None
 
     def release_disk(self) -> None:
         """Unmount the emulated disk (the server is down); the files stay in the backing dir."""
@@ -414,6 +483,11 @@ class ManagedCluster:
             "dbname": dbname,
         }
 
+    def tcp_conninfo(self, dbname: str = "postgres") -> dict:
+        """How a TCP client reaches the server (listen_tcp): the password from the passfile."""
+        return {"host": "localhost", "port": self.port, "user": LAB_SUPERUSER,
+                "dbname": dbname, "passfile": str(self.passfile)}  # fmt: skip
+
     def connect(self, dbname: str = "postgres", **kwargs) -> psycopg.Connection:
         return psycopg.connect(**self.conninfo(dbname), autocommit=True, **kwargs)
 
@@ -437,6 +511,16 @@ class ManagedCluster:
             return "no server log"
         errors = [line for line in text.splitlines() if any(m in line for m in _LOG_REASONS)]
         return _last_lines("\n".join(errors) or text)
+
+
+def describe_exit(returncode: int) -> str:
+    """A Popen return code in words: "killed by SIGKILL", "exit code 1"."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
 
 
 def _last_lines(text: str, count: int = 3) -> str:

@@ -118,7 +118,7 @@ class ManagedTarget:
         first_disk = resolve_disk(self.disks[0]) if self.disks else None
         self.cluster = ManagedCluster.create(
             install, user, parent_dir=parent, on_work_dir=record_work_dir,
-            disk_profile=first_disk, **options,
+            disk_profile=first_disk, keep_for_resume=self.keep_data, **options,
         )  # fmt: skip
 
     def use_disk(self, disk: str | None) -> bool:
@@ -130,6 +130,10 @@ class ManagedTarget:
         if self.cluster is None or self.cluster.disk is None:
             return contextlib.nullcontext()
         return self.cluster.disk.loading()
+
+    def server_failure(self) -> str | None:
+        """Why the postmaster is gone, when it died under a measurement."""
+        return self.cluster.death() if self.cluster is not None else None
 
     def disk_failure(self) -> str | None:
         """Why the emulated disk stopped serving, when it did."""
@@ -167,7 +171,8 @@ class ManagedTarget:
         return self.cluster.connect()  # the point's settings are the server's own
 
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
-        return PgbenchTarget(conninfo=self.cluster.conninfo())
+        # The socket trusts; the password is there for a TCP host, in the environment only.
+        return PgbenchTarget(conninfo=self.cluster.conninfo(), password=self.cluster.password)
 
     def close(self, finished: bool = True) -> str | None:
         """Stop everything; returns the directory kept for --resume, if any."""
@@ -177,6 +182,7 @@ class ManagedTarget:
                 if self.keep_data and not finished:
                     self.cluster.stop()  # the directory stays
                     self.cluster.release_disk()
+                    self.cluster.disown()
                     kept = str(self.cluster.work_dir)
                 else:
                     self.cluster.destroy()
@@ -280,7 +286,8 @@ class ExistingTarget:
                 self._server_version = conn.execute("show server_version").fetchone()[0]
                 self._catalogue = catalogue_from_pg_settings(read_catalogue_rows(conn))
         except psycopg.OperationalError as error:
-            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "refused"
+            # libpq's first line names the socket or host, the next says why: keep both.
+            reason = " ".join(str(error).split()) or "refused"
             raise UserError(
                 f"--dsn: cannot connect to {self.safe_description()}: {reason}",
                 "check that the server runs and the connection string is right",

@@ -7,24 +7,27 @@ the server before they propagate; a killed run's leftovers are reaped by the nex
 import contextlib
 import dataclasses
 import os
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 
+from pgcachelab import interrupts
 from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.analysis.statistics import settled
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
-from pgcachelab.clusters.managed import ClusterError, reap_stale
+from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.clusters.targets import (
     ExistingTarget,
     ManagedTarget,
     VersionedTarget,
     pgbench_for,
 )
-from pgcachelab.errors import UserError
+from pgcachelab.errors import RunFailed, UserError
+from pgcachelab.experiments.reaping import reap_abandoned
 from pgcachelab.experiments.spec import (
     ExperimentSpec,
     Point,
@@ -34,8 +37,8 @@ from pgcachelab.experiments.spec import (
     schedule,
     validate_settings,
 )
-from pgcachelab.machine import fusedisk, hugepages, oscache
-from pgcachelab.machine.cgroup import reap_stale_cgroups
+from pgcachelab.failures import database_reason, os_error_line, store_error_line
+from pgcachelab.machine import fusedisk, oscache, owned
 from pgcachelab.machine.disk_profiles import HOST
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
@@ -44,6 +47,7 @@ from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
 from pgcachelab.probes.settings import collect_settings
+from pgcachelab.store.location import MASK
 from pgcachelab.store.sqlite import Measurement, ResultStore
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads import cache_wash, pgbench_workload, tpcc_workload
@@ -243,23 +247,6 @@ def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, p
                 )
 
 
-def reap_abandoned(store: ResultStore, progress) -> None:
-    """Stop servers, remove directories and cgroups, and restore huge pages of killed labs."""
-    for run in store.abandoned_runs():
-        keep = bool(run.target.get("keep_data"))
-        if run.work_dir and reap_stale(Path(run.work_dir), remove=not keep):
-            progress.note(f"stopped the server left running by killed run {run.run_id}")
-        kept = run.work_dir if keep else None
-        store.finish_run(run.run_id, "interrupted", "the lab process was killed", kept)
-    for path in fusedisk.reap_stale_mounts():
-        progress.note(f"unmounted the emulated disk a killed lab left: {path}")
-    for path in reap_stale_cgroups():
-        progress.note(f"removed the cgroup a killed lab left: {path}")
-    restored = hugepages.restore_abandoned()
-    if restored is not None:
-        progress.note(f"restored vm.nr_hugepages = {restored}, raised by a killed lab")
-
-
 def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
     """ "25% of memory" settings are shares of the emulated machine, else of this one."""
     machine = target.machine
@@ -347,6 +334,7 @@ def execute(ctx: RunContext) -> None:
     done = ctx.store.completed(ctx.run_id)
     todo = [(p, r) for p, r in planned if (p, r) not in done]
     ctx.store.mark_running(ctx.run_id, os.getpid(), None)
+    run_entry = _record_running(ctx)
     try:
         with ctx.progress:
             ctx.progress.start(len(planned), len(planned) - len(todo))
@@ -359,16 +347,57 @@ def execute(ctx: RunContext) -> None:
                 _auto_rounds(ctx, points, opened)
     except KeyboardInterrupt:
         kept = ctx.target.close(finished=False)
-        ctx.store.finish_run(ctx.run_id, "interrupted", "interrupted by the user", kept)
+        _finish(ctx, run_entry, "interrupted", "interrupted by the user", kept)
         _say_kept(ctx, kept)
         raise
     except BaseException as error:
         kept = ctx.target.close(finished=False)
-        ctx.store.finish_run(ctx.run_id, "failed", f"{type(error).__name__}: {error}", kept)
+        failure = environment_failure(error, ctx.store.location, ctx.run_id)
+        reason = failure.message if failure else f"{type(error).__name__}: {error}"
+        _finish(ctx, run_entry, "failed", reason, kept)
         _say_kept(ctx, kept)
+        if failure is not None:
+            raise failure from None
         raise
     ctx.target.close()
     ctx.store.finish_run(ctx.run_id, "done")
+    owned.forget(run_entry)
+
+
+STORE_ERRORS = (OSError, sqlite3.Error, psycopg.Error)
+
+
+def _finish(ctx: RunContext, run_entry, status: str, reason: str, kept: str | None) -> None:
+    """Record how the run ended; a store that cannot be written any more (full disk, dropped
+    connection) leaves the run "running" with its lab gone: the next lab command marks it."""
+    try:
+        ctx.store.finish_run(ctx.run_id, status, reason, kept)
+    except STORE_ERRORS as error:
+        ctx.progress.note(f"could not record the run as {status}: {database_reason(error)}")
+        return
+    owned.forget(run_entry)
+
+
+def environment_failure(error: BaseException, store_location: str, run_id: str):
+    """The one line for a disk, file or store that failed during a run (exit 1), or None
+    for anything else (a bug keeps its traceback)."""
+    if isinstance(error, OSError):
+        message, hint = os_error_line(error)
+    elif isinstance(error, sqlite3.Error | psycopg.Error):
+        message, hint = store_error_line(error, store_location)
+    else:
+        return None
+    return RunFailed(message, f"{hint}; then: pgcachelab run --resume {run_id}")
+
+
+def _record_running(ctx: RunContext):
+    """Tell any later lab command which store to mark this run interrupted in if we are killed
+    (a later run in another store or lab dir would never look here). A PostgreSQL URL with a
+    password is not written under /run: the next run in that store marks it instead."""
+    location = ctx.store.location
+    if MASK in location:
+        return None
+    return owned.record("run", location, run_id=ctx.run_id)
 
 
 def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
@@ -507,6 +536,10 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     except POINT_ERRORS as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         reason = _disk_failure(ctx) or reason  # a dead disk shows first as the server's errors
+        # A killed postmaster shows first as "pgbench aborted": say what happened to it.
+        died = ctx.target.server_failure() if ctx.target.kind == "managed" else None
+        if died and died not in reason:
+            reason = f"{died}; {reason}"
         if ctx.target.machine is not None:
             metrics["machine"] = _machine_stats(ctx)
             reason = _oom_reason(machine_before, metrics["machine"]) or reason
@@ -530,6 +563,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     if sampler is not None:
         ctx.store.record_snapshots(ctx.run_id, point.index, repetition, sampler.snapshots)
     ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+    interrupts.raise_if_received()  # a Ctrl-C that Python swallowed during a fork
 
 
 def _use_disk(ctx: RunContext, point: Point) -> bool:

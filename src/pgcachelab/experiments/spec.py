@@ -246,10 +246,15 @@ def _show(value) -> str:
 def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise UserError(
             f"cannot read spec {str(path)!r}: {error.strerror}",
+            "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml",
+        ) from None
+    except UnicodeDecodeError as error:  # `run /bin/ls` (issue 18)
+        raise UserError(
+            f"{path}: not a TOML text file (not UTF-8 at byte {error.start})",
             "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml",
         ) from None
     return parse_spec(text, path)
@@ -402,6 +407,10 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         )
 
     store = _store_key(problem, raw.get("store"))
+    for key, value in (("name", raw.get("name")), ("description", raw.get("description")),
+                       ("report.title", report.get("title"))):  # fmt: skip
+        if value is not None and not isinstance(value, str):
+            raise problem.bad_value(key, value, "not a string", f'write {key} = "..."')
 
     return ExperimentSpec(
         path=path,

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgcachelab.machine import owned
+
 PREFIX = "pgcachelab-"
 _counter = 0
 
@@ -94,6 +96,7 @@ class MemoryCgroup:
     """One cgroup with a memory limit; processes join it by pid."""
 
     def __init__(self, hierarchy: Hierarchy, path: Path, limit_bytes: int):
+        self.owned_entry: Path | None = None
         self.hierarchy = hierarchy
         self.path = path
         self.limit_bytes = limit_bytes
@@ -105,6 +108,7 @@ class MemoryCgroup:
         path = hierarchy.own_dir / f"{PREFIX}{os.getpid()}-{_counter}"
         path.mkdir()
         cgroup = cls(hierarchy, path, limit_bytes)
+        cgroup.owned_entry = owned.record("cgroup", path)
         try:
             cgroup._set_limit()
         except OSError:
@@ -172,12 +176,29 @@ class MemoryCgroup:
         for _ in range(100):
             try:
                 self.path.rmdir()
-                return
+                break
             except FileNotFoundError:
-                return
+                break
             except OSError:
                 time.sleep(0.05)  # exiting processes leave the cgroup a moment later
-        self.path.rmdir()
+        else:
+            self.path.rmdir()
+        owned.forget(self.owned_entry)
+
+
+def remove_cgroup_dir(path: Path) -> bool:
+    """Remove a killed lab's cgroup once its processes have left; True when it was there."""
+    if not path.is_dir():
+        return False
+    for _ in range(100):
+        try:
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 def reap_stale_cgroups() -> list[Path]:

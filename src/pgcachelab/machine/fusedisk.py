@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.errors import UserError
+from pgcachelab.machine import owned
 
 # The source lives at the top of the repository, beside src/ (the lab installs in editable mode).
 SOURCE_DIR = Path(__file__).resolve().parents[3] / "native" / "fusedisk"
@@ -255,6 +256,7 @@ class FuseDisk:
         self.fsname = f"{FSNAME_PREFIX}{os.getpid()}"
         self.process: subprocess.Popen | None = None
         self._private_dir: Path | None = None
+        self._owned_entry: Path | None = None  # machine/owned.py: reaped if the lab is killed
         self._last_stats: dict = {}
 
     def __enter__(self) -> "FuseDisk":
@@ -312,6 +314,8 @@ class FuseDisk:
         binary = ensure_built()
         # The daemon writes its stats after becoming the server user: a directory of its own.
         self._private_dir = Path(tempfile.mkdtemp(prefix=f"{self.fsname}-"))
+        self._owned_entry = owned.record("mount", self.mountpoint, fsname=self.fsname,
+                                         private_dir=str(self._private_dir))  # fmt: skip
         os.chown(self._private_dir, self.uid, self.gid)
         self._write_timings(self.timings)
         command = [str(binary), str(self.backing), str(self.mountpoint),
@@ -404,6 +408,8 @@ class FuseDisk:
             self._last_stats = self.stats()
             shutil.rmtree(self._private_dir, ignore_errors=True)
             self._private_dir = None
+        owned.forget(self._owned_entry)
+        self._owned_entry = None
 
     def check(self) -> None:
         """Raise DiskError when the daemon is gone or the mount no longer answers."""
@@ -457,6 +463,20 @@ def _daemons_named(fsname: str) -> list[int]:
 
 def _dead_lab(lab_pid: int | None) -> bool:
     return lab_pid is not None and lab_pid != os.getpid() and not Path(f"/proc/{lab_pid}").exists()
+
+
+def reap_mount(mount_point: Path, fsname: str, private_dir: str | None) -> bool:
+    """Detach one mount a killed lab left, kill its daemon and remove its private directory;
+    True when the mount was still there."""
+    mounted = any(mount.mount_point == mount_point for mount in _read_disk_mounts())
+    if mounted:
+        _umount2(mount_point, _MNT_DETACH)
+    for pid in _daemons_named(fsname) if fsname else []:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if private_dir:
+        shutil.rmtree(private_dir, ignore_errors=True)
+    return mounted
 
 
 def reap_stale_mounts() -> list[Path]:

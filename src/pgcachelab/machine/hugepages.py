@@ -13,6 +13,8 @@ import math
 import os
 from pathlib import Path
 
+from pgcachelab.machine import owned
+
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 MEMINFO = Path("/proc/meminfo")
 STATE_DIR = Path("/run/pgcachelab/hugepages")  # one <pid>.json per lab: the pages it added
@@ -119,7 +121,11 @@ def _take_back(pages: int) -> None:
 
 
 def _remember(added: int) -> None:
-    _state_file(os.getpid()).write_text(json.dumps({"added": added}))
+    # The start time tells a dead lab from a new process that got its pid (machine/owned.py).
+    owner = owned.Owner.me()
+    _state_file(os.getpid()).write_text(
+        json.dumps({"added": added, "start_time": owner.start_time})
+    )
 
 
 def _forget(pid: int) -> None:
@@ -131,6 +137,12 @@ def _forget(pid: int) -> None:
                 leftover.unlink() if leftover.name == "lock" else leftover.rmdir()
 
 
+def _alive(pid: int, start_time: int | None) -> bool:
+    if start_time is None:  # written before start times were recorded
+        return Path(f"/proc/{pid}").exists()
+    return owned.Owner(pid, start_time).alive()
+
+
 def restore_abandoned() -> int | None:
     """Take back the pages killed labs added; returns vm.nr_hugepages afterwards, if changed."""
     if not STATE_DIR.is_dir():
@@ -139,12 +151,14 @@ def restore_abandoned() -> int | None:
     with _locked():
         for state in STATE_DIR.glob("*.json"):
             pid = int(state.stem)
-            if pid == os.getpid() or Path(f"/proc/{pid}").exists():
-                continue  # alive: it takes back its own pages
             try:
-                added = int(json.loads(state.read_text()).get("added", 0))
-            except (OSError, ValueError):
-                added = 0
+                recorded = json.loads(state.read_text())
+                added = int(recorded.get("added", 0))
+                start_time = recorded.get("start_time")
+            except (OSError, ValueError, AttributeError):
+                added, start_time = 0, None
+            if pid == os.getpid() or _alive(pid, start_time):
+                continue  # alive: it takes back its own pages
             _take_back(added)
             restored = int(NR_HUGEPAGES.read_text())
             _forget(pid)

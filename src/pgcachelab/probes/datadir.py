@@ -20,8 +20,8 @@ def is_local_host(host: str | None) -> bool:
 
 
 def reason(error: Exception) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[-1] if lines else "refused"
+    # libpq's first line names the socket or host that failed, the next says why: keep both.
+    return " ".join(str(error).split()) or "refused"
 
 
 def _system_identifier(data_dir: Path) -> int:

@@ -3,6 +3,7 @@
 import time
 
 from pgcachelab.report.dataset import load_run
+from pgcachelab.store.records import abandoned
 from pgcachelab.store.sqlite import ResultStore
 from pgcachelab.units import format_bytes
 
@@ -18,11 +19,14 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
 
 def runs_table(store: ResultStore) -> str:
     rows = []
-    for run in store.runs():
+    runs = store.runs()
+    # A store read on a read-only disk cannot be told that its running run was killed.
+    killed = {run.run_id for run in abandoned(runs)}
+    for run in runs:
         measured = store.measurements(run.run_id)
         ok = sum(1 for m in measured if m.status == "ok")
         rows.append([
-            run.run_id, run.name, run.status,
+            run.run_id, run.name, "killed" if run.run_id in killed else run.status,
             time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at)),
             f"{ok}/{len(measured)}", run.environment.get("server_version", "?"),
         ])  # fmt: skip

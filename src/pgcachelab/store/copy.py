@@ -12,24 +12,30 @@ class CopyResult:
     measurements: int = 0
 
 
+def runs_to_copy(source, run_ids: list[str]) -> list:
+    """The runs `run_ids` name (every run if empty); an unknown one is a UserError, raised
+    before the destination is even opened (issue 18: it was created first)."""
+    if not run_ids:
+        return source.runs()
+    runs = []
+    for run_id in run_ids:
+        run = source.run(run_id)
+        if run is None:
+            raise UserError(
+                f"no run {run_id!r} in {source.location}",
+                "list runs with: pgcachelab runs --store <the --from store>",
+            )
+        runs.append(run)
+    return runs
+
+
 def copy_runs(source, destination, run_ids: list[str]) -> CopyResult:
     """Copy `run_ids` (every run if empty) with points, measurements, server settings and cache
     snapshots.
 
     Every requested run is checked before anything is written.
     """
-    if run_ids:
-        runs = []
-        for run_id in run_ids:
-            run = source.run(run_id)
-            if run is None:
-                raise UserError(
-                    f"no run {run_id!r} in {source.location}",
-                    "list runs with: pgcachelab runs --store <the --from store>",
-                )
-            runs.append(run)
-    else:
-        runs = source.runs()
+    runs = runs_to_copy(source, run_ids)
     result = CopyResult()
     for run in runs:
         measurements = source.measurements(run.run_id)

@@ -129,6 +129,31 @@ class ResultStore:
             raise sqlite3.DatabaseError(f"written by a newer pgcachelab (v{version})")
         return store
 
+    @classmethod
+    def open_for_reading(cls, path: Path) -> "ResultStore":
+        """A store to read from, without writing a byte when it needs no migration.
+
+        SQLite opens a WAL database read-only only where it may make the -shm file; on a
+        read-only or full file system it may not, and the file is then read as immutable (no
+        locks: fine for a store no lab writes at that moment, as on such a disk none can).
+        An older store is opened for writing, to migrate it.
+        """
+        try:
+            store = cls.open_read_only(path)
+        except sqlite3.OperationalError:
+            store = cls.__new__(cls)
+            store.path = Path(path)
+            store.db = sqlite3.connect(
+                f"{store.path.absolute().as_uri()}?mode=ro&immutable=1", uri=True, timeout=30
+            )
+        version = store.db.execute("pragma user_version").fetchone()[0]
+        # Reading a store checks it is one: a file of another kind fails here, not later.
+        store.db.execute("select count(*) from runs").fetchone()
+        if version < SCHEMA_VERSION:
+            store.db.close()
+            return cls(path)
+        return store
+
     @property
     def location(self) -> str:
         """How messages name this store."""

@@ -11,14 +11,13 @@ say which cache each phase was served from.
 
 import json
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import psycopg
 from psycopg import sql
 
+from pgcachelab.machine import owned
 from pgcachelab.probes.cache_sampler import APPLICATION_NAME as SAMPLER_APPLICATION_NAME
 from pgcachelab.units import format_bytes
 from pgcachelab.workloads.client_timing import cross_check, time_statement
@@ -169,8 +168,8 @@ def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
     limit = ["-t", str(int(warmup_lookups))] if warmup_lookups else ["-T", str(warmup_s)]
     started = time.monotonic()
     if warmup_lookups or (warmup_lookups is None and warmup_s):
-        with tempfile.TemporaryDirectory(prefix="pgcachelab-cache-wash-") as scratch:
-            lookup = Path(scratch) / "lookup.sql"
+        with owned.scratch_dir("pgcachelab-cache-wash-") as scratch:
+            lookup = scratch / "lookup.sql"
             lookup.write_text(LOOKUP_SQL)
             run_pgbench(pgbench, ["-n", "-c", "1", "-f", str(lookup), *limit],
                         target.pgbench_target(point.settings))  # fmt: skip

@@ -5,7 +5,6 @@ import random
 import resource
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import psycopg
 
 from pgcachelab.clusters.binaries import parse_version
 from pgcachelab.errors import UserError
+from pgcachelab.machine import owned
 from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_log import parse_transaction_log
 from pgcachelab.workloads.pgbench_output import parse_progress_line
@@ -175,8 +175,7 @@ def run(target, pgbench: Path, options: RunOptions, progress, where: str,
     c_last_run = choose_c_last_run(info.constants.c_last_load, rng or random.Random())
     params = ScriptParameters(info.warehouses, info.constants, c_last_run, options.home_warehouse)
     version, major = pgbench_version(pgbench)
-    with tempfile.TemporaryDirectory(prefix="pgcachelab-tpcc-") as scratch:
-        scratch_dir = Path(scratch)
+    with owned.scratch_dir("pgcachelab-tpcc-") as scratch_dir:
         script_files = {}
         for name, text in render_scripts(params).items():
             script_files[name] = scratch_dir / f"{name}.sql"

@@ -4,6 +4,7 @@ import random
 from dataclasses import dataclass
 
 from pgcachelab.errors import UserError
+from pgcachelab.units import parse_seconds
 
 # The order of the pgbench scripts, hence their number in pgbench's --log.
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
@@ -90,3 +91,18 @@ def expected_row_counts(warehouses: int) -> dict[str, int]:
         "item": ITEMS,
         "stock": warehouses * ITEMS,
     }
+
+
+def parse_duration_option(text: str, option: str = "--duration") -> int:
+    """Whole seconds from "5s", "2min" or a bare number of seconds, as specs write durations."""
+    try:
+        seconds = parse_seconds(text.strip())
+    except ValueError as error:
+        hint = f"e.g. {option} 60s"
+        raise UserError(f"{option}: invalid value {text!r}: {error}", hint) from None
+    if seconds < 1 or seconds != int(seconds):
+        raise UserError(
+            f"{option}: invalid value {text!r}: must be a whole number of seconds, 1 or more",
+            f"e.g. {option} 60s",
+        )
+    return int(seconds)

@@ -1,0 +1,101 @@
+"""One reaper for everything killed labs left: servers, directories, cgroups, mounts, huge
+pages, and the killed runs' status in their stores.
+
+Every lab command calls `reap_everything` first (cli/main.py), whatever its store or --lab-dir:
+what a dead lab made is found through the entries under /run (machine/owned.py), not through
+the store the next command happens to use. `reap_abandoned` keeps the store's side: runs marked
+running whose lab is gone become "interrupted".
+"""
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+import psycopg
+
+from pgcachelab.clusters.managed import reap_stale
+from pgcachelab.errors import UserError
+from pgcachelab.machine import fusedisk, hugepages, owned
+from pgcachelab.machine.cgroup import reap_stale_cgroups, remove_cgroup_dir
+
+KILLED = "the lab process was killed"
+
+
+def _reap_cluster(entry: owned.Entry) -> str | None:
+    keep = bool(entry.details.get("keep"))
+    work_dir = Path(entry.path)
+    was_running = reap_stale(work_dir, remove=not keep)
+    if keep:
+        return f"stopped the server of {work_dir}, kept for --resume" if was_running else None
+    return f"removed the cluster {work_dir} a killed lab (pid {entry.owner.pid}) left"
+
+
+def _reap_mount(entry: owned.Entry) -> str | None:
+    if fusedisk.reap_mount(Path(entry.path), entry.details.get("fsname", ""),
+                           entry.details.get("private_dir")):  # fmt: skip
+        return f"unmounted the emulated disk a killed lab left: {entry.path}"
+    return None
+
+
+def _reap_cgroup(entry: owned.Entry) -> str | None:
+    if remove_cgroup_dir(Path(entry.path)):
+        return f"removed the cgroup a killed lab left: {entry.path}"
+    return None
+
+
+def _reap_run(entry: owned.Entry) -> str | None:
+    """Mark the killed run interrupted in its own store (which the next command may not use)."""
+    from pgcachelab.store.location import parse_store
+    from pgcachelab.store.open import open_store
+
+    try:
+        store = open_store(parse_store(entry.path), create=False, read_only=False)
+    except (UserError, OSError, sqlite3.Error, psycopg.Error):
+        return None  # gone or unreachable: the next run in that store marks it
+    try:
+        marked = reap_abandoned(store, None)
+    except (OSError, sqlite3.Error, psycopg.Error):
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            store.close()
+    if entry.details.get("run_id") in marked:
+        return f"marked run {entry.details['run_id']} interrupted: {KILLED}"
+    return None
+
+
+REAPERS = {"cluster": _reap_cluster, "dir": owned.remove_dir, "mount": _reap_mount,
+           "cgroup": _reap_cgroup, "run": _reap_run}  # fmt: skip
+
+
+def reap_everything(note=None) -> list[str]:
+    """Reap what dead labs left on this machine; `note` hears one line per thing reaped."""
+    done = owned.reap(REAPERS)
+    # Labs before the registry named their mounts and cgroups by pid only: still looked for.
+    done += [f"unmounted the emulated disk a killed lab left: {p}"
+             for p in fusedisk.reap_stale_mounts()]  # fmt: skip
+    done += [f"removed the cgroup a killed lab left: {p}" for p in reap_stale_cgroups()]
+    restored = hugepages.restore_abandoned()
+    if restored is not None:
+        done.append(f"restored vm.nr_hugepages = {restored}, raised by a killed lab")
+    if note is not None:
+        for line in done:
+            note(line)
+    return done
+
+
+def reap_abandoned(store, progress) -> list[str]:
+    """In `store`: stop the servers and remove the directories of runs whose lab was killed,
+    and mark them interrupted; returns their run ids."""
+    marked = []
+    for run in store.abandoned_runs():
+        keep = bool(run.target.get("keep_data"))
+        stopped = run.work_dir and reap_stale(Path(run.work_dir), remove=not keep)
+        if stopped and progress is not None:
+            progress.note(f"stopped the server left running by killed run {run.run_id}")
+        kept = run.work_dir if keep else None
+        store.finish_run(run.run_id, "interrupted", KILLED, kept)
+        marked.append(run.run_id)
+    if progress is not None:
+        reap_everything(progress.note)
+    return marked

@@ -1,0 +1,186 @@
+"""What the lab creates outside its store, recorded with its owner so any later lab reaps it.
+
+Clusters, scratch directories, cgroups and emulated-disk mounts each get one small JSON entry in
+one place under /run (a per-user directory without root): its kind, its path, and the owner's
+pid *and start time* (/proc/PID/stat field 22), so a recycled pid is not taken for the owner.
+Any lab command reaps the entries of dead owners, whatever the store or --lab-dir it was given
+(issue 18: a run killed under one --lab-dir was never reaped by a run under another).
+
+Huge pages keep their own state in /run/pgcachelab/hugepages (hugepages.py): what matters
+there is a count to take back, not a path.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+RUN_ROOT = Path("/run/pgcachelab")
+# How /proc/PID/stat's starttime (field 22) is found: after the last ')' of the command name,
+# which may itself hold spaces and parentheses.
+_STARTTIME_AFTER_COMM = 19
+
+
+def registry_dir(euid: int | None = None, runtime_dir: str | None = None) -> Path:
+    """/run/pgcachelab/owned as root; else $XDG_RUNTIME_DIR/pgcachelab/owned, or a per-user
+    directory in the temporary directory when there is no runtime directory."""
+    euid = os.geteuid() if euid is None else euid
+    if euid == 0:
+        return RUN_ROOT / "owned"
+    runtime_dir = os.environ.get("XDG_RUNTIME_DIR") if runtime_dir is None else runtime_dir
+    if runtime_dir:
+        return Path(runtime_dir) / "pgcachelab" / "owned"
+    return Path(tempfile.gettempdir()) / f"pgcachelab-owned-{euid}"
+
+
+def parse_start_time(stat_text: str) -> int:
+    """The process's start time (clock ticks after boot) in a /proc/PID/stat text."""
+    return int(stat_text.rsplit(")", 1)[1].split()[_STARTTIME_AFTER_COMM])
+
+
+def process_start_time(pid: int) -> int | None:
+    """`pid`'s start time, or None when no such process lives (zombies count as dead)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    if text.rsplit(")", 1)[1].split()[0] == "Z":
+        return None
+    return parse_start_time(text)
+
+
+@dataclass(frozen=True)
+class Owner:
+    pid: int
+    start_time: int
+
+    @classmethod
+    def me(cls) -> "Owner":
+        return cls(os.getpid(), process_start_time(os.getpid()) or 0)
+
+    def alive(self) -> bool:
+        return process_start_time(self.pid) == self.start_time
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing the lab made: `kind` says how to reap it, `details` what reaping needs."""
+
+    kind: str
+    path: str
+    owner: Owner
+    details: dict
+    file: Path
+
+    def record(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "pid": self.owner.pid,
+                "start_time": self.owner.start_time, "details": self.details}  # fmt: skip
+
+
+def parse_entry(text: str, file: Path) -> Entry | None:
+    """An entry from its file's text; None for a file that is not one (half-written: skipped)."""
+    try:
+        data = json.loads(text)
+        owner = Owner(int(data["pid"]), int(data["start_time"]))
+        return Entry(str(data["kind"]), str(data["path"]), owner, dict(data.get("details") or {}),
+                     file)  # fmt: skip
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def record(kind: str, path, **details) -> Path:
+    """Remember that this lab made `path`; returns the entry's file, for `forget`.
+
+    Written to a temporary name then renamed: a reaper never reads half an entry.
+    """
+    directory = registry_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    owner = Owner.me()
+    entry_file = directory / f"{owner.pid}-{owner.start_time}-{kind}-{uuid.uuid4().hex[:8]}.json"
+    partial = entry_file.with_suffix(".partial")
+    data = {"kind": kind, "path": str(path), "pid": owner.pid, "start_time": owner.start_time,
+            "details": details}  # fmt: skip
+    partial.write_text(json.dumps(data))
+    partial.rename(entry_file)
+    return entry_file
+
+
+def forget(entry_file: Path | None) -> None:
+    """The thing is gone (removed by its owner): drop its entry."""
+    if entry_file is not None:
+        with contextlib.suppress(OSError):
+            entry_file.unlink()
+
+
+def entries() -> list[Entry]:
+    directory = registry_dir()
+    found = []
+    for file in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        with contextlib.suppress(OSError):
+            entry = parse_entry(file.read_text(), file)
+            if entry is not None:
+                found.append(entry)
+    return found
+
+
+def dead_entries(all_entries: list[Entry], alive: Callable[[Owner], bool]) -> list[Entry]:
+    """The entries whose owner is gone, clusters last: a server stops before its directory's
+    neighbours (scratch dirs, cgroups) are removed, and a mount is detached before the
+    directory under it goes."""
+    order = {"mount": 0, "dir": 1, "cluster": 2, "cgroup": 3, "run": 4}
+    dead = [entry for entry in all_entries if not alive(entry.owner)]
+    return sorted(dead, key=lambda entry: order.get(entry.kind, 5))
+
+
+@contextlib.contextmanager
+def _reaping_lock() -> Iterator[None]:
+    """One reaper at a time: two labs starting together must not both stop one server."""
+    directory = registry_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(directory / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def reap(reapers: dict[str, Callable[[Entry], str | None]]) -> list[str]:
+    """Reap every entry of a dead owner with the reaper for its kind; returns what each did
+    (for notes). An entry of a kind without a reaper here is left for a lab that has one."""
+    done = []
+    with _reaping_lock():
+        for entry in dead_entries(entries(), Owner.alive):
+            reaper = reapers.get(entry.kind)
+            if reaper is None:
+                continue
+            with contextlib.suppress(OSError):
+                said = reaper(entry)
+                if said:
+                    done.append(said)
+            forget(entry.file)
+    return done
+
+
+def remove_dir(entry: Entry) -> str | None:
+    """The reaper of scratch directories."""
+    path = Path(entry.path)
+    if not path.exists():
+        return None
+    shutil.rmtree(path, ignore_errors=True)
+    return f"removed {path}, left by a killed lab (pid {entry.owner.pid})"
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A temporary directory (as tempfile's) that a killed lab's successor removes."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    entry = record("dir", path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        forget(entry)

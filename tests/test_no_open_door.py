@@ -1,0 +1,115 @@
+"""A cluster that listens on TCP lets no other local user in (issue 18).
+
+The socket directory is 0700 (the lab's and the server user's); over TCP the superuser needs the
+generated password, which the lab keeps in a 0600 passfile and hands over only in the
+environment. The intruder is a forked child that becomes `nobody`, as another user would be.
+"""
+
+import contextlib
+import os
+import pwd
+import stat
+
+import psycopg
+import pytest
+
+from pgcachelab.clusters.managed import (
+    ManagedCluster,
+    host_auth_method,
+    initdb_auth_args,
+    passfile_line,
+)
+from pgcachelab.clusters.osuser import install_usable_by
+
+pytestmark = pytest.mark.server
+
+
+def test_host_auth_is_scram_from_10_and_md5_on_9_6():
+    assert host_auth_method(18) == host_auth_method(10) == "scram-sha-256"
+    assert host_auth_method(9) == "md5"
+    assert "--auth-local=trust" in initdb_auth_args(15, "/x")
+    assert not any(arg.startswith("--auth=") for arg in initdb_auth_args(15, "/x"))
+
+
+def test_passfile_line_escapes_what_libpq_would_split_on():
+    assert passfile_line("lab", r"a:b\c") == "*:*:*:lab:a\\:b\\\\c\n"
+
+
+def _connect_as_nobody(conninfo: dict) -> str:
+    """What `nobody` gets when connecting with `conninfo`: "connected" or libpq's error."""
+    nobody = pwd.getpwnam("nobody")
+    # Load what connecting imports lazily (the idna codec...) while we can read the venv.
+    with contextlib.suppress(psycopg.Error):
+        psycopg.connect(
+            **{**conninfo, "passfile": "/nonexistent/pgpass"}, connect_timeout=5
+        ).close()
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through the pipe)
+        os.close(read_end)
+        try:
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            os.environ["PGPASSFILE"] = "/nonexistent/pgpass"  # not root's ~/.pgpass
+            os.environ.pop("PGPASSWORD", None)
+            try:
+                psycopg.connect(**conninfo, connect_timeout=5).close()
+                outcome = "connected"
+            except Exception as error:  # noqa: BLE001 (reported to the parent, which judges)
+                outcome = f"{type(error).__name__}: {error}"
+            os.write(write_end, outcome.encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        outcome = pipe.read().decode()
+    os.waitpid(child, 0)
+    return outcome
+
+
+@pytest.fixture(params=["18", "15", "9.6"])
+def tcp_cluster(request, server_os_user, cluster_parent):
+    from pgcachelab.clusters.binaries import find_install
+    from pgcachelab.clusters.installs import resolve
+
+    try:
+        install = find_install(resolve(request.param))
+    except Exception as error:  # noqa: BLE001 (an install this host lacks is skipped)
+        pytest.skip(f"PostgreSQL {request.param} is not installed here: {error}")
+    install = install_usable_by(install, server_os_user)
+    cluster = ManagedCluster.create(install, server_os_user, cluster_parent, listen_tcp=True)
+    try:
+        cluster.apply_settings({})
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+def test_another_local_user_cannot_connect_over_tcp_without_the_password(tcp_cluster):
+    tcp = tcp_cluster.tcp_conninfo()
+    without_password = {k: v for k, v in tcp.items() if k != "passfile"}
+    refused = _connect_as_nobody(without_password)
+    assert refused != "connected"
+    assert "password" in refused  # asked for one: no trust over TCP
+    # nor through the socket: its directory is 0700
+    assert stat.S_IMODE(tcp_cluster.socket_dir.stat().st_mode) == 0o700
+    assert _connect_as_nobody(tcp_cluster.conninfo()) != "connected"
+    # nor by reading the lab's passfile
+    assert stat.S_IMODE(tcp_cluster.passfile.stat().st_mode) == 0o600
+    assert tcp_cluster.passfile.stat().st_uid == os.geteuid()
+    assert _connect_as_nobody(tcp) != "connected"
+
+
+def test_the_lab_connects_over_tcp_with_its_passfile(tcp_cluster):
+    with psycopg.connect(**tcp_cluster.tcp_conninfo(), connect_timeout=5) as conn:
+        method = conn.execute("show password_encryption").fetchone()[0]
+        hba = conn.execute("select pg_read_file('pg_hba.conf')").fetchone()[0]
+    rules = [line.split() for line in hba.splitlines() if line and not line.startswith("#")]
+    assert all(rule[-1] == "trust" for rule in rules if rule[0] == "local")
+    assert all(rule[-1] == host_auth_method(tcp_cluster.install.major) for rule in rules
+               if rule[0] == "host")  # fmt: skip
+    if tcp_cluster.install.major >= 10:
+        assert method == "scram-sha-256"
+    password = tcp_cluster.password
+    assert password and password not in " ".join(map(str, tcp_cluster.tcp_conninfo().values()))
