@@ -200,7 +200,7 @@ def _draw_steps(axis, data: RunData, x_of, draw_plateaus: bool = True) -> None:
                      label="step found in the data" if number == 1 else None)  # fmt: skip
         interval = "" if step.ci_low is None else f" ({step.ci_low:.2g}–{step.ci_high:.2g})"
         where = {SHARED_BUFFERS: "shared_buffers", MEMORY: "memory", DISK: "disk"}.get(
-            step.boundary, "?"
+            step.boundary, "no boundary"
         )
         axis.annotate(f"step {number}: ×{step.ratio:.3g}{interval}, {where}",
                       ((start * end) ** 0.5, 0.5), xycoords=("data", "axes fraction"),

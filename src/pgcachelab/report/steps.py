@@ -134,16 +134,20 @@ def _summary(finding: StepFinding) -> str:
             "noise of the repetitions: on this run's machine the throughput does not depend on "
             "where the data lives.</p>"
         )
-    named = [s for s in steps if s.boundary in (SHARED_BUFFERS, MEMORY)]
     parts = [
-        f"×{s.ratio:.2f} at {format_bytes(s.location_bytes)} "
-        f"({'shared_buffers' if s.boundary == SHARED_BUFFERS else 'memory'})"
-        for s in named
+        f"step {index} ×{step.ratio:.3g} ({_interval(step)}) at "
+        f"{format_bytes(step.location_bytes)}, {_short_boundary(step.boundary)}"
+        for index, step in enumerate(steps, start=1)
     ]
-    text = f"<p><b>{len(steps)} significant step(s)</b>"
-    if parts:
-        text += ": " + "; ".join(parts)
-    return text + ".</p>"
+    return f"<p><b>{len(steps)} significant step(s)</b>: " + "; ".join(parts) + ".</p>"
+
+
+def _short_boundary(name: str | None) -> str:
+    return {
+        SHARED_BUFFERS: "shared_buffers",
+        MEMORY: "memory",
+        DISK: "past memory (the disk)",
+    }.get(name, "no boundary")
 
 
 def steps_html(data: RunData) -> str:
