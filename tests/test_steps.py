@@ -85,3 +85,35 @@ def test_segments_merge_the_least_distinguishable_neighbours_first():
         SizePoint("d", 8 * MIB, (9.9, 10.1, 10.0)),
     ]
     assert [[p.label for p in s.points] for s in segment(points)] == [["a", "b"], ["c", "d"]]
+
+
+def test_the_report_says_which_steps_a_run_without_a_memory_limit_could_not_show(tiny_reports):
+    # big-cache-tiny: shared_buffers 16MB, scale 1..8, no memory limit, the host's disk
+    page = tiny_reports["big-cache-tiny"].index.read_text()
+    section = page[page.index("<h2>Steps: where the throughput drops</h2>") :]
+    section = section[: section.index("<h2>", 10)]
+    assert "Where seed 004 expects steps" in section
+    memory_row = section[section.index("the machine's RAM") :]
+    assert "could not appear" in memory_row and "needs root" in memory_row
+    assert "no emulated disk" in section
+
+
+def test_a_quick_run_on_a_small_emulated_machine_has_both_steps():
+    # a candidate of the quick spec: 160MB, shared_buffers 32MB, seed-004-vm, scale 1/2/4/8
+    finding = _captured("quick-emulated-160mb.json")
+    shared, memory = finding.steps
+    assert (shared.boundary, _between(shared)) == (SHARED_BUFFERS, ("scale=2", "scale=4"))
+    assert shared.ratio == pytest.approx(1.40, abs=0.01) and shared.ci_low > 1
+    assert (memory.boundary, _between(memory)) == (MEMORY, ("scale=4", "scale=8"))
+    assert memory.ci_low > 30
+
+
+def test_the_shipped_quick_spec_under_load_shows_the_memory_step_and_says_shared_buffers_did_not():
+    # experiments/big-cache-quick.toml from a fresh clone (128MB, shared_buffers 20MB, scale
+    # 1/4/8), load average ~6 from other work: scale 1 and 4 within the noise of each other
+    finding = _captured("quick-emulated-128mb.json")
+    (memory,) = finding.steps
+    assert (memory.boundary, _between(memory)) == (MEMORY, ("scale=4", "scale=8"))
+    assert memory.ratio > 30 and memory.ci_low > 30
+    shared = finding.boundaries[0]
+    assert shared.name == SHARED_BUFFERS and shared.spanned and shared.step is None

@@ -66,8 +66,9 @@ def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData
     """Why a boundary's step could not appear in this run, and what would show it."""
     side = "smaller" if finding.largest_bytes <= size_bytes else "larger"
     measured = (
-        f"every database measured was {side} than it ({format_bytes(finding.smallest_bytes)}"
-        f" .. {format_bytes(finding.largest_bytes)})"
+        f"every database measured was {side} than it by more than a factor of "
+        f"{MATCH_FACTOR:g} ({format_bytes(finding.smallest_bytes)} .. "
+        f"{format_bytes(finding.largest_bytes)})"
     )
     if name == MEMORY and not data.memory_limit_bytes:
         return (
@@ -88,7 +89,7 @@ def _boundary_rows(finding: StepFinding, data: RunData) -> str:
         elif boundary.spanned:
             what = (
                 "<b>no significant step</b> within a factor of "
-                f"{MATCH_FACTOR:g} of it, although the run measured databases on both sides"
+                f"{MATCH_FACTOR:g} of it, although the run measured databases around it"
             )
         else:
             what = "<b>could not appear</b>: " + _not_shown(
