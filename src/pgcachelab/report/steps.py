@@ -132,8 +132,8 @@ def _summary(finding: StepFinding) -> str:
             "<p><b>No significant step.</b> Over "
             f"{format_bytes(finding.smallest_bytes)} .. {format_bytes(finding.largest_bytes)} "
             f"of data no drop in tps is both {MIN_STEP_RATIO:.1f}× or more and outside the "
-            "noise of the repetitions: on this run's machine the throughput does not depend on "
-            "where the data lives.</p>"
+            "noise of the repetitions: over these sizes, on this machine, where the data lives "
+            "did not change the throughput by a step (below: why, boundary by boundary).</p>"
         )
     parts = [
         f"step {index} ×{step.ratio:.3g} ({_interval(step)}) at "
