@@ -133,7 +133,9 @@ def _forget(pid: int) -> None:
 
 def restore_abandoned() -> int | None:
     """Take back the pages killed labs added; returns vm.nr_hugepages afterwards, if changed."""
-    if not STATE_DIR.is_dir():
+    # Only root can have added pages, or take them back; a lab without root found root's state
+    # directory (left by a root lab on the same machine) and died on its lock (issue 17).
+    if not STATE_DIR.is_dir() or os.geteuid() != 0:
         return None
     restored = None
     with _locked():
