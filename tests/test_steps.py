@@ -117,3 +117,21 @@ def test_the_shipped_quick_spec_under_load_shows_the_memory_step_and_says_shared
     assert memory.ratio > 30 and memory.ci_low > 30
     shared = finding.boundaries[0]
     assert shared.name == SHARED_BUFFERS and shared.spanned and shared.step is None
+
+
+def test_without_root_the_memory_step_cannot_appear():
+    # experiments/big-cache-quick-noroot.toml as `make quick` ran it as nobody: no memory limit
+    # (the machine's 24GB), the host's disk; shared_buffers 32MB
+    finding = _captured("quick-noroot.json")
+    (shared,) = finding.steps
+    assert (shared.boundary, _between(shared)) == (SHARED_BUFFERS, ("scale=2", "scale=4"))
+    assert shared.ci_low > 1
+    memory = finding.boundaries[1]
+    assert memory.name == MEMORY and not memory.spanned and memory.step is None
+
+
+def test_a_flat_run_has_no_step():
+    # tests/data/steps/flat.toml: every database within shared_buffers
+    finding = _captured("flat.json")
+    assert finding.steps == []
+    assert len(finding.segments) == 1
