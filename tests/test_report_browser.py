@@ -19,6 +19,7 @@ ROOT = Path(__file__).parent.parent
 # Each shipped experiment and the tiny run of its shape.
 TINY_RUN = {
     "big-cache": "big-cache", "big-cache-quick": "big-cache", "big-cache-emulated": "big-cache",
+    "big-cache-quick-noroot": "big-cache",
     "archaeology": "archaeology", "archaeology-quick": "archaeology",
     "cache-split": "cache-split", "cache-split-quick": "cache-split",
     "tpcc-ladder": "tpcc-ladder", "tpcc-ladder-quick": "tpcc-ladder",

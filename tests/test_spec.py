@@ -130,7 +130,9 @@ def test_warmup_and_auto_repetitions_set_the_rounds_scheduled_up_front():
     assert spec("").parameters["progress_warmup"] == 1
 
 
-@pytest.mark.parametrize("name", ["big-cache.toml", "big-cache-quick.toml"])
+@pytest.mark.parametrize(
+    "name", ["big-cache.toml", "big-cache-quick.toml", "big-cache-quick-noroot.toml"]
+)
 def test_shipped_experiments_are_valid(name):
     parsed = parse_spec((REPO / "experiments" / name).read_text(), REPO / "experiments" / name)
     validate_settings(parsed, CATALOGUE_18)

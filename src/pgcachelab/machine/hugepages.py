@@ -95,7 +95,8 @@ class HugePagesReservation:
 
     def release(self) -> None:
         """Take back what this lab added, once no server of ours holds pages."""
-        if not self.added and not _state_file(os.getpid()).exists():
+        # without root nothing was added, and root's state directory cannot even be looked in
+        if not self.added and (os.geteuid() != 0 or not _state_file(os.getpid()).exists()):
             return
         with _locked():
             _take_back(self.added)
@@ -145,7 +146,9 @@ def _alive(pid: int, start_time: int | None) -> bool:
 
 def restore_abandoned() -> int | None:
     """Take back the pages killed labs added; returns vm.nr_hugepages afterwards, if changed."""
-    if not STATE_DIR.is_dir():
+    # Only root can have added pages, or take them back; a lab without root found root's state
+    # directory (left by a root lab on the same machine) and died on its lock (issue 17).
+    if not STATE_DIR.is_dir() or os.geteuid() != 0:
         return None
     restored = None
     with _locked():

@@ -9,6 +9,7 @@ from pgcachelab.report.html import render_html
 from pgcachelab.report.inspect_overhead import inspect_overhead_section
 from pgcachelab.report.plots import all_plots, progress_plot
 from pgcachelab.report.regimes import regimes_html
+from pgcachelab.report.steps import steps_html
 from pgcachelab.report.tpcc import tpcc_section
 from pgcachelab.report.versions import versions_section
 from pgcachelab.store.sqlite import ResultStore
@@ -35,6 +36,8 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     )
     plots = overhead_plots + composition_plots + plots
     sections = [("Findings", findings)] if findings else []
+    steps = steps_html(data)
+    sections += [("Steps: where the throughput drops", steps)] if steps else []
     regimes = regimes_html(data)
     sections += [("Regimes: where the data lives", regimes)] if regimes else []
     sections += [("Version to version", changes)] if changes else []

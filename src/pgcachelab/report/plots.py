@@ -8,11 +8,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from pgcachelab.analysis.steps import DISK, MEMORY, SHARED_BUFFERS  # noqa: E402
 from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.report.steps import run_steps  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
 
 MIB = 1024 * 1024
 TPS_LABEL = "throughput (tps, transactions/s)"
+TPS_LOG_SPAN = 20
 # What a swept key counts, for the axis label: every axis says its unit.
 AXIS_UNITS = {
     "scale": "pgbench scale factor (100,000 accounts each)",
@@ -127,7 +130,7 @@ def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
         "dots: repetitions, line: median, bar: the median's 95% interval",
         fontsize=10,
     )
-    axis.set_ylim(bottom=0)
+    _tps_axis(axis, data)
     axis.grid(alpha=0.3)
     if x_key == "scale":
         _scale_boundaries(axis, data)
@@ -135,8 +138,9 @@ def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, f"tps-by-{x_key}")
 
 
-def _scale_boundaries(axis, data: RunData) -> None:
-    """Where the database outgrows shared_buffers / memory, in scale units (interpolated)."""
+def _scale_boundaries(axis, data: RunData, plateaus: bool = True) -> None:
+    """Where the database outgrows shared_buffers / memory, in scale units (interpolated),
+    and the steps found; `plateaus` only where the y axis is tps."""
     known = sorted(
         (r.point.swept["scale"], r.database_size_bytes)
         for r in data.points
@@ -145,34 +149,63 @@ def _scale_boundaries(axis, data: RunData) -> None:
     if len(known) < 2:
         return
     x_limit = known[-1][0]
-    xs = []
     for size, text, color in _boundaries(data):
         scale = _interpolate_scale(known, size)
         if scale is not None:
             _boundary_marker(axis, scale, text, color, x_limit)
         else:
             _boundary_marker(axis, x_limit * 10, text, color, x_limit)
-        xs.append(scale)
-    _shade_regimes(axis, xs, x_limit)
+    scale_of = {r.point.label: r.point.swept["scale"] for r in data.points}
+    _draw_steps(axis, data, lambda point: scale_of[point.label], plateaus)
 
 
-def _shade_regimes(axis, boundary_xs: list, x_limit: float) -> None:
-    """Name the three regimes of seed 004 between the shared_buffers and memory markers."""
-    if len(boundary_xs) != 2 or None in boundary_xs[:1]:
-        return
-    shared, memory = boundary_xs
-    spans = [(axis.get_xlim()[0], shared, "data in shared_buffers", "tab:red")]
-    if memory is None or memory > x_limit:
-        spans.append((shared, x_limit, "data in the OS cache", "tab:purple"))
+def _padded(axis, start: float, end: float) -> tuple[float, float]:
+    """A plateau's x extent widened a little, so that a one-point plateau still shows."""
+    if axis.get_xscale() == "log":
+        return start / 1.06, end * 1.06
+    margin = (axis.get_xlim()[1] - axis.get_xlim()[0]) * 0.015
+    return start - margin, end + margin
+
+
+def _tps_axis(axis, data: RunData) -> None:
+    """tps from 0, or on a log scale when the medians span more than TPS_LOG_SPAN: past
+    memory tps falls by one or two orders of magnitude (seed 004), and a linear axis would
+    flatten everything after the drop onto zero."""
+    medians = [r.tps.median for r in data.points if r.tps is not None and r.tps.median > 0]
+    if medians and max(medians) / min(medians) > TPS_LOG_SPAN:
+        axis.set_yscale("log")
+        axis.set_ylabel(f"{TPS_LABEL}, log scale")
     else:
-        spans += [
-            (shared, memory, "data in the OS cache", "tab:purple"),
-            (memory, x_limit, "data beyond memory: the disk decides", "tab:gray"),
-        ]
+        axis.set_ylim(bottom=0)
+
+
+def _draw_steps(axis, data: RunData, x_of, draw_plateaus: bool = True) -> None:
+    """The steps found in the data (analysis/steps.py): each plateau as a thick line at its
+    geometric mean tps, each step as a band between the points either side, labelled with its
+    drop and 95% interval. Nothing when no step is significant: the plot then implies none."""
+    finding = run_steps(data)
+    if finding is None or not finding.steps:
+        return
     left, right = axis.get_xlim()
-    for start, end, label, color in spans:
-        if end > start:
-            axis.axvspan(start, end, color=color, alpha=0.07, label=label, linewidth=0)
+    if draw_plateaus:
+        for index, plateau in enumerate(finding.segments):
+            xs = [x_of(point) for point in plateau.points]
+            start, end = _padded(axis, min(xs), max(xs))
+            label = "plateau (geometric mean)" if index == 0 else None
+            axis.hlines(plateau.geometric_mean_tps, start, end, color="black", linewidth=5,
+                        alpha=0.18, label=label)  # fmt: skip
+    for number, step in enumerate(finding.steps, start=1):
+        start, end = x_of(step.before.points[-1]), x_of(step.after.points[0])
+        axis.axvspan(start, end, color="tab:orange", alpha=0.15, linewidth=0,
+                     label="step found in the data" if number == 1 else None)  # fmt: skip
+        interval = "" if step.ci_low is None else f" ({step.ci_low:.2g}–{step.ci_high:.2g})"
+        where = {SHARED_BUFFERS: "shared_buffers", MEMORY: "memory", DISK: "disk"}.get(
+            step.boundary, "no boundary"
+        )
+        axis.annotate(f"step {number}: ×{step.ratio:.3g}{interval}, {where}",
+                      ((start * end) ** 0.5, 0.5), xycoords=("data", "axes fraction"),
+                      rotation=90, ha="center", va="center", fontsize=7,
+                      color="tab:brown")  # fmt: skip
     axis.set_xlim(left, right)
 
 
@@ -213,15 +246,13 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
     axis.set_xscale("log")
     axis.set_xlabel("database size (MiB, log scale)")
     axis.set_ylabel(TPS_LABEL)
-    axis.set_ylim(bottom=0)
+    _tps_axis(axis, data)
     axis.grid(alpha=0.3, which="both")
     axis.set_title(f"{data.run.name}: throughput against database size")
     if sizes:
-        xs = []
         for size, text, color in _boundaries(data):
             _boundary_marker(axis, size / MIB, text, color, max(sizes) * 1.5)
-            xs.append(size / MIB)
-        _shade_regimes(axis, xs, max(sizes) * 1.5)
+        _draw_steps(axis, data, lambda point: point.size_bytes / MIB)
     axis.legend(fontsize=8)
     return save_figure(figure, out_dir, "tps-by-size")
 
@@ -245,7 +276,7 @@ def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, 
     axis.grid(alpha=0.3)
     axis.set_title(f"{data.run.name}: {title}")
     if boundaries and x_key == "scale":
-        _scale_boundaries(axis, data)
+        _scale_boundaries(axis, data, plateaus=False)
     axis.legend(fontsize=8)
     return save_figure(figure, out_dir, name)
 

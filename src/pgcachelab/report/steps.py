@@ -1,0 +1,187 @@
+"""The steps section of a pgbench report over data sizes (seed 004): where tps drops, by how
+much, and which boundary each step matches; or, plainly, that there is none."""
+
+from html import escape
+
+from pgcachelab.analysis.steps import (
+    DISK,
+    MATCH_FACTOR,
+    MEMORY,
+    MIN_STEP_RATIO,
+    SHARED_BUFFERS,
+    SizePoint,
+    Step,
+    StepFinding,
+    find_steps,
+)
+from pgcachelab.report.dataset import RunData
+from pgcachelab.report.regimes import disk_label
+from pgcachelab.units import format_bytes
+
+
+def run_steps(data: RunData) -> StepFinding | None:
+    """The run's steps, or None when it did not sweep data sizes alone under one
+    shared_buffers (other swept keys would mix series into one line)."""
+    shared = {r.shared_buffers_bytes for r in data.points if r.shared_buffers_bytes}
+    if data.swept_keys != ["scale"] or len(shared) > 1:
+        return None
+    points = [
+        SizePoint(r.point.label, r.database_size_bytes, tuple(m.tps for m in r.ok if m.tps))
+        for r in data.points
+        if r.database_size_bytes
+    ]
+    return find_steps(points, shared.pop() if shared else None, data.memory_available_bytes)
+
+
+def emulated_disk(data: RunData) -> bool:
+    return any((m.metrics.get("disk") or {}).get("profile") for r in data.points for m in r.ok)
+
+
+def _interval(step: Step) -> str:
+    if step.ci_low is None:
+        return "no interval (one repetition)"
+    return f"{step.ci_low:.2f}–{step.ci_high:.2f}"
+
+
+def _between(step: Step) -> str:
+    return (
+        f"{escape(step.before.points[-1].label)} ({format_bytes(step.last_size_before)}) → "
+        f"{escape(step.after.points[0].label)} ({format_bytes(step.first_size_after)})"
+    )
+
+
+def boundary_text(name: str, size_bytes: float | None, data: RunData) -> str:
+    if name == SHARED_BUFFERS:
+        return f"shared_buffers ({format_bytes(size_bytes)})"
+    if name == MEMORY:
+        if data.memory_limit_bytes:
+            return f"the memory limit ({format_bytes(size_bytes)})"
+        return f"the machine's RAM ({format_bytes(size_bytes)})"
+    if name == DISK:
+        return f"past memory: {escape(disk_label(data))} decides"
+    return "no boundary of this run"
+
+
+def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData) -> str:
+    """Why a boundary's step could not appear in this run, and what would show it."""
+    side = "smaller" if finding.largest_bytes <= size_bytes else "larger"
+    measured = (
+        f"every database measured was {side} than it by more than a factor of "
+        f"{MATCH_FACTOR:g} ({format_bytes(finding.smallest_bytes)} .. "
+        f"{format_bytes(finding.largest_bytes)})"
+    )
+    if name == MEMORY and not data.memory_limit_bytes:
+        return (
+            f"{measured}, and this run set no memory limit, so the OS cache is this machine's "
+            "RAM. A memory limit (<code>[machine] memory</code>) needs root; so does an "
+            "emulated slow disk (<code>[machine] disk</code>), without which data past memory "
+            "costs little on this machine's fast disk."
+        )
+    return f"{measured}: sweep scale factors on both sides of it."
+
+
+def _boundary_rows(finding: StepFinding, data: RunData) -> str:
+    rows = []
+    for boundary in finding.boundaries:
+        if boundary.step is not None:
+            index = finding.steps.index(boundary.step) + 1
+            what = f"step {index}: ×{boundary.step.ratio:.2f} ({_interval(boundary.step)})"
+        elif boundary.spanned:
+            what = (
+                "<b>no significant step</b> within a factor of "
+                f"{MATCH_FACTOR:g} of it, although the run measured databases around it"
+            )
+        else:
+            what = "<b>could not appear</b>: " + _not_shown(
+                boundary.name, boundary.size_bytes, finding, data
+            )
+        rows.append(
+            f"<tr><th>{boundary_text(boundary.name, boundary.size_bytes, data)}</th>"
+            f"<td class='text'>{what}</td></tr>"
+        )
+    memory = next((b for b in finding.boundaries if b.name == MEMORY), None)
+    disk_steps = [i + 1 for i, s in enumerate(finding.steps) if s.boundary == DISK]
+    further = (
+        f"; steps {', '.join(map(str, disk_steps))}: tps keeps falling as less of the data "
+        "stays cached at each size"
+        if disk_steps
+        else ""
+    )
+    host_disk = "" if emulated_disk(data) else " (the host's disk: no emulated disk in this run)"
+    if memory is not None and memory.step is not None:
+        index = finding.steps.index(memory.step) + 1
+        what = f"past step {index} the data no longer fits in memory{further}{host_disk}"
+    elif memory is not None and memory.spanned:
+        what = f"no significant step past memory{further}{host_disk}"
+    elif emulated_disk(data):
+        what = "<b>could not appear</b>: no database measured was larger than memory"
+    else:
+        what = (
+            "<b>could not appear</b>: no database measured was larger than memory, and no "
+            "emulated disk (<code>[machine] disk</code>, root) in this run"
+        )
+    rows.append(f"<tr><th>the disk: {escape(disk_label(data))}</th><td class='text'>{what}"
+                "</td></tr>")  # fmt: skip
+    return "".join(rows)
+
+
+def _summary(finding: StepFinding) -> str:
+    steps = finding.steps
+    if not steps:
+        return (
+            "<p><b>No significant step.</b> Over "
+            f"{format_bytes(finding.smallest_bytes)} .. {format_bytes(finding.largest_bytes)} "
+            f"of data no drop in tps is both {MIN_STEP_RATIO:.1f}× or more and outside the "
+            "noise of the repetitions: over these sizes, on this machine, where the data lives "
+            "did not change the throughput by a step (below: why, boundary by boundary).</p>"
+        )
+    parts = [
+        f"step {index} ×{step.ratio:.3g} ({_interval(step)}) at "
+        f"{format_bytes(step.location_bytes)}, {_short_boundary(step.boundary)}"
+        for index, step in enumerate(steps, start=1)
+    ]
+    return f"<p><b>{len(steps)} significant step(s)</b>: " + "; ".join(parts) + ".</p>"
+
+
+def _short_boundary(name: str | None) -> str:
+    return {
+        SHARED_BUFFERS: "shared_buffers",
+        MEMORY: "memory",
+        DISK: "past memory (the disk)",
+    }.get(name, "no boundary")
+
+
+def steps_html(data: RunData) -> str:
+    finding = run_steps(data)
+    if finding is None:
+        return ""
+    rows = "".join(
+        f"<tr><td>{index}</td><td class='text'>{_between(step)}</td>"
+        f"<td>{format_bytes(step.location_bytes)}</td>"
+        f"<td>{step.before.geometric_mean_tps:,.0f} → {step.after.geometric_mean_tps:,.0f}</td>"
+        f"<td><b>×{step.ratio:.2f}</b></td><td>{_interval(step)}</td>"
+        f"<td class='text'>{boundary_text(step.boundary, step.boundary_bytes, data)}</td></tr>"
+        for index, step in enumerate(finding.steps, start=1)
+    )
+    table = (
+        "<table><thead><tr><th>step</th><th>between the points</th><th>at</th>"
+        "<th>tps of the plateaus either side (geometric means)</th><th>drop</th>"
+        "<th>95% interval</th><th>matches</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        if rows
+        else ""
+    )
+    return (
+        _summary(finding)
+        + table
+        + "<h3>Where seed 004 expects steps</h3>"
+        + f"<table><tbody>{_boundary_rows(finding, data)}</tbody></table>"
+        + "<p class='note'>Steps are found from the data alone: neighbouring points (in database "
+        "size order) are merged into plateaus, least distinguishable first, until every break "
+        f"left is a drop of at least {MIN_STEP_RATIO:.1f}× whose 95% Welch interval on log tps, "
+        "over the repetitions of the plateaus either side, excludes 1 (smaller drops are "
+        "within what points measured minutes apart vary on a shared machine). A step is at "
+        "the geometric midpoint of the sizes either side; it matches a boundary lying within "
+        f"a factor of {MATCH_FACTOR:g} of those sizes. The plots draw the plateaus and the "
+        "steps.</p>"
+    )
