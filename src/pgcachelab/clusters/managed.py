@@ -284,10 +284,15 @@ class ManagedCluster:
         os.chown(path, self.user.uid, self.user.gid)
         self.settings = dict(settings)
 
-    def death(self) -> str | None:
+    def death(self, wait_s: float = 0.0) -> str | None:
         """ "the server died (how): its log's last errors" when the postmaster we started has
-        exited without being asked to (killed, crashed), else None."""
-        if self.process is None or self.process.poll() is None:
+        exited without being asked to (killed, crashed), else None. `wait_s`: how long to give
+        a dying postmaster, whose socket refuses connections a moment before it is reaped."""
+        if self.process is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=wait_s)
+        if self.process.poll() is None:
             return None
         return f"the server died ({describe_exit(self.process.returncode)}): {self._log_errors()}"
 

@@ -133,7 +133,7 @@ class ManagedTarget:
 
     def server_failure(self) -> str | None:
         """Why the postmaster is gone, when it died under a measurement."""
-        return self.cluster.death() if self.cluster is not None else None
+        return self.cluster.death(wait_s=1.0) if self.cluster is not None else None
 
     def disk_failure(self) -> str | None:
         """Why the emulated disk stopped serving, when it did."""
