@@ -139,10 +139,12 @@ def _fetch_jar(version: str) -> Path:
     out_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-mvn-"))
     artifact = f"{ZONKY_GROUP}:{ZONKY_ARTIFACT}:{version}"
     settings = _maven_settings()
+    # No JVM performance data file: it would leave /tmp/hsperfdata_USER behind.
+    java_options = " ".join(filter(None, [os.environ.get("MAVEN_OPTS"), "-XX:-UsePerfData"]))
     result = subprocess.run(
         [mvn, "-q", "-B", "-C", *(["-s", str(settings)] if settings else []), "dependency:copy",
          f"-Dartifact={artifact}", f"-DoutputDirectory={out_dir}"],
-        capture_output=True, text=True,
+        capture_output=True, text=True, env={**os.environ, "MAVEN_OPTS": java_options},
     )  # fmt: skip
     jars = list(out_dir.glob("*.jar"))
     if result.returncode != 0 or not jars:
