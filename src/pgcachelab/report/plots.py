@@ -194,19 +194,31 @@ def _draw_steps(axis, data: RunData, x_of, draw_plateaus: bool = True) -> None:
             label = "plateau (geometric mean)" if index == 0 else None
             axis.hlines(plateau.geometric_mean_tps, start, end, color="black", linewidth=5,
                         alpha=0.18, label=label)  # fmt: skip
-    for number, step in enumerate(finding.steps, start=1):
+    # Adjacent steps share an edge: a colour each keeps them apart.
+    colours = itertools.cycle(["tab:orange", "tab:green", "tab:olive"])
+    for number, (step, colour) in enumerate(zip(finding.steps, colours, strict=False), start=1):
         start, end = x_of(step.before.points[-1]), x_of(step.after.points[0])
-        axis.axvspan(start, end, color="tab:orange", alpha=0.15, linewidth=0,
-                     label="step found in the data" if number == 1 else None)  # fmt: skip
-        interval = "" if step.ci_low is None else f" ({step.ci_low:.2g}–{step.ci_high:.2g})"
+        axis.axvspan(start, end, color=colour, alpha=0.15, linewidth=0,
+                     label=f"step {number} found in the data")  # fmt: skip
+        interval = (
+            "" if step.ci_low is None
+            else f" ({_ratio_text(step.ci_low)}–{_ratio_text(step.ci_high)})"
+        )  # fmt: skip
         where = {SHARED_BUFFERS: "shared_buffers", MEMORY: "memory", DISK: "disk"}.get(
             step.boundary, "no boundary"
         )
-        axis.annotate(f"step {number}: ×{step.ratio:.3g}{interval}, {where}",
+        axis.annotate(f"step {number}: ×{_ratio_text(step.ratio)}{interval}, {where}",
                       ((start * end) ** 0.5, 0.5), xycoords=("data", "axes fraction"),
                       rotation=90, ha="center", va="center", fontsize=7,
                       color="tab:brown")  # fmt: skip
     axis.set_xlim(left, right)
+
+
+def _ratio_text(ratio: float) -> str:
+    """1.31, 13.6, 136: two decimals below 10, whole numbers above 100."""
+    if ratio >= 100:
+        return f"{ratio:.0f}"
+    return f"{ratio:.1f}" if ratio >= 10 else f"{ratio:.2f}"
 
 
 def _interpolate_scale(known: list[tuple[float, float]], size: float) -> float | None:
