@@ -8,7 +8,7 @@ Targets of the core issue, measured side by side in one run on one managed clust
     restart is needed and at most 5 s with a restart.
 
 The lab side goes through the runner's own per-point path, `runner.measure`, with a RunContext
-and a ResultStore in a temporary directory: apply the point's settings, record the server
+and a SQLite results store in a temporary directory: apply the point's settings, record the server
 settings, probes before and after, pgbench, the store write. Its tps is read back from the
 store. The bare side is pgbench started by subprocess with the command line the lab built for
 the same point, on the same server. Runs alternate bare, lab, bare, lab, ..., bare and each lab
@@ -38,7 +38,7 @@ from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.targets import ManagedTarget, pgbench_for
 from pgcachelab.experiments.runner import RunContext, ensure_data, measure, prepare
 from pgcachelab.experiments.spec import parse_spec
-from pgcachelab.store.sqlite import ResultStore
+from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.workloads.pgbench import run_args
 
 TPS_TARGET = 0.97
@@ -144,7 +144,7 @@ def main() -> int:
         )  # fmt: skip
         spec = parse_spec(spec_path.read_text(), spec_path)
         prepare(spec, target)
-        store = ResultStore(Path(scratch.name) / "results.sqlite")
+        store = SqliteResultStore(Path(scratch.name) / "results.sqlite")
         steady, other = spec.points()
         run_id = store.create_run(
             spec.name, spec.path, spec.text, target.describe(), {}, spec.points()

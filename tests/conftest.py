@@ -124,6 +124,20 @@ def server_reachable_dir() -> Iterator[Path]:
         _reap_everything_under(base)
 
 
+# -- the tiers -----------------------------------------------------------------------------------
+
+# A test that takes one of these fixtures starts a server (they all need the install), whatever
+# its module's markers say: it is marked `server`, so `make test-fast` (-m "not server") leaves
+# it out. Tests that start one through the CLI carry the marker themselves.
+SERVER_FIXTURES = {"pg_install"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)
+
+
 # -- the installs and the cluster ----------------------------------------------------------------
 
 
@@ -236,8 +250,9 @@ def run_cli_forked(*args, tmpdir: Path | None = None) -> subprocess.CompletedPro
                 os.dup2(err.fileno(), 2)
                 sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
                 sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+                environment = cli_env(tmpdir)  # before the clear: it starts from ours
                 os.environ.clear()
-                os.environ.update(cli_env(tmpdir))
+                os.environ.update(environment)
                 tempfile.tempdir = None  # TMPDIR is read again, as a new process would
                 sys.argv = ["pgcachelab", *map(str, args)]
                 try:
@@ -363,13 +378,13 @@ def tiny_reports() -> dict[str, TinyReport]:
     from matplotlib.figure import Figure
 
     from pgcachelab.report.build import build_report
-    from pgcachelab.store.sqlite import ResultStore
+    from pgcachelab.store.sqlite import SqliteResultStore
 
     shutil.rmtree(REPORT_ARTIFACTS, ignore_errors=True)
     REPORT_ARTIFACTS.mkdir(parents=True)
     store_path = REPORT_ARTIFACTS / "results.sqlite"
     shutil.copyfile(REPORT_RUNS_DIR / "results.sqlite", store_path)  # opening a store writes
-    store = ResultStore(store_path)
+    store = SqliteResultStore(store_path)
     runs = store.db.execute("select run_id, name from runs").fetchall()
     original, saving = Figure.savefig, {}
 

@@ -39,6 +39,13 @@ class PageVisit:
     links: list[str] = field(default_factory=list)  # resolved href of every <a>
     anchors: list[str] = field(default_factory=list)  # ids present in the page
     screenshot_png: bytes = b""
+    # layout at the window's width (issue 25: a page a person reads at 1280 px)
+    viewport_width: int = 0  # the page's visible width, without the scroll bar
+    scroll_width: int = 0  # the document's: larger means a horizontal scroll
+    overflowing: list[str] = field(default_factory=list)  # elements past the right edge
+    findings: list[str] = field(default_factory=list)  # the text of each finding
+    warning_kinds: list[str] = field(default_factory=list)  # data-kind of each warning line
+    visible_warning_details: int = 0  # per-point warnings shown without opening a line
 
     @property
     def network_requests(self) -> list[str]:
@@ -137,6 +144,17 @@ _PAGE_FACTS = """JSON.stringify({
   anchors: Array.from(document.querySelectorAll('[id]')).map(e => e.id),
   width: document.documentElement.scrollWidth,
   height: document.documentElement.scrollHeight,
+  viewport: document.documentElement.clientWidth,
+  overflowing: Array.from(document.body.querySelectorAll('*'))
+    .filter(e => e.getClientRects().length
+                 && e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+    .map(e => e.tagName + ': ' + (e.textContent || '').trim().slice(0, 60)),
+  findings: Array.from(document.querySelectorAll('#findings li.finding'))
+    .map(e => e.innerText.split('\\n')[0]),
+  warningKinds: Array.from(document.querySelectorAll('.warning-kind'))
+    .filter(e => e.checkVisibility()).map(e => e.dataset.kind),
+  visibleDetails: Array.from(document.querySelectorAll('.warning-details li'))
+    .filter(e => e.checkVisibility()).length,
 })"""
 
 
@@ -166,7 +184,10 @@ def visit(devtools: DevTools, page: Path, max_screenshot_height: int = 12000) ->
     )  # fmt: skip
     result = PageVisit(
         broken_images=facts["broken"], links=facts["links"], anchors=facts["anchors"],
-        screenshot_png=base64.b64decode(shot["data"]),
+        screenshot_png=base64.b64decode(shot["data"]), viewport_width=facts["viewport"],
+        scroll_width=facts["width"], overflowing=facts["overflowing"],
+        findings=facts["findings"], warning_kinds=facts["warningKinds"],
+        visible_warning_details=facts["visibleDetails"],
     )  # fmt: skip
     for event in devtools.events:
         _record(event, result)

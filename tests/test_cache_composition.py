@@ -21,9 +21,9 @@ from pgcachelab.analysis.cache_composition import (
     top_relations,
 )
 from pgcachelab.errors import UserError
+from pgcachelab.experiments.cache_sampler import uncached_relations
 from pgcachelab.experiments.spec import parse_inspect_method, parse_spec
 from pgcachelab.probes.buffercache import snapshot_from_relations
-from pgcachelab.probes.cache_sampler import uncached_relations
 
 DATA = Path(__file__).parent / "data" / "inspect"
 
@@ -208,7 +208,7 @@ def test_paired_sag_pairs_rounds_and_gives_an_interval():
 
 def test_pair_error_finds_the_largest_relative_error_and_the_material_one():
     from pgcachelab.analysis.inspect_overhead import pair_error, pairs
-    from pgcachelab.store.sqlite import StoredSnapshot
+    from pgcachelab.store.records import StoredSnapshot
 
     def data(buffers: dict) -> dict:
         relations = [{"name": name, "buffers": count} for name, count in buffers.items()]

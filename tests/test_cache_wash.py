@@ -59,7 +59,11 @@ def test_every_phase_keeps_every_sample(tmp_path, lab_tmp):
         assert seq["heap_blks_read"] + seq["heap_blks_hit"] >= data["table_bytes"] // 8192
         assert metrics["warm"]["prewarmed"]["table_blocks"] == data["table_bytes"] // 8192
     page = Path(result.stdout.strip()).read_text()
-    assert "<h2>Findings</h2>" in page and "the index survives the scan" in page
+    assert (
+        "<h2>Cache wash: idx1, the scan, idx2</h2>" in page
+        and "the index survives the scan" in page
+    )
+    assert "<h2>What this run shows</h2>" in page
     for text in ("Every lookup was timed on the client", "<h3>idx2 against idx1, per point</h3>",
                  "Huge pages effect: not measured",
                  "No cache snapshots between the phases in this run"):  # fmt: skip

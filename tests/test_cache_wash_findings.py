@@ -149,7 +149,8 @@ def test_the_report_shows_the_new_findings(tiny_reports):
         "<h3>Huge pages effect per phase</h3>",
         "Huge pages effect: not measured, this run has only huge_pages=off",
         "Why idx2 is slow or not",
-        "index after the scan (after seq): in the OS cache",
+        "<h4>The index (random_random_idx)</h4>",
+        "after: in the OS cache",
         "1 of their 240 lookups were logged as 0 us",
     ):
         assert text in page, text

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from pgcachelab.clusters.binaries import find_pgbench
+from pgcachelab.clusters.client import PgbenchTarget
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.machine import fusedisk
 from pgcachelab.machine.disk_profiles import resolve_disk
-from pgcachelab.workloads.pgbench import PgbenchTarget, init_args, run_pgbench_init
+from pgcachelab.workloads.pgbench import init_args, run_pgbench_init
 
 AVAILABLE, WHY_NOT = fusedisk.availability()
 pytestmark = [

@@ -5,6 +5,7 @@ import itertools
 import json
 import math
 import platform
+import random
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from pgcachelab.analysis.compare import (
     load_difference,
     mann_whitney_u,
     match_points,
+    u_statistic,
 )
 from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.errors import UserError
@@ -62,6 +64,18 @@ def test_exact_u_distribution_is_the_count_of_orderings():
         lower = sum(c for v, c in counts.items() if v <= u) / total
         upper = sum(c for v, c in counts.items() if v >= u) / total
         assert exact_u_p_value(u, n_a, n_b) == pytest.approx(min(1, 2 * min(lower, upper)))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_u_from_ranks_is_the_count_of_pairs(seed):
+    """u_statistic (rank sums, O(n log n)) against the definition: every pair, ties half."""
+    rng = random.Random(seed)
+    for _ in range(50):
+        a = [float(rng.randint(0, 8)) for _ in range(rng.randint(1, 25))]  # many ties
+        b = [float(rng.randint(0, 8)) for _ in range(rng.randint(1, 25))]
+        pairs = sum(1.0 if y > x else 0.5 if y == x else 0.0 for x in a for y in b)
+        assert u_statistic(a, b) == pairs
+        assert mann_whitney_u(a, b).u == pairs
 
 
 def test_three_against_three_cannot_reach_five_percent():

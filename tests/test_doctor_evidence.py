@@ -19,7 +19,8 @@ from pgcachelab.doctor.lab_evidence import (
 from pgcachelab.doctor.server_checks import check_shared_buffers
 from pgcachelab.doctor.server_facts import ServerFacts
 from pgcachelab.experiments.spec import Point
-from pgcachelab.store.sqlite import Measurement, ResultStore
+from pgcachelab.store.records import Measurement
+from pgcachelab.store.sqlite import SqliteResultStore
 
 MB = 1024**2
 GB = 1024**3
@@ -39,7 +40,7 @@ def environment(**changes) -> dict:
 def store_run(lab_dir, env=None, target=None, spec=CACHE_WASH_SPEC, idx2=IDX2_MS) -> str:
     """A finished cache-wash run as the runner stores it: points, then a measurement per
     repetition with every phase latency."""
-    store = ResultStore.in_lab_dir(lab_dir)
+    store = SqliteResultStore.in_lab_dir(lab_dir)
     points = [
         Point(index, {"table_size": "1.0"}, {"shared_buffers": size, "huge_pages": "off"},
               {"shared_buffers": size})
@@ -101,7 +102,7 @@ def test_no_evidence_says_why(tmp_path):
     )
     # doctor only reads: the store is opened read-only, and a read-only open writes nothing
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
-        ResultStore.open_read_only(tmp_path / "results.sqlite").db.execute("delete from runs")
+        SqliteResultStore.open_read_only(tmp_path / "results.sqlite").db.execute("delete from runs")
 
 
 def test_measured_with_the_same_memory_the_evidence_decides(tmp_path):

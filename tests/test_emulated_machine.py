@@ -21,11 +21,12 @@ from conftest import (
 )
 
 from pgcachelab.clusters.binaries import find_pgbench
+from pgcachelab.clusters.client import PgbenchTarget
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.machine.cgroup import PREFIX, find_hierarchy
 from pgcachelab.machine.emulated import EmulatedMachine, capabilities
 from pgcachelab.machine.hugepages import NR_HUGEPAGES
-from pgcachelab.workloads.pgbench import PgbenchTarget, init_args, run_pgbench_init
+from pgcachelab.workloads.pgbench import init_args, run_pgbench_init
 
 pytestmark = [
     pytest.mark.server,

@@ -123,3 +123,16 @@ def test_install_creates_missing_parents_reachable_and_leaves_existing_ones_alon
     assert private.stat().st_mode & 0o7777 == 0o1700
     assert (private / "a").stat().st_mode & 0o777 == 0o755
     assert (private / "a" / "b").stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven")
+def test_maven_keeps_its_repository_in_home_not_the_passwd_home(tmp_path, monkeypatch):
+    # Java reads the home directory from the passwd entry; a system user's is /nonexistent.
+    settings = tmp_path / "offline-settings.xml"
+    settings.write_text("<settings><offline>true</offline></settings>")
+    monkeypatch.setenv("PGCACHELAB_MAVEN_SETTINGS", str(settings))
+    monkeypatch.setenv("PGCACHELAB_PG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    result = run_cli("pg", "install", "12")
+    assert result.returncode == 2  # offline: the point is where Maven looked
+    assert (tmp_path / "home" / ".m2" / "repository").is_dir()

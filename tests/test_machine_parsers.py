@@ -98,6 +98,13 @@ def test_huge_pages_on_sweeps_shared_buffers_descending():
     assert [p.settings["shared_buffers"] for p in plain.points()] == ["16MB", "1GB"]
 
 
+ROOT_ONLY_POOL = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="the lab raises the huge-pages pool only as root: as a user it never touches it",
+)
+
+
+@ROOT_ONLY_POOL
 def test_a_kernel_that_gives_fewer_huge_pages_is_refused_and_restored(tmp_path, monkeypatch):
     """The refusal path, on stand-in /proc files: this 'kernel' never raises HugePages_Total."""
     from pgcachelab.machine import hugepages
@@ -117,6 +124,7 @@ def test_a_kernel_that_gives_fewer_huge_pages_is_refused_and_restored(tmp_path, 
     assert not (tmp_path / "state").exists()
 
 
+@ROOT_ONLY_POOL
 def test_labs_side_by_side_take_back_only_what_they_added(tmp_path, monkeypatch):
     """Two labs raise the pool in turn and finish in the other order; a killed one is undone."""
     from pgcachelab.machine import hugepages

@@ -86,6 +86,9 @@ def tcp_cluster(request, server_os_user, cluster_parent):
         cluster.destroy()
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="becoming another local user (nobody) to connect needs root"
+)
 def test_another_local_user_cannot_connect_over_tcp_without_the_password(tcp_cluster):
     tcp = tcp_cluster.tcp_conninfo()
     without_password = {k: v for k, v in tcp.items() if k != "passfile"}

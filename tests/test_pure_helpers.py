@@ -4,15 +4,10 @@ import math
 from pathlib import Path
 
 from pgcachelab.analysis.summary import hit_ratio, summarise, t95
+from pgcachelab.clusters.client import PgbenchTarget, pgoptions
 from pgcachelab.experiments.spec import Script
 from pgcachelab.probes.base import delta
-from pgcachelab.workloads.pgbench import (
-    PgbenchTarget,
-    default_init_steps,
-    init_args,
-    pgoptions,
-    run_args,
-)
+from pgcachelab.workloads.pgbench import default_init_steps, init_args, run_args
 
 WORKLOAD = {"mode": "select-only", "scripts": [], "clients": 40, "threads": 4, "duration": 20.0,
             "transactions": None, "progress": 1, "per_statement": False, "rate": None,

@@ -68,6 +68,25 @@ def error_of(text: str) -> UserError:
         ("[sweep.settings]\nshared_buffers = [4]", r"below its minimum 16", r"fix the value"),
         ('[pgbench]\nmode = "custom"', r"custom mode needs scripts", r"scripts ="),
         ("name = [", r"not valid TOML", r"syntax"),
+        # pydantic's own errors, in our words (experiments/spec/errors.py)
+        ("[server]\nsettings = 5", r"^exp.toml: server.settings: must be a table$",
+         r"\[server.settings\]"),
+        ("[pgbench]\nper_statement = 1", r"pgbench.per_statement: invalid value 1: not a boolean",
+         r"true or false"),
+        ('[server]\npg_bin = 5', r"server.pg_bin: invalid value 5: not a string",
+         r'server.pg_bin = "..."'),
+        ('[machine]\nos_cache = "cold"', r'machine.os_cache: invalid value "cold": unknown',
+         r"^use one of keep, drop-cluster, drop-all$"),
+        ('[inspect]\nmode = "slow"', r'inspect.mode: invalid value "slow"', r"consistent, fast"),
+        ("[[ladder]]\nname = 3", r"ladder\[0\].name: a step needs a name", r'name = "io"'),
+        ('[[ladder]]\nname = "a"\nsettings = 1', r"ladder\[0\].settings: must be a table",
+         r"ladder\[0\].settings"),
+        ('[sweep]\nclients = { from = 1, to = 4, by = 2 }',
+         r"sweep.clients: invalid value \{.*\}: not a range", r"factor = 2"),
+        ('[sweep]\nclients = [1, "2"]', r'sweep.clients: invalid value "2": not an integer >= 1',
+         r"1 or more"),
+        ('[report]\ntitle = "t"\ncolour = 1',
+         r"report.colour: unknown key", r"^use one of title$"),
     ],
 )  # fmt: skip
 def test_bad_specs_name_key_value_and_fix(text, message, hint):
@@ -138,6 +157,16 @@ def test_shipped_experiments_are_valid(name):
     validate_settings(parsed, CATALOGUE_18)
     assert parsed.sweep_workload["scale"][0] == 1
     assert parsed.parameters["mode"] == "select-only"
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "experiments").glob("*.toml")), ids=lambda path: path.name
+)
+def test_every_shipped_experiment_loads_and_expands(path):
+    parsed = parse_spec(path.read_text(), path)
+    parsed.memory_for_shares = 2 * 1024**3  # as the runner sets it: "25% of memory" resolves
+    validate_settings(parsed, CATALOGUE_18)
+    assert parsed.points() and parsed.schedule()
 
 
 def test_full_big_cache_is_the_seed():

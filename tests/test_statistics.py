@@ -2,6 +2,9 @@
 (tests/data/pgbench/stability, see capture.py there)."""
 
 import math
+import random
+import statistics
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from pgcachelab.analysis.statistics import (
     progress_warnings,
     relative_half_width,
     repetitions_warning,
+    sample_stdev,
     settled,
     tps_deviations,
     tps_trend,
@@ -54,6 +58,46 @@ def test_coverage_is_the_binomial_sum():
     # P(1 <= Binomial(6, 1/2) <= 5)
     assert order_statistic_coverage(6, 1) == pytest.approx(1 - 2 / 64)
     assert order_statistic_coverage(10, 3) == pytest.approx(1 - 2 * (1 + 10 + 45) / 1024)
+
+
+def reference_coverage(n: int, j: int) -> float:
+    """The exact sum the lab used before issue 24 (O(n^2) big-integer work per interval)."""
+    return sum(math.comb(n, i) for i in range(j, n - j + 1)) / 2**n
+
+
+def reference_interval(values: list[float], confidence: float) -> tuple:
+    ordered = sorted(values)
+    n = len(ordered)
+    j = 1
+    while j + 1 <= n // 2 and reference_coverage(n, j + 1) >= confidence:
+        j += 1
+    return ordered[j - 1], ordered[n - j], reference_coverage(n, j)
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
+def test_median_interval_equals_the_former_exact_sum_up_to_60_values(confidence):
+    for n in range(2, 61):
+        values = [float((7 * v) % n) for v in range(n)]  # a permutation: sorting matters
+        interval = median_interval(values, confidence)
+        assert (interval.low, interval.high, interval.coverage) == reference_interval(
+            values, confidence
+        )
+        for j in range(1, n // 2 + 1):
+            assert order_statistic_coverage(n, j) == reference_coverage(n, j)
+
+
+@pytest.mark.parametrize("n", [1001, 2000, 5001])
+def test_median_interval_in_floats_picks_the_exact_ranks_beyond_a_thousand(n):
+    # the exact tails by the same recurrence in integers: the former sum would take minutes
+    whole, term, tail, exact = 2**n, 1, 0, []
+    for k in range(n // 2):
+        tail += term
+        exact.append(Fraction(whole - 2 * tail, whole))
+        term = term * (n - k) // (k + 1)
+    j = max(rank for rank in range(1, n // 2 + 1) if exact[rank - 1] >= Fraction(0.95))
+    interval = median_interval([float(v) for v in range(n)])
+    assert (interval.low, interval.high) == (j - 1, n - j)
+    assert interval.coverage == pytest.approx(float(exact[j - 1]), abs=1e-12)
 
 
 def test_one_value_has_no_interval_and_summary_carries_the_median_interval():
@@ -125,3 +169,10 @@ def test_warmup_seconds_are_left_out_and_short_runs_are_not_judged():
     flat = tps_trend([1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0])
     assert flat.relative_change == 0 and not flat.significant
     assert not math.isnan(flat.t_statistic)
+
+
+def test_sample_stdev_agrees_with_the_exact_one():
+    rng = random.Random(5)
+    for _ in range(300):
+        values = [rng.lognormvariate(8, rng.random()) for _ in range(rng.randint(2, 200))]
+        assert sample_stdev(values) == pytest.approx(statistics.stdev(values), rel=1e-14)

@@ -2,7 +2,8 @@
 
 import sqlite3
 
-from pgcachelab.store.sqlite import _SCHEMA, SCHEMA_VERSION, ResultStore, StoredSnapshot
+from pgcachelab.store.records import StoredSnapshot
+from pgcachelab.store.sqlite import _SCHEMA, SCHEMA_VERSION, SqliteResultStore
 
 
 def _version_1_store(path) -> None:
@@ -22,7 +23,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     path = tmp_path / "results.sqlite"
     _version_1_store(path)
 
-    store = ResultStore(path)
+    store = SqliteResultStore(path)
     try:
         assert [run.run_id for run in store.runs()] == ["old"]
         assert store.snapshots("old") == []
@@ -33,7 +34,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
         assert store.snapshots("old") == [snapshot]
     finally:
         store.close()
-    ResultStore(path).close()  # opening a migrated store again changes nothing
+    SqliteResultStore(path).close()  # opening a migrated store again changes nothing
 
 
 def test_store_copy_carries_cache_snapshots_once(tmp_path):
@@ -41,7 +42,8 @@ def test_store_copy_carries_cache_snapshots_once(tmp_path):
     from pgcachelab.store.copy import copy_runs
     from pgcachelab.store.records import Measurement
 
-    source, destination = ResultStore(tmp_path / "a.sqlite"), ResultStore(tmp_path / "b.sqlite")
+    source = SqliteResultStore(tmp_path / "a.sqlite")
+    destination = SqliteResultStore(tmp_path / "b.sqlite")
     run_id = source.create_run("n", "s.toml", "", {"kind": "managed"}, {}, [Point(0, {}, {}, {})])
     source.record_measurement(
         run_id, Measurement(0, 0, "ok", None, 1.0, 2.0, 1.0, None, 10.0, None, None, {})

@@ -24,12 +24,20 @@ from test_cli import assert_user_error
 
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import Point
+from pgcachelab.store import sql_store
 from pgcachelab.store.postgresql import SCHEMA, SCHEMA_VERSION, PostgresResultStore
 from pgcachelab.store.records import Measurement, StoredSnapshot
-from pgcachelab.store.sqlite import ResultStore
+from pgcachelab.store.sqlite import SqliteResultStore
 
 pytestmark = pytest.mark.server
-TABLES = ("runs", "points", "measurements", "point_server_settings", "cache_snapshots")
+# Each table, with the columns the statements of store/sql_store.py name.
+TABLES = {
+    "runs": sql_store.RUN_COLUMNS,
+    "points": sql_store.POINT_COLUMNS,
+    "measurements": sql_store.MEASUREMENT_COLUMNS,
+    "point_server_settings": sql_store.SERVER_SETTINGS_COLUMNS,
+    "cache_snapshots": sql_store.SNAPSHOT_COLUMNS,
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +64,7 @@ def rows(url: str, table: str) -> int:
 def test_both_stores_have_the_same_columns(store_server, tmp_path):
     url = new_database(store_server, "columns")
     PostgresResultStore(url).close()
-    sqlite_store = ResultStore(tmp_path / "r.sqlite")
+    sqlite_store = SqliteResultStore(tmp_path / "r.sqlite")
     with psycopg.connect(url) as conn:
         for table in TABLES:
             in_postgresql = [
@@ -68,7 +76,7 @@ def test_both_stores_have_the_same_columns(store_server, tmp_path):
                 )
             ]
             in_sqlite = [r[1] for r in sqlite_store.db.execute(f"pragma table_info({table})")]
-            assert in_postgresql == in_sqlite, table
+            assert in_postgresql == in_sqlite == list(TABLES[table]), table
     sqlite_store.close()
 
 
@@ -106,7 +114,7 @@ def _exercise(store) -> dict:
 def test_the_postgresql_store_answers_as_the_sqlite_store(store_server, tmp_path):
     url = new_database(store_server, "parity")
     postgresql_store = PostgresResultStore(url)
-    sqlite_store = ResultStore(tmp_path / "r.sqlite")
+    sqlite_store = SqliteResultStore(tmp_path / "r.sqlite")
     assert _exercise(postgresql_store) == _exercise(sqlite_store)
     assert rows(url, "measurements") == 1  # the retry replaced the failed repetition
     assert postgresql_store.schema_version() == SCHEMA_VERSION

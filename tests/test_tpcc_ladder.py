@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import SPECS_DIR, dsn_of, run_cli, store_query
 
-from pgcachelab.analysis.ladder import StepSamples, ladder_results, steps_that_mattered
+from pgcachelab.analysis.ladder import StepSamples, ladder_results, risks, steps_that_mattered
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import memory_share, resolve_memory_shares, risks
+from pgcachelab.experiments.ladder import memory_share, resolve_memory_shares
 from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.workloads.tpcc.driver import reached_rate_limit
 

@@ -84,14 +84,15 @@ def test_bad_version_specs(text, message, hint):
 
 
 def test_points_that_share_data_run_together_whatever_the_order():
+    # (a version sweep runs in rounds over the versions instead: test_version_rounds.py)
     parsed = spec(
         'repetitions = 2\norder = "interleaved"\n'
-        '[sweep]\nversion = ["13", "18"]\nmode = ["select-only", "simple-update"]\n'
+        '[sweep]\nscale = [1, 2]\nmode = ["select-only", "simple-update"]\n'
     )
     order = parsed.schedule()
-    versions = [parsed.points()[p].workload["version"] for p, _ in order]
-    assert versions == ["13"] * 4 + ["18"] * 4  # one cluster per version
-    assert order[:4] == [(0, 0), (1, 0), (0, 1), (1, 1)]  # interleaved within the version
+    scales = [parsed.points()[p].workload["scale"] for p, _ in order]
+    assert scales == [1] * 4 + [2] * 4  # the data of a scale is built once
+    assert order[:4] == [(0, 0), (1, 0), (0, 1), (1, 1)]  # interleaved within the scale
 
 
 def test_threads_auto_follows_clients_up_to_the_cores(monkeypatch):
@@ -109,6 +110,12 @@ def test_shipped_archaeology_experiments(name):
     assert parsed.sweep_workload["scale_class"] == ["small", "medium", "large"]
     assert parsed.sweep_workload["mode"] == ["select-only", "simple-update"]
     assert parsed.data_checksums is False  # 18 would turn them on, the others not
+    assert parsed.versions[-1] == "18 control"  # the A/A control (issue 19)
+    if name == "archaeology.toml":  # every version the lab can install, both storage types
+        assert parsed.versions[:-1] == ["9.6", *map(str, range(10, 19))]
+        assert parsed.sweep_workload["disk"] == ["nvme", "sata-ssd"]
+    else:
+        assert len(parsed.versions) == 5
 
 
 def test_data_checksums_the_same_on_every_version():

@@ -157,6 +157,24 @@ read_buffer_header(BufferDesc *desc, CachelabMode mode, BufferTag *tag)
 	}
 }
 
+/*
+ * Refuse a caller whose row type does not have the columns this library
+ * fills: an SQL definition of another version of the extension than the
+ * library loaded (or a function made by hand on this symbol).  Without the
+ * check the values would be formed into a row of other types.
+ */
+static void
+check_columns(TupleDesc tupdesc, int columns, const char *function)
+{
+	if (tupdesc->natts != columns)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("function %s returns %d columns, but its caller expects %d",
+						function, columns, tupdesc->natts),
+				 errhint("Update the extension's SQL definition to match its library: "
+						 "ALTER EXTENSION pg_cachelab UPDATE.")));
+}
+
 /* What pg_buffercache calls isvalid: a page of some relation is in the buffer. */
 static inline bool
 buffer_in_use(uint32 state)
@@ -235,6 +253,7 @@ pg_cachelab_relations(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	check_columns(rsinfo->setDesc, RELATIONS_COLUMNS, "pg_cachelab_relations");
 
 	memset(&hash_control, 0, sizeof(hash_control));
 	hash_control.keysize = sizeof(CachelabRelationKey);
@@ -296,6 +315,7 @@ pg_cachelab_totals(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	check_columns(tupdesc, TOTALS_COLUMNS, "pg_cachelab_totals");
 
 	for (int i = 0; i < NBuffers; i++)
 	{

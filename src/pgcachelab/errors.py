@@ -1,4 +1,9 @@
-"""The one user-facing error type, caught once in the CLI."""
+"""The lab's own error types: the one user-facing error, caught once in the CLI, and the one
+base of the errors that fail a point (its reason is recorded and the sweep goes on).
+
+They live at the bottom of the layers (pyproject.toml's import contract), so that a layer
+raises what a higher one catches without importing upward.
+"""
 
 
 class UserError(Exception):
@@ -25,3 +30,15 @@ class RunFailed(UserError):
     one line like a UserError, but exit code 1, as for a run that could not finish."""
 
     exit_code = 1
+
+
+class PointError(Exception):
+    """A point could not be measured; the message is the reason recorded for it."""
+
+
+class ClusterError(PointError):
+    """The server would not initialise, start or stop; the message is the reason to record.
+
+    Here rather than in clusters/: the emulated machine (machine/emulated.py) refuses a server
+    start with it from the hook the cluster calls before every start.
+    """

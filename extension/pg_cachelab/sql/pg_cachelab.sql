@@ -22,3 +22,25 @@ ORDER BY mode;
 
 SELECT count(*) FROM pg_cachelab_relations('snapshot');
 SELECT * FROM pg_cachelab_totals('');
+
+-- a caller whose row type is not the one the library fills is refused, not given a row of
+-- other types
+CREATE FUNCTION relations_of_another_version(mode text, OUT reldatabase oid, OUT buffers int8)
+RETURNS SETOF record AS 'pg_cachelab', 'pg_cachelab_relations' LANGUAGE C STRICT;
+SELECT * FROM relations_of_another_version('fast');
+CREATE FUNCTION totals_of_another_version(mode text, OUT buffers_total int8, OUT used int8)
+AS 'pg_cachelab', 'pg_cachelab_totals' LANGUAGE C STRICT;
+SELECT * FROM totals_of_another_version('fast');
+DROP FUNCTION relations_of_another_version(text), totals_of_another_version(text);
+
+-- what is in the cache is not for everybody to see (as in pg_buffercache's test): a role
+-- without privileges is refused (pg_database_owner stands for one, so the test creates no
+-- role), and pg_monitor may call both functions
+SET ROLE pg_database_owner;
+SELECT count(*) FROM pg_cachelab_relations();
+SELECT * FROM pg_cachelab_totals();
+RESET ROLE;
+SET ROLE pg_monitor;
+SELECT count(*) > 0 AS some_relations FROM pg_cachelab_relations('fast');
+SELECT buffers_used > 0 AS some_used FROM pg_cachelab_totals('fast');
+RESET ROLE;

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pgcachelab.analysis.summary import Summary, best_by_median, summarise
 
 MIN_REPETITIONS = 3  # fewer give an interval too wide (or none) to rank settings by
-STEP_RATIO = 0.8  # throughput falling by a fifth or more between neighbouring sizes is a step
 
 
 @dataclass(frozen=True)
@@ -23,19 +22,6 @@ class Choice:
     indistinguishable: list  # other values whose interval overlaps the best's
     summaries: dict  # value -> Summary
     caveats: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Step:
-    """Throughput falling between two neighbouring values of a size parameter."""
-
-    before: object
-    after: object
-    ratio: float  # mean after / mean before
-    significant: bool  # the two intervals do not overlap
-    size_before_bytes: float | None
-    size_after_bytes: float | None
-    crosses: list[str]  # boundaries the database size crossed there ("shared_buffers", ...)
 
 
 @dataclass(frozen=True)
@@ -84,33 +70,6 @@ def choose(samples: dict, higher_is_better: bool, show: Callable = str) -> Choic
             f"do not tell them apart; repeat more or measure longer"
         )
     return Choice(best, summaries[best], tied, summaries, caveats)
-
-
-def throughput_steps(
-    samples: dict,
-    sizes_bytes: dict,
-    boundaries_bytes: dict[str, float | None],
-) -> list[Step]:
-    """Where throughput falls by STEP_RATIO or more between neighbouring sizes (seed 004), and
-    which boundary (shared_buffers, the memory) the database size crossed there."""
-    summaries = {v: summarise(values) for v, values in samples.items()}
-    ordered = sorted(v for v, s in summaries.items() if s is not None)
-    steps = []
-    for before, after in zip(ordered, ordered[1:], strict=False):
-        ratio = summaries[after].mean / summaries[before].mean if summaries[before].mean else 1.0
-        if ratio > STEP_RATIO:
-            continue
-        size_before, size_after = sizes_bytes.get(before), sizes_bytes.get(after)
-        crosses = [
-            name
-            for name, boundary in boundaries_bytes.items()
-            if boundary and size_before and size_after and size_before <= boundary < size_after
-        ]
-        steps.append(
-            Step(before, after, ratio, not overlaps(summaries[before], summaries[after]),
-                 size_before, size_after, crosses)
-        )  # fmt: skip
-    return steps
 
 
 def format_number(value: float) -> str:

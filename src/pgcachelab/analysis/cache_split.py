@@ -6,6 +6,7 @@ point ([inspect]) say why idx2 is slow or not: where the index and the table wer
 the scan (after idx1) and just after it (after seq).
 """
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -33,10 +34,17 @@ class Repetition:
     timing: str = CLIENT_TIMING
 
     def median(self, phase: str) -> float:
-        return statistics.median(self.samples_ms[phase])
+        return self._medians_ms[phase]
+
+    @functools.cached_property
+    def _medians_ms(self) -> dict[str, float]:
+        # Once per repetition: every table and ratio asks again (issue 24: 190,000 medians of
+        # 100 samples for one report of 10,000 repetitions).
+        return {phase: statistics.median(samples) for phase, samples in self.samples_ms.items()}
 
 
-def _groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
+def point_groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
+    """(huge pages, shared_buffers) -> that point's repetitions, in one pass."""
     groups: dict[tuple[str, int], list[Repetition]] = {}
     for rep in reps:
         groups.setdefault((rep.huge_pages, rep.shared_buffers_bytes), []).append(rep)
@@ -116,7 +124,7 @@ def survival_table(reps: list[Repetition]) -> list[SurvivalRow]:
     return [
         SurvivalRow(huge_pages, size, survival_ratio(group), geometric_interval(_ratios(group)))
         for (huge_pages, size), group in sorted(
-            _groups(reps).items(), key=lambda item: (item[0][0] != "on", item[0][0], item[0][1])
+            point_groups(reps).items(), key=lambda item: (item[0][0] != "on", *item[0])
         )
     ]
 
@@ -126,7 +134,7 @@ def index_survives_from(
 ) -> tuple[int | None, Summary | None]:
     """The smallest shared_buffers from which idx2 stays within 10% of idx1 at every larger
     setting too, judged on the median ratio over repetitions (its interval goes with it)."""
-    groups = {sb: g for (hp, sb), g in _groups(reps).items() if hp == huge_pages}
+    groups = {sb: g for (hp, sb), g in point_groups(reps).items() if hp == huge_pages}
     answer, answer_ratio = None, None
     for sb in sorted(groups, reverse=True):
         ratio = survival_ratio(groups[sb])
@@ -138,7 +146,7 @@ def index_survives_from(
 
 def best_setting(reps: list[Repetition], huge_pages: str, phase: str) -> tuple[int, Summary]:
     """The shared_buffers with the lowest median latency of `phase`."""
-    groups = {sb: g for (hp, sb), g in _groups(reps).items() if hp == huge_pages}
+    groups = {sb: g for (hp, sb), g in point_groups(reps).items() if hp == huge_pages}
     summaries = {sb: summarise([r.median(phase) for r in g]) for sb, g in groups.items()}
     best = best_by_median(summaries, higher_is_better=False)
     return best, summaries[best]

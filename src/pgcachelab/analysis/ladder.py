@@ -10,7 +10,33 @@ import statistics
 from dataclasses import dataclass, field
 
 from pgcachelab.analysis.versions import welch_log_ratio
-from pgcachelab.experiments.ladder import risks, step_changes
+
+# Settings that trade durability or maintenance away for speed (seed 002 uses some of them).
+RISKY_SETTINGS = {
+    "fsync": ("off", "a crash can corrupt the database"),
+    "full_page_writes": ("off", "a crash can leave torn pages that recovery cannot repair"),
+    "synchronous_commit": ("off", "a crash loses the last commits (up to 3 × wal_writer_delay)"),
+    "autovacuum": ("off", "tables bloat and transaction ids wrap around without vacuum"),
+}
+
+
+def step_changes(previous: dict, current: dict) -> list[tuple[str, str | None, str]]:
+    """(name, value before, value now) of what a step changed against the one before it."""
+    return [
+        (name, previous.get(name), value)
+        for name, value in current.items()
+        if previous.get(name) != value
+    ]
+
+
+def risks(settings: dict) -> list[tuple[str, str, str]]:
+    """(setting, value, what it risks) for settings that trade away durability or vacuum."""
+    found = []
+    for name, (risky_value, why) in RISKY_SETTINGS.items():
+        value = settings.get(name)
+        if value is not None and str(value).strip().lower() in (risky_value, "false", "0", "no"):
+            found.append((name, str(value), why))
+    return found
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,40 @@ class MedianInterval:
 
 def order_statistic_coverage(n: int, j: int) -> float:
     """P(x(j) <= true median <= x(n+1-j)) for n independent values (1-based j)."""
-    return sum(math.comb(n, i) for i in range(j, n - j + 1)) / 2**n
+    return order_statistic_coverages(n, j)[-1]
+
+
+# Up to this n the binomial coefficients are summed as exact integers (a few ms at 1,000):
+# coverages are then correctly rounded. Above it, in floats to about 1e-12.
+_EXACT_UP_TO = 1000
+
+
+def order_statistic_coverages(n: int, last_j: int) -> list[float]:
+    """order_statistic_coverage(n, j) for j = 1..last_j (at most n // 2), in O(n) steps.
+
+    coverage(j) = 1 - 2 P(Binomial(n, 1/2) <= j - 1), that tail accumulated term by term
+    (C(n, k+1) = C(n, k) (n-k) / (k+1)): summing the binomials afresh for every candidate rank
+    was O(n^2) big-integer work per interval, minutes at a few thousand repetitions (issue 24).
+    Above _EXACT_UP_TO the terms are floats, starting 20 standard deviations below the mean
+    (its log from lgamma), since everything below adds less than 1e-80 to a tail.
+    """
+    if n <= _EXACT_UP_TO:
+        whole, term, tail, coverages = 2**n, 1, 0, []
+        for k in range(last_j):
+            tail += term
+            coverages.append((whole - 2 * tail) / whole)
+            term = term * (n - k) // (k + 1)
+        return coverages
+    start = max(0, n // 2 - 10 * math.isqrt(n))
+    term = math.exp(
+        math.lgamma(n + 1) - math.lgamma(start + 1) - math.lgamma(n - start + 1) - n * math.log(2)
+    )
+    tail, coverages = 0.0, [1.0] * min(start, last_j)
+    for k in range(start, last_j):
+        tail += term
+        coverages.append(1 - 2 * tail)
+        term = term * (n - k) / (k + 1)
+    return coverages
 
 
 def median_interval(values: list[float], confidence: float = CONFIDENCE) -> MedianInterval | None:
@@ -137,10 +170,11 @@ def median_interval(values: list[float], confidence: float = CONFIDENCE) -> Medi
     n = len(ordered)
     if n < 2:
         return None
+    coverages = order_statistic_coverages(n, n // 2)  # shrinking as j grows
     j = 1
-    while j + 1 <= n // 2 and order_statistic_coverage(n, j + 1) >= confidence:
+    while j + 1 <= n // 2 and coverages[j] >= confidence:
         j += 1
-    return MedianInterval(ordered[j - 1], ordered[n - j], order_statistic_coverage(n, j))
+    return MedianInterval(ordered[j - 1], ordered[n - j], coverages[j - 1])
 
 
 def relative_half_width(median: float, interval: MedianInterval | None) -> float | None:
@@ -150,10 +184,18 @@ def relative_half_width(median: float, interval: MedianInterval | None) -> float
     return (interval.high - interval.low) / 2 / abs(median)
 
 
+def sample_stdev(values: list[float]) -> float:
+    """The sample standard deviation (n - 1), in floats summed exactly (fsum): statistics.stdev
+    sums exact fractions, ~3 us a value, seconds for a run of 100,000 (issue 24); this agrees
+    with it to the last digit or two."""
+    mean = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 def coefficient_of_variation(values: list[float]) -> float | None:
     if len(values) < 2 or not statistics.fmean(values):
         return None
-    return statistics.stdev(values) / abs(statistics.fmean(values))
+    return sample_stdev(values) / abs(statistics.fmean(values))
 
 
 def settled(values: list[float], target: float) -> bool:
@@ -252,6 +294,9 @@ class StabilityWarning:
     point: str  # the point's label, or "run"
     problem: str
     try_next: str
+    # what went wrong, one word, so a report can say each kind once (issue 25): "repetitions",
+    # "spread", "unsettled", "trend", "dips", "spikes"
+    kind: str = ""
 
     def text(self) -> str:
         return f"{self.point}: {self.problem}; try {self.try_next}"
@@ -269,7 +314,7 @@ def repetitions_warning(counts: dict[str, int]) -> StabilityWarning | None:
     return StabilityWarning(
         "run", f"{where} with fewer than {MIN_EXACT_95} repetitions (fewest {fewest}): their "
         f"medians' intervals are min..max and cover as little as {coverage:.0%}, not 95%",
-        f"repetitions = {MIN_EXACT_95} or more, or repetitions = \"auto\"",
+        f"repetitions = {MIN_EXACT_95} or more, or repetitions = \"auto\"", "repetitions",
     )  # fmt: skip
 
 
@@ -285,12 +330,13 @@ def point_warnings(label: str, values: list[float], target: float | None = None,
         warnings.append(StabilityWarning(
             label, f"{what} spread widely (CV {cv:.0%})",
             "more repetitions, a longer duration, order = \"interleaved\", or a quieter machine",
+            "spread",
         ))  # fmt: skip
     if target is not None and not settled(values, target):
         width = relative_half_width(statistics.median(values), median_interval(values))
         warnings.append(StabilityWarning(
             label, f"never settled: the median is known to ±{width:.1%}, target ±{target:.1%}",
-            "a larger max_repetitions, a longer duration, or a looser target_ci",
+            "a larger max_repetitions, a longer duration, or a looser target_ci", "unsettled",
         ))  # fmt: skip
     return warnings
 
@@ -305,7 +351,7 @@ def progress_warnings(label: str, seconds: list[float], tps: list[float], writes
             label, f"tps {direction} by {abs(trend.relative_change):.0%} over the measurement "
             "(a significant trend: the run had not reached a steady state)",
             "a longer warmup or duration; for read-write runs, checkpoint settings "
-            "(max_wal_size, checkpoint_timeout) and autovacuum",
+            "(max_wal_size, checkpoint_timeout) and autovacuum", "trend",
         ))  # fmt: skip
     deviations = tps_deviations(seconds, tps)
     if deviations is not None and deviations.dips_s:
@@ -315,12 +361,12 @@ def progress_warnings(label: str, seconds: list[float], tps: list[float], writes
             f"{deviations.median_tps:,.0f} (lowest {deviations.lowest_tps:,.0f}, at "
             f"{', '.join(f'{t:g}' for t in deviations.dips_s[:5])} s; {cause})",
             "checkpoint settings (max_wal_size, checkpoint_completion_target) for writes, "
-            "a longer duration, or a quieter machine",
+            "a longer duration, or a quieter machine", "dips",
         ))  # fmt: skip
     if deviations is not None and deviations.spikes_s:
         warnings.append(StabilityWarning(
             label, f"{len(deviations.spikes_s)} second(s) with tps far above the median "
             f"{deviations.median_tps:,.0f}",
-            "a longer warmup (caches still filling) or a longer duration",
+            "a longer warmup (caches still filling) or a longer duration", "spikes",
         ))  # fmt: skip
     return warnings

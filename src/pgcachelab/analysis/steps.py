@@ -23,11 +23,12 @@ shared_buffers, the memory available to the server (the emulated machine's limit
 host's RAM); steps past the memory step are the disk's (less of the data cached at each size).
 """
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
 
-from pgcachelab.analysis.versions import welch_log_ratio
+from pgcachelab.analysis.versions import LogMoments, log_moments, welch_from_moments
 
 # A step must be a drop of at least 20%. Points measured minutes apart on a shared 2-core machine
 # differ by 5-15% with nothing changed (the flat quick run of issue 17: 66.8k..80.0k tps over
@@ -68,6 +69,12 @@ class Segment:
     @property
     def geometric_mean_tps(self) -> float:
         return math.exp(statistics.fmean(math.log(v) for v in self.values))
+
+    @functools.cached_property
+    def log_moments(self) -> LogMoments:
+        # once per segment: merging compares each with its neighbours again and again, and
+        # the exact variance of thousands of repetitions is not free (issue 24)
+        return log_moments(self.values)
 
 
 @dataclass(frozen=True)
@@ -123,7 +130,7 @@ class StepFinding:
 def _break_score(before: Segment, after: Segment) -> float:
     """How clearly the break between two neighbours is a step: >= 1 when it is one (both its
     interval excludes 1 and it is at least MIN_STEP_RATIO); <= 0 for a rise."""
-    ratio, low, _ = welch_log_ratio(after.values, before.values)  # before / after
+    ratio, low, _ = welch_from_moments(after.log_moments, before.log_moments)  # before / after
     drop = math.log(ratio)
     if low is None:
         return min(drop, 0.0)  # one repetition a side: no interval, never a step
@@ -197,8 +204,9 @@ def find_steps(
     segments = segment(measured)
     breaks = []
     for before, after in zip(segments, segments[1:], strict=False):
-        # welch_log_ratio(x, y) is y / x: here before / after, so 2.0 means half the tps
-        breaks.append(Step(before, after, *welch_log_ratio(after.values, before.values)))
+        # welch_from_moments(x, y) is y / x: here before / after, so 2.0 means half the tps
+        breaks.append(Step(before, after, *welch_from_moments(after.log_moments,
+                                                              before.log_moments)))  # fmt: skip
     significant = [step for step in breaks if step.significant]
     expected = {SHARED_BUFFERS: shared_buffers_bytes, MEMORY: memory_bytes}
     expected = {name: size for name, size in expected.items() if size}

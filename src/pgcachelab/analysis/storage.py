@@ -4,7 +4,7 @@ probe measured on it, and how many requests reached the device. Pure."""
 from dataclasses import dataclass
 
 from pgcachelab.machine.disk_profiles import DiskProfile
-from pgcachelab.probes.storage import describe_probe
+from pgcachelab.machine.storage_probe import describe_probe
 
 
 @dataclass(frozen=True)

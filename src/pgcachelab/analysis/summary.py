@@ -4,7 +4,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from pgcachelab.analysis.statistics import median_interval, t95
+from pgcachelab.analysis.statistics import median_interval, sample_stdev, t95
 
 __all__ = ["Summary", "best_by_median", "hit_ratio", "summarise", "t95"]
 
@@ -32,7 +32,7 @@ def summarise(values: list[float]) -> Summary | None:
         return None
     mean = statistics.fmean(values)
     if len(values) > 1:
-        stdev = statistics.stdev(values)
+        stdev = sample_stdev(values)
         half = t95(len(values) - 1) * stdev / math.sqrt(len(values))
         ci_low, ci_high = mean - half, mean + half
     else:

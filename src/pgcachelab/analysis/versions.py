@@ -4,6 +4,10 @@ Pure functions. A cell is one combination of the other swept parameters (scale c
 clients...). The repetitions of the two versions are independent samples, so the ratio of their
 geometric means gets Welch's interval on the logarithms: ratios multiply, and the variances of
 the two versions need not be equal. A change is significant when its interval excludes 1.
+
+An A/A control (issue 19) is one version run a second time as an independent cluster, under
+the label "<version> control": its pair of cells measures the noise floor of the run. It stays
+out of the version-to-version chain and is compared with its twin alone.
 """
 
 import math
@@ -30,37 +34,82 @@ class VersionChange:
         return self.ci_low is not None and (self.ci_high < 1 or self.ci_low > 1)
 
 
+CONTROL_SUFFIX = " control"
+# More significant control cells than this share make the run untrustworthy: at the 95% level
+# an A/A pair is significant by chance in about one cell in twenty, so a higher share says the
+# clusters differ by more than chance (placement, drift the rounds did not spread).
+CONTROL_SIGNIFICANT_LIMIT = 0.05
+
+
+def control_label(version: str) -> str:
+    return f"{version}{CONTROL_SUFFIX}"
+
+
+def control_base(label: str) -> str | None:
+    """The version an A/A control label repeats, or None for an ordinary version."""
+    return label.removesuffix(CONTROL_SUFFIX) if str(label).endswith(CONTROL_SUFFIX) else None
+
+
+def server_version_of(label: str) -> str:
+    """The major version (or bin directory) a version label runs: a control runs its twin's."""
+    return control_base(label) or label
+
+
 def version_order(versions) -> list[str]:
-    """Major versions in release order ("9.6" before "10"); other names after, as given."""
+    """Major versions in release order ("9.6" before "10"); other names after, as given; a
+    control right after the version it repeats."""
 
     def key(version: str):
+        base = control_base(str(version))
+        twin = 1 if base is not None else 0
         try:
-            return (0, tuple(int(part) for part in str(version).split(".")))
+            return (0, tuple(int(part) for part in str(base or version).split(".")), twin)
         except ValueError:
-            return (1, ())
+            return (1, (), twin)
 
     return sorted(dict.fromkeys(versions), key=key)
+
+
+@dataclass(frozen=True)
+class LogMoments:
+    """What Welch's interval needs of a sample: the count, mean and variance of its logs."""
+
+    n: int
+    mean: float
+    variance: float | None  # None with one value
+
+
+def log_moments(values) -> LogMoments:
+    logs = [math.log(v) for v in values if v and v > 0]
+    if not logs:
+        raise ValueError("no positive values to compare")
+    variance = statistics.variance(logs) if len(logs) > 1 else None
+    return LogMoments(len(logs), statistics.fmean(logs), variance)
 
 
 def welch_log_ratio(
     before: list[float], after: list[float]
 ) -> tuple[float, float | None, float | None]:
     """after / before as a ratio of geometric means, with its 95% interval (None if n < 2)."""
-    logs_before = [math.log(v) for v in before if v and v > 0]
-    logs_after = [math.log(v) for v in after if v and v > 0]
-    if not logs_before or not logs_after:
-        raise ValueError("no positive values to compare")
-    difference = statistics.fmean(logs_after) - statistics.fmean(logs_before)
-    if len(logs_before) < 2 or len(logs_after) < 2:
+    return welch_from_moments(log_moments(before), log_moments(after))
+
+
+def welch_from_moments(
+    before: LogMoments, after: LogMoments
+) -> tuple[float, float | None, float | None]:
+    """welch_log_ratio from the samples' moments, which a caller comparing the same sample
+    many times keeps (the step finder: issue 24)."""
+    difference = after.mean - before.mean
+    if before.n < 2 or after.n < 2:
         return math.exp(difference), None, None
-    share_before = statistics.variance(logs_before) / len(logs_before)
-    share_after = statistics.variance(logs_after) / len(logs_after)
+    share_before = before.variance / before.n
+    share_after = after.variance / after.n
     error = math.sqrt(share_before + share_after)
     if error == 0:
         return math.exp(difference), math.exp(difference), math.exp(difference)
     # Welch-Satterthwaite degrees of freedom, fractional as they come: t95 is exact for any df
     freedom = (share_before + share_after) ** 2 / (
-        share_before**2 / (len(logs_before) - 1) + share_after**2 / (len(logs_after) - 1)
+        share_before**2 / (before.n - 1) + share_after**2 / (after.n - 1)
     )
     half = t95(freedom) * error
     return math.exp(difference), math.exp(difference - half), math.exp(difference + half)
@@ -69,16 +118,84 @@ def welch_log_ratio(
 def version_changes(samples: dict[tuple, dict[str, list[float]]]) -> list[VersionChange]:
     """`samples`: cell -> version -> throughput of each repetition.
 
-    Each version is compared with the closest older version measured in the same cell.
+    Each version is compared with the closest older version measured in the same cell; an
+    A/A control is left out (control_changes compares it with its twin).
     """
     changes = []
     for cell, by_version in samples.items():
-        measured = [v for v in version_order(by_version) if by_version[v]]
+        measured = [
+            v for v in version_order(by_version) if by_version[v] and control_base(v) is None
+        ]
         for previous, version in zip(measured, measured[1:], strict=False):
             ratio, low, high = welch_log_ratio(by_version[previous], by_version[version])
             counts = (len(by_version[previous]), len(by_version[version]))
             changes.append(VersionChange(cell, previous, version, ratio, low, high, counts))
     return changes
+
+
+def control_changes(samples: dict[tuple, dict[str, list[float]]]) -> list[VersionChange]:
+    """Per cell, the A/A control against the version it repeats (the twin as `previous`)."""
+    changes = []
+    for cell, by_version in samples.items():
+        for label, values in by_version.items():
+            base = control_base(label)
+            if base is None or not values or not by_version.get(base):
+                continue
+            ratio, low, high = welch_log_ratio(by_version[base], values)
+            counts = (len(by_version[base]), len(values))
+            changes.append(VersionChange(cell, base, label, ratio, low, high, counts))
+    return changes
+
+
+@dataclass(frozen=True)
+class ControlVerdict:
+    cells: int  # control cells with an interval
+    significant: int
+
+    @property
+    def share(self) -> float:
+        return self.significant / self.cells if self.cells else 0.0
+
+    @property
+    def trustworthy(self) -> bool:
+        return self.share <= CONTROL_SIGNIFICANT_LIMIT
+
+
+def control_verdict(changes: list[VersionChange]) -> ControlVerdict | None:
+    """How often the A/A pair differed significantly; None when no cell has an interval."""
+    with_interval = [c for c in changes if c.ci_low is not None]
+    if not with_interval:
+        return None
+    return ControlVerdict(len(with_interval), sum(c.significant for c in with_interval))
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    cell: tuple
+    previous: str
+    version: str
+    ratio: float  # this run's
+    other_ratio: float  # the other run's
+
+
+def direction_disagreements(
+    changes: list[VersionChange], other: list[VersionChange]
+) -> tuple[int, list[Disagreement]]:
+    """Changes significant in both runs (same cell and versions), and those of them whose
+    directions differ: one run saw faster what the other saw slower."""
+    theirs = {(c.cell, c.previous, c.version): c for c in other if c.significant}
+    both, disagreeing = 0, []
+    for change in changes:
+        twin = theirs.get((change.cell, change.previous, change.version))
+        if twin is None or not change.significant:
+            continue
+        both += 1
+        if (change.ratio > 1) != (twin.ratio > 1):
+            disagreeing.append(
+                Disagreement(change.cell, change.previous, change.version, change.ratio,
+                             twin.ratio)
+            )  # fmt: skip
+    return both, disagreeing
 
 
 # Settings that differ between any two clusters and say nothing about performance: paths, file

@@ -27,7 +27,7 @@ def register(app: typer.Typer, existing_store: Callable, run_of: Callable, store
         results = existing_store(lab_dir, store)
         run = run_of(results, run_id)
         data = load_run(results, run.run_id)
-        typer.echo(f"run {run.run_id} ({run.name}): what the measurements favour")
+        typer.echo(f"run {run.run_id} ({run.name}): what this run shows")
         for item in run_advice(data):
             where = f" [{item.cell}]" if item.cell else ""
             typer.echo(f"- {item.topic}{where}: {item.recommendation}")

@@ -80,8 +80,8 @@ def parse_settings_file(text: str) -> dict[str, str]:
 
 
 def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, Path]:
+    from pgcachelab.clusters.cluster_disk import data_dir_in
     from pgcachelab.clusters.managed import LAB_SUPERUSER, SETTINGS_FILE
-    from pgcachelab.machine.cluster_disk import data_dir_in
 
     data_dir = data_dir_in(work_dir)
     settings_path = data_dir / SETTINGS_FILE

@@ -327,10 +327,12 @@ def main() -> None:
     except KeyboardInterrupt:
         _exit_interrupted()
     except Exception as error:  # click's usage errors, the environment's failures
+        # typer >= 0.2x vendors click as typer._click and raises its exceptions; a separate
+        # click may be installed beside it (import-linter brings one), so typer's comes first.
         try:
-            from click.exceptions import ClickException
-        except ModuleNotFoundError:  # typer >= 0.2x vendors click as typer._click
             from typer._click.exceptions import ClickException
+        except ModuleNotFoundError:
+            from click.exceptions import ClickException
 
         if isinstance(error, ClickException):
             error.show()

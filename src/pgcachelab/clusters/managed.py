@@ -29,6 +29,7 @@ from pgcachelab.clusters.guc import (
     setting_value_text,
 )
 from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
+from pgcachelab.errors import ClusterError
 from pgcachelab.machine import owned
 
 LAB_SUPERUSER = "lab"
@@ -42,10 +43,6 @@ _PR_SET_PDEATHSIG = 1
 # Log lines that say why a start failed; a bad value in the conf file is only a LOG line
 # ("invalid value for parameter ...") followed by a FATAL that does not name it.
 _LOG_REASONS = ("FATAL", "ERROR", "invalid value", "unrecognized configuration parameter")
-
-
-class ClusterError(Exception):
-    """The server would not initialise, start or stop; the message is the reason to record."""
 
 
 def _die_with_parent() -> None:
@@ -132,7 +129,7 @@ class ManagedCluster:
         self.listen_tcp = listen_tcp
         self.disk = None
         if emulated_disk:
-            from pgcachelab.machine.cluster_disk import ClusterDisk
+            from pgcachelab.clusters.cluster_disk import ClusterDisk
 
             self.disk = ClusterDisk(work_dir, user)
         self.socket_dir = work_dir / "socket"
@@ -195,7 +192,7 @@ class ManagedCluster:
     @classmethod
     def attach(cls, install: PgInstall, user: OsUser, work_dir: Path, **kwargs):
         """The cluster a paused run kept in `work_dir`: no initdb, its data as it was."""
-        from pgcachelab.machine.cluster_disk import layout_data_dir
+        from pgcachelab.clusters.cluster_disk import layout_data_dir
 
         data_dir = layout_data_dir(work_dir) if kwargs.get("emulated_disk") else work_dir / "pgdata"
         if not (data_dir / "PG_VERSION").is_file():
@@ -542,7 +539,7 @@ def reap_stale(work_dir: Path, remove: bool = True) -> bool:
     """Stop a postmaster a killed lab left in `work_dir`, and remove the directory unless
     it holds data kept for --resume. Returns True when a server was still running there.
     """
-    from pgcachelab.machine.cluster_disk import data_dir_in
+    from pgcachelab.clusters.cluster_disk import data_dir_in
 
     found = False
     pid_file = data_dir_in(work_dir) / "postmaster.pid"

@@ -16,14 +16,14 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench, parse_version
 from pgcachelab.clusters.catalogue import install_catalogue, read_catalogue_rows
+from pgcachelab.clusters.client import PgbenchTarget, pgoptions
 from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings
 from pgcachelab.clusters.installs import resolve
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.errors import UserError
 from pgcachelab.machine.disk_profiles import HOST, resolve_disk
-from pgcachelab.probes.storage import probe_storage
-from pgcachelab.workloads.pgbench import PgbenchTarget, pgoptions
+from pgcachelab.machine.storage_probe import probe_storage
 
 SESSION_CONTEXTS = {"user", "superuser"}
 
@@ -47,6 +47,7 @@ class ManagedTarget:
         data_checksums: bool | None = None,
         disks: tuple[str | None, ...] = (),  # the disks the run's points name (canonical texts)
         disk_override: str | None = None,  # --disk: recorded, so --resume uses it again
+        machine=None,  # an EmulatedMachine shared with other targets, opened and closed by them
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
@@ -54,7 +55,8 @@ class ManagedTarget:
         self.listen_tcp = listen_tcp
         self.data_checksums = data_checksums
         self.cluster: ManagedCluster | None = None
-        self.machine = EmulatedMachine(memory_bytes)
+        self._owns_machine = machine is None
+        self.machine = machine if machine is not None else EmulatedMachine(memory_bytes)
         # Data that takes long to build (cache-wash) is kept when a run stops unfinished, in a
         # directory outside /tmp, and picked up again by --resume.
         self.keep_data = keep_data
@@ -103,7 +105,8 @@ class ManagedTarget:
         """Create and initdb the cluster, telling `record_work_dir` where before initdb runs."""
         user = server_user()
         install = install_usable_by(self.install, user)
-        self.machine.open()
+        if self._owns_machine:
+            self.machine.open()
         options = {"listen_tcp": self.listen_tcp, "machine": self.machine,
                    "data_checksums": self.data_checksums,
                    "emulated_disk": self.emulated_disk}  # fmt: skip
@@ -191,37 +194,57 @@ class ManagedTarget:
                             self.cluster.work_dir.parent.rmdir()
                 self.cluster = None
         finally:
-            self.machine.close()
+            if self._owns_machine:
+                self.machine.close()
         return kept
+
+    def park(self) -> None:
+        """Stop the server and unmount its disk; the cluster and its data stay for later."""
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster.release_disk()
 
 
 class VersionedTarget:
-    """Managed clusters of several server versions, one at a time (seed 001).
+    """Managed clusters of several server versions, one running at a time (seed 001).
 
-    The runner switches version as its schedule reaches a point of another one (the schedule
-    keeps each version's points together); the previous version's cluster is destroyed first,
-    so only one server holds the machine's memory at any time. Everything else is the current
-    version's ManagedTarget.
+    Each version gets a cluster of its own per data group (scale class, ...), created and
+    loaded the first time a point needs it and then kept, stopped, on disk (issue 19): the
+    runner's rounds visit every version again and again, and a version's data is built once.
+    Switching parks the running cluster (server stopped, emulated disk unmounted) and drops
+    every other cluster's files from the OS page cache before the next one starts, so one
+    server holds the (emulated) memory at a time and no version inherits another's warm
+    cache. All clusters share one emulated machine: one memory cgroup, one huge pages
+    reservation. Everything else is the current cluster's ManagedTarget.
     """
 
     kind = "managed"
 
     def __init__(
         self,
-        bin_dirs: dict[str, str],
+        bin_dirs: dict[str, str],  # version label -> bin directory (a control: its twin's)
         listen_tcp: bool = False,
         memory_bytes: int | None = None,
         data_checksums: bool | None = None,
         disks: tuple[str | None, ...] = (),
         disk_override: str | None = None,
     ):
+        from pgcachelab.machine.emulated import EmulatedMachine
+
+        self.machine = EmulatedMachine(memory_bytes)
+        self._options = {"listen_tcp": listen_tcp, "data_checksums": data_checksums,
+                         "disks": disks, "disk_override": disk_override,
+                         "machine": self.machine}  # fmt: skip
+        # One per version, never opened: its install and settings catalogue.
         self.targets = {
-            version: ManagedTarget(bin_dir, listen_tcp, memory_bytes, data_checksums=data_checksums,
-                                   disks=disks, disk_override=disk_override)
+            version: ManagedTarget(bin_dir, memory_bytes=memory_bytes, **self._options)
             for version, bin_dir in bin_dirs.items()
-        }  # fmt: skip
+        }
+        self.clusters: dict[tuple, ManagedTarget] = {}  # (version, data group) -> its cluster
+        self.states: dict[tuple, dict] = {}  # the workload's state of each cluster
         self.version = next(iter(self.targets))
         self.current = self.targets[self.version]
+        self.key: tuple | None = None
         self._record_work_dir: Callable[[str], None] | None = None
         # version -> names of settings that version does not know: left out of its points
         self.skipped_settings: dict[str, list[str]] = {}
@@ -242,27 +265,68 @@ class VersionedTarget:
             for version, t in self.targets.items()
         }  # fmt: skip
         return {**self.current.describe(), "bin_dir": None, "source": "versions",
-                "versions": versions, "skipped_settings": self.skipped_settings}  # fmt: skip
+                "versions": versions, "skipped_settings": self.skipped_settings,
+                "clusters": "one per version and data group, stopped between turns"}  # fmt: skip
 
     def apply(self, settings: dict) -> str:
         skipped = self.skipped_settings.get(self.version, [])
         return self.current.apply({k: v for k, v in settings.items() if k not in skipped})
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
+        """Open the shared machine; clusters are created by switch, as points need them."""
         self._record_work_dir = record_work_dir
-        self.current.open(record_work_dir)
+        self.machine.open()
 
-    def switch(self, version: str) -> bool:
-        """Make `version` current, with its cluster running; True when that changed anything."""
-        if version == self.version and self.current.cluster is not None:
-            return False
-        self.current.close()
-        self.version, self.current = version, self.targets[version]
-        self.current.open(self._record_work_dir)
-        return True
+    def switch(self, version: str, group: tuple) -> tuple[dict, dict] | None:
+        """Make the cluster of `version` and data `group` current (created on first use, its
+        server started by the next apply). Returns its workload state and what was dropped from
+        the OS cache, or None when it was current already."""
+        key = (version, group)
+        if key == self.key and self.current.cluster is not None:
+            return None
+        if self.key is not None:
+            self.current.park()
+        target = self.clusters.get(key)
+        if target is None:
+            bin_dir = str(self.targets[version].install.bin_dir)
+            target = ManagedTarget(bin_dir, memory_bytes=self.machine.memory_bytes,
+                                   **self._options)  # fmt: skip
+            self.key = None  # the previous cluster is parked: a failed initdb leaves none current
+            target.open(self._record_work_dir)  # a failure removes what it made
+            target.park()  # initdb left nothing running; its disk is mounted again on use
+            self.clusters[key] = target
+        self.version, self.current, self.key = version, target, key
+        return self.states.setdefault(key, {}), self.drop_others_cache()
+
+    def drop_others_cache(self) -> dict:
+        """posix_fadvise(DONTNEED) on the files of every cluster but the current one (all
+        parked: nothing dirty is left in their pages after a clean shutdown)."""
+        from pgcachelab.machine.oscache import evict_files
+
+        files = evicted_bytes = 0
+        for key, target in self.clusters.items():
+            if key != self.key and target.cluster is not None:
+                evicted = evict_files(target.cluster.data_dir)
+                files += evicted["files"]
+                evicted_bytes += evicted["bytes"]
+        return {"clusters": len(self.clusters) - 1, "files": files, "bytes": evicted_bytes}
 
     def close(self, finished: bool = True) -> str | None:
-        return self.current.close(finished)
+        """Stop and remove every cluster, then the machine."""
+        failures = []
+        try:
+            for target in self.clusters.values():
+                try:  # one cluster that fails to stop must not leave the others behind
+                    target.close(finished=True)
+                except Exception as error:  # noqa: BLE001 - re-raised below, after the rest
+                    failures.append(error)
+        finally:
+            self.clusters = {}
+            self.key = None
+            self.machine.close()
+        if failures:
+            raise failures[0]
+        return None
 
 
 class ExistingTarget:

@@ -20,7 +20,9 @@ from pgcachelab.analysis.advice import choose, format_interval
 from pgcachelab.analysis.cache_split import index_survives_from
 from pgcachelab.analysis.summary import Summary
 from pgcachelab.report.dataset import RunData, load_run, repetitions
-from pgcachelab.store.sqlite import STORE_FILE, ResultStore, Run
+from pgcachelab.store.location import STORE_FILE
+from pgcachelab.store.records import Run
+from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.units import format_bytes
 
 
@@ -158,7 +160,7 @@ def read_cache_split_evidence(
     if not path.is_file():
         return None, f"no results store at {path}"
     try:
-        store = ResultStore.open_read_only(path)
+        store = SqliteResultStore.open_read_only(path)
     except sqlite3.Error as error:
         return None, f"cannot read the results store {path}: {error}"
     try:

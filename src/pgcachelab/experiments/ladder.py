@@ -11,15 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 STEP_KEYS = {"name", "description", "settings"}
-NO_LIMIT = "off"  # a ladder step lifts a rate limit the steps before it set
 _MEMORY_SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*of\s+memory\s*$", re.IGNORECASE)
-# Settings that trade durability or maintenance away for speed (seed 002 uses some of them).
-RISKY_SETTINGS = {
-    "fsync": ("off", "a crash can corrupt the database"),
-    "full_page_writes": ("off", "a crash can leave torn pages that recovery cannot repair"),
-    "synchronous_commit": ("off", "a crash loses the last commits (up to 3 × wal_writer_delay)"),
-    "autovacuum": ("off", "tables bloat and transaction ids wrap around without vacuum"),
-}
 
 
 @dataclass(frozen=True)
@@ -57,22 +49,3 @@ def cumulative(steps: list[LadderStep]) -> list[tuple[dict, dict]]:
         workload = {**workload, **step.workload}
         in_force.append((dict(settings), dict(workload)))
     return in_force
-
-
-def step_changes(previous: dict, current: dict) -> list[tuple[str, str | None, str]]:
-    """(name, value before, value now) of what a step changed against the one before it."""
-    return [
-        (name, previous.get(name), value)
-        for name, value in current.items()
-        if previous.get(name) != value
-    ]
-
-
-def risks(settings: dict) -> list[tuple[str, str, str]]:
-    """(setting, value, what it risks) for settings that trade away durability or vacuum."""
-    found = []
-    for name, (risky_value, why) in RISKY_SETTINGS.items():
-        value = settings.get(name)
-        if value is not None and str(value).strip().lower() in (risky_value, "false", "0", "no"):
-            found.append((name, str(value), why))
-    return found

@@ -17,6 +17,7 @@ import psycopg
 from pgcachelab import interrupts
 from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.analysis.statistics import settled
+from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError
@@ -27,6 +28,7 @@ from pgcachelab.clusters.targets import (
     pgbench_for,
 )
 from pgcachelab.errors import RunFailed, UserError
+from pgcachelab.experiments.cache_sampler import CacheSampler
 from pgcachelab.experiments.reaping import reap_abandoned
 from pgcachelab.experiments.spec import (
     ExperimentSpec,
@@ -37,18 +39,18 @@ from pgcachelab.experiments.spec import (
     schedule,
     validate_settings,
 )
+from pgcachelab.experiments.version_rounds import group_of, version_rounds
 from pgcachelab.failures import database_reason, os_error_line, store_error_line
 from pgcachelab.machine import fusedisk, oscache, owned
 from pgcachelab.machine.disk_profiles import HOST
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.base import delta, snapshot
-from pgcachelab.probes.cache_sampler import CacheSampler
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.store.location import MASK
-from pgcachelab.store.sqlite import Measurement, ResultStore
+from pgcachelab.store.records import Measurement, ResultStore
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads import cache_wash, pgbench_workload, tpcc_workload
 from pgcachelab.workloads.outcome import MeasurementError
@@ -119,7 +121,11 @@ def make_target(
                 f"{option}: the spec sweeps version, so the lab runs each version itself",
                 f"drop {option}, or the version sweep",
             )
-        bin_dirs = {version: _installed_or_install(version, note) for version in spec.versions}
+        installed = {
+            version: _installed_or_install(version, note)
+            for version in dict.fromkeys(server_version_of(v) for v in spec.versions)
+        }
+        bin_dirs = {version: installed[server_version_of(version)] for version in spec.versions}
         return VersionedTarget(
             bin_dirs, spec.listen_tcp, memory_bytes, spec.data_checksums, disks, disk
         )
@@ -306,10 +312,25 @@ def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None)
     return run_id
 
 
+def planned_schedule(spec: ExperimentSpec) -> list[tuple[int, int]]:
+    """(point, repetition) pairs in the order they run: a version sweep in rounds over the
+    versions (version_rounds), anything else by the spec's order."""
+    if spec.versions:
+        return version_rounds(spec.points(), spec.rounds, spec.order, spec.seed)[0]
+    return spec.schedule()
+
+
 def schedule_record(spec: ExperimentSpec) -> dict:
     """How the run chose its order and repetitions, stored with its environment: the seed of
-    a random order is what makes the order reproducible."""
+    a random order is what makes the order reproducible; a version sweep also keeps the order
+    its versions ran in, per round and data group."""
+    rounds = {}
+    if spec.versions:
+        rounds["version_rounds"] = version_rounds(
+            spec.points(), spec.rounds, spec.order, spec.seed
+        )[1]
     return {
+        **rounds,
         "order": spec.order,
         "seed": spec.seed,
         "repetitions": "auto" if spec.auto_repetitions else spec.repetitions,
@@ -330,7 +351,7 @@ def measured_tps(store: ResultStore, run_id: str, warmup_repetitions: int) -> di
 
 def execute(ctx: RunContext) -> None:
     points = ctx.spec.points()
-    planned = ctx.spec.schedule()
+    planned = planned_schedule(ctx.spec)
     done = ctx.store.completed(ctx.run_id)
     todo = [(p, r) for p, r in planned if (p, r) not in done]
     ctx.store.mark_running(ctx.run_id, os.getpid(), None)
@@ -491,8 +512,10 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     workload, pgbench = _workload(ctx), pgbench_for(ctx.target)
     sampler = None
     try:
-        if isinstance(ctx.target, VersionedTarget) and ctx.target.switch(point.workload["version"]):
-            ctx.workload_state.clear()  # a new cluster: no data yet
+        if isinstance(ctx.target, VersionedTarget):
+            switched = ctx.target.switch(point.workload["version"], group_of(point))
+            if switched is not None:  # another version's (or data group's) cluster
+                ctx.workload_state, metrics["version_switch"] = switched
         point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
         disk_changed = _use_disk(ctx, point)
         action = ctx.target.apply(point.settings)
@@ -504,6 +527,10 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             if point.index not in ctx.settings_recorded:
                 ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
                 ctx.settings_recorded.add(point.index)
+            if "version_switch" in metrics and ctx.spec.workload == "pgbench":
+                # The turn's cluster starts with its OS cache dropped (another version ran):
+                # its data is read in again, as a server that had been running would hold it.
+                metrics["version_switch"]["prewarmed_blocks"] = prewarm_all(ctx, conn)
             metrics["caches"] = prepare_caches(ctx, point, conn)
             sampler = _open_sampler(ctx, point)
             if sampler and ctx.spec.inspect.accuracy_pairs and sampler.method == "extension":
@@ -688,17 +715,22 @@ def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> d
         oscache.drop_all()
         done["dropped_all"] = True
     if point.workload.get("prewarm") and ctx.spec.workload != "cache-wash":  # it prewarms itself
-        if ctx.target.machine is not None:
-            conn.execute("create extension if not exists pg_prewarm")
-        rows = conn.execute(
-            "select c.oid::regclass::text, pg_prewarm(c.oid) from pg_class c"
-            " join pg_namespace n on n.oid = c.relnamespace"
-            " where c.relkind in ('r', 'i', 'm', 't')"
-            " and n.nspname not in ('pg_catalog', 'information_schema')"
-            " and n.nspname !~ '^pg_toast' and c.relpersistence <> 't'"
-        ).fetchall()
-        done["prewarmed_blocks"] = {name: blocks for name, blocks in rows}
+        done["prewarmed_blocks"] = prewarm_all(ctx, conn)
     return done
+
+
+def prewarm_all(ctx: RunContext, conn: psycopg.Connection) -> dict[str, int]:
+    """pg_prewarm every table and index of the database: relation -> blocks read."""
+    if ctx.target.machine is not None:
+        conn.execute("create extension if not exists pg_prewarm")
+    rows = conn.execute(
+        "select c.oid::regclass::text, pg_prewarm(c.oid) from pg_class c"
+        " join pg_namespace n on n.oid = c.relnamespace"
+        " where c.relkind in ('r', 'i', 'm', 't')"
+        " and n.nspname not in ('pg_catalog', 'information_schema')"
+        " and n.nspname !~ '^pg_toast' and c.relpersistence <> 't'"
+    ).fetchall()
+    return {name: blocks for name, blocks in rows}
 
 
 def _machine_stats(ctx: RunContext) -> dict | None:

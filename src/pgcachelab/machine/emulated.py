@@ -8,8 +8,7 @@ instead of left to the OOM killer.
 
 from dataclasses import dataclass
 
-from pgcachelab.clusters.managed import ClusterError
-from pgcachelab.errors import UserError
+from pgcachelab.errors import ClusterError, UserError
 from pgcachelab.machine import fusedisk, hugepages, oscache
 from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy
 from pgcachelab.units import format_bytes, shared_buffers_bytes

@@ -22,6 +22,10 @@ FORK_NAMES = {0: "main", 1: "fsm", 2: "vm", 3: "init"}
 RELATION_KINDS = {"r": "table", "i": "index", "t": "toast", "m": "materialized view",
                   "S": "sequence", "p": "partitioned table", "I": "partitioned index"}  # fmt: skip
 MODES = ("consistent", "fast")
+# The connection of the lab's cache sampler (experiments/cache_sampler.py). Workloads that wait
+# for the other sessions of the database to end (cache-wash waits for the statistics of
+# pgbench's sessions) leave this one out by its name.
+SAMPLER_APPLICATION_NAME = "pgcachelab-sampler"
 
 # Per relation fork: the same columns from either source, so one naming query serves both.
 _EXTENSION_ROWS = "select * from pg_cachelab_relations({mode})"

@@ -1,18 +1,53 @@
-"""`pgcachelab advise`: a stored run's measurements turned into advice (analysis.advice).
+"""A stored run's answer, with intervals, and what it cannot tell: what `pgcachelab advise`
+prints and what the report's "What this run shows" opens with (issue 25: one source).
 
-Reads a RunData only. Which questions apply follows from what the run swept: cache-wash points
-(seed 000), versions (seed 001), clients, and the scale factor (seed 004).
+Reads a RunData only, no plotting. Each kind of run reads the same analysis as the tables of its
+report section: the steps over data sizes (analysis.steps, seed 004), the version-to-version
+changes (analysis.versions, seed 001), the overhead sags (report.overhead_sags, seed 003), the
+ladder (analysis.ladder), the cache-wash survival and best setting (analysis.cache_split, seed
+000); and `compare`'s matched points. Where the intervals cannot tell values apart, the advice
+says "no clear difference" rather than crown the luckier one.
 """
 
-from pgcachelab.analysis.advice import Advice, Choice, choose, format_interval, throughput_steps
+from pgcachelab.analysis.advice import (
+    MIN_REPETITIONS,
+    Advice,
+    Choice,
+    choose,
+    format_interval,
+    repetition_caveats,
+)
 from pgcachelab.analysis.cache_split import (
+    PHASES,
     SURVIVAL_TOLERANCE,
+    huge_pages_effect,
     index_survives_from,
     pgbench_logged_zeros,
+    survival_table,
+)
+from pgcachelab.analysis.compare import Comparison
+from pgcachelab.analysis.steps import DISK, MATCH_FACTOR, MEMORY, MIN_STEP_RATIO, SHARED_BUFFERS
+from pgcachelab.analysis.summary import summarise
+from pgcachelab.analysis.versions import (
+    CONTROL_SIGNIFICANT_LIMIT,
+    VersionChange,
+    control_base,
+    control_changes,
+    control_verdict,
+    version_changes,
+    version_order,
 )
 from pgcachelab.report.dataset import PointResult, RunData, repetitions
+from pgcachelab.report.overhead_sags import (
+    METHOD_NAMES,
+    MethodSag,
+    cell_text,
+    is_overhead_run,
+    method_sags,
+)
+from pgcachelab.report.steps import points_steps
 from pgcachelab.report.tpcc_steps import is_tpcc_run, ladder_advice
-from pgcachelab.units import format_bytes, shared_buffers_bytes
+from pgcachelab.units import format_bytes
 
 
 def _cell(result: PointResult, topic: str) -> tuple:
@@ -33,24 +68,33 @@ def _tps_by_cell(data: RunData, topic: str) -> dict[tuple, dict]:
     return cells
 
 
+def ratio_text(ratio: float) -> str:
+    """Two decimals below 10, three significant digits above, as the steps are quoted: 0.54,
+    1.31, 13.6, 136."""
+    return f"{ratio:.2f}" if abs(ratio) < 10 else f"{ratio:.3g}"
+
+
+def ratio_interval(low: float | None, high: float | None) -> str:
+    return "no interval" if low is None else f"95% CI {ratio_text(low)}–{ratio_text(high)}"
+
+
 def _all_tied(choice: Choice) -> bool:
     """Every other value's interval overlaps the best's: the run singles out nothing."""
     return len(choice.summaries) > 1 and len(choice.indistinguishable) == len(choice.summaries) - 1
 
 
-def _headline(choice: Choice, claim: str, show=str) -> str:
+def _headline(choice: Choice, claim: str, unit: str, show=str) -> str:
+    figure = format_interval(choice.best_summary, unit)
     if _all_tied(choice):
-        return (f"no value stands out: {show(choice.best)} has the best median, but every other "
-                f"value's interval overlaps it")  # fmt: skip
-    return claim + _tied_text(choice, show)
+        return (f"no clear difference: {show(choice.best)} has the best median ({figure}), but "
+                "every other value's interval overlaps it")  # fmt: skip
+    return f"{claim} ({figure})" + _tied_text(choice, show)
 
 
 def _tied_text(choice: Choice, show=str) -> str:
     if not choice.indistinguishable:
         return ""
-    return (
-        f" (as good within the intervals: {', '.join(show(v) for v in choice.indistinguishable)})"
-    )
+    return f"; as good within the intervals: {', '.join(show(v) for v in choice.indistinguishable)}"
 
 
 def _others(choice: Choice, unit: str, show=str) -> str:
@@ -61,31 +105,81 @@ def _others(choice: Choice, unit: str, show=str) -> str:
     )
 
 
+# -- cache-wash (seed 000) ------------------------------------------------------------------
+
+
+def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
+    """From which shared_buffers the index survives the scan: the report's findings table."""
+    rows = [r for r in survival_table(reps) if r.huge_pages == huge_pages and r.geometric]
+    if not rows:
+        return None
+    within = f"within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1"
+    size, _ = index_survives_from(reps, huge_pages)
+    row = next((r for r in rows if r.shared_buffers_bytes == size), rows[-1])
+    geometric = row.geometric
+    interval = ratio_interval(geometric.ci_low, geometric.ci_high)
+    figure = (f"idx2/idx1 {geometric.ratio:.2f} ({interval}) at "
+              f"{format_bytes(row.shared_buffers_bytes)}")  # fmt: skip
+    if size is None:
+        recommendation = (f"no shared_buffers measured keeps idx2 (the lookups after the scan) "
+                          f"{within}: {figure}, the largest")  # fmt: skip
+    else:
+        recommendation = (f"idx2 stays {within} (the index survives the scan) from "
+                          f"shared_buffers = {format_bytes(size)}: {figure}")  # fmt: skip
+    caveats = []
+    if size is not None and row.verdict != "yes":
+        caveats.append(
+            f"that the index survives rests on the median ratio: the interval reaches past "
+            f"{SURVIVAL_TOLERANCE:.2f} ({row.verdict})"
+        )
+    evidence = "; ".join(
+        f"{format_bytes(r.shared_buffers_bytes)}: {r.geometric.ratio:.2f} "
+        f"({ratio_interval(r.geometric.ci_low, r.geometric.ci_high)}), {r.verdict}"
+        for r in rows
+    )
+    return Advice("shared_buffers", cell, recommendation, "idx2/idx1 per point: " + evidence,
+                  caveats)  # fmt: skip
+
+
+def _huge_pages_advice(reps: list) -> Advice | None:
+    """Huge pages on against off, per phase: the report's huge pages table."""
+    effects = {phase: huge_pages_effect(reps, phase) for phase in PHASES}
+    effects = {phase: e for phase, e in effects.items() if e is not None}
+    if not effects:
+        return None
+    significant = {phase: e for phase, e in effects.items() if e.significant}
+
+    def text(phase, effect) -> str:
+        return (f"{phase} on/off ×{effect.ratio:.2f} "
+                f"({ratio_interval(effect.ci_low, effect.ci_high)})")  # fmt: skip
+
+    if significant:
+        recommendation = "huge pages change the latency: " + "; ".join(
+            text(phase, e) + (" faster" if e.ratio < 1 else " SLOWER")
+            for phase, e in significant.items()
+        )
+    else:
+        recommendation = "huge pages: no clear difference in any phase"
+    evidence = "; ".join(text(phase, e) for phase, e in effects.items())
+    return Advice("huge_pages", "", recommendation, evidence, [])
+
+
 def cache_wash_advice(data: RunData) -> list[Advice]:
-    """Seed 000: the shared_buffers that minimises idx2 (the index lookups after the scan)."""
+    """Seed 000: where the index survives the scan, the shared_buffers that minimises idx2 (the
+    index lookups after the scan), and what huge pages change."""
     reps = repetitions(data)
     advice = []
     for huge_pages in sorted({r.huge_pages for r in reps}, reverse=True):
         mine = [r for r in reps if r.huge_pages == huge_pages]
+        cell = f"huge_pages={huge_pages}" if huge_pages else ""
+        survival = _survival_advice(reps, huge_pages, cell)
+        advice += [survival] if survival else []
         samples: dict[int, list[float]] = {}
         for rep in mine:
             samples.setdefault(rep.shared_buffers_bytes, []).append(rep.median("idx2"))
         choice = choose(samples, higher_is_better=False, show=format_bytes)
         if choice is None:
             continue
-        cell = f"huge_pages={huge_pages}" if huge_pages else ""
-        survives, ratio = index_survives_from(mine, huge_pages)
-        evidence = f"idx2 median {format_interval(choice.best_summary, ' ms')}"
-        if survives is not None:
-            evidence += (
-                f"; idx2 stays within 10% of idx1 from shared_buffers = {format_bytes(survives)}"
-                f" (idx2/idx1 {format_interval(ratio)})"
-            )
-            if ratio.ci_high is None or ratio.ci_high > SURVIVAL_TOLERANCE:
-                choice.caveats.append(
-                    "that the index survives the scan rests on the mean ratio only: its interval "
-                    f"reaches past {SURVIVAL_TOLERANCE:.2f}"
-                )
         others = _others(choice, " ms", format_bytes)
         caveats = list(choice.caveats)
         zeros, total = pgbench_logged_zeros(mine)  # runs stored before the client timing
@@ -98,17 +192,24 @@ def cache_wash_advice(data: RunData) -> list[Advice]:
             Advice(
                 "shared_buffers", cell,
                 _headline(choice, f"shared_buffers = {format_bytes(choice.best)} gives the "
-                          "fastest index lookups after a large scan", format_bytes),
-                evidence + (f"; others: {others}" if others else ""), caveats,
+                          "fastest index lookups after a large scan, idx2", " ms", format_bytes),
+                f"idx2 median {format_interval(choice.best_summary, ' ms')}"
+                + (f"; others: {others}" if others else ""), caveats,
             )
         )  # fmt: skip
-    return advice
+    huge_pages = _huge_pages_advice(reps)
+    return advice + ([huge_pages] if huge_pages else [])
+
+
+# -- a sweep of one value at peak throughput ---------------------------------------------------
 
 
 def best_value_advice(data: RunData, topic: str, what: str) -> list[Advice]:
     """The value of `topic` at peak throughput, per combination of the other swept values."""
     advice = []
     for cell, samples in sorted(_tps_by_cell(data, topic).items(), key=lambda kv: str(kv[0])):
+        if topic == "version":  # the A/A control repeats a version: it is not a candidate
+            samples = {v: s for v, s in samples.items() if control_base(str(v)) is None}
         choice = choose(samples, higher_is_better=True)
         if choice is None:
             continue
@@ -116,7 +217,7 @@ def best_value_advice(data: RunData, topic: str, what: str) -> list[Advice]:
         advice.append(
             Advice(
                 topic, _cell_text(cell),
-                _headline(choice, f"{topic} = {choice.best} {what}"),
+                _headline(choice, f"{topic} = {choice.best} {what}", " tps"),
                 f"{format_interval(choice.best_summary, ' tps')}"
                 + (f"; others: {others}" if others else ""), choice.caveats,
             )
@@ -124,62 +225,288 @@ def best_value_advice(data: RunData, topic: str, what: str) -> list[Advice]:
     return advice
 
 
-def scale_advice(data: RunData) -> list[Advice]:
-    """Seed 004: where throughput falls as the data grows, and the boundary crossed there."""
-    shared_buffers = shared_buffers_bytes(
-        next((p.point.settings.get("shared_buffers") for p in data.points), None)
-    )
-    boundaries = {
-        "shared_buffers": shared_buffers,
-        "the memory available to the server": data.memory_available_bytes,
-    }
+def control_advice(data: RunData) -> list[Advice]:
+    """Issue 19: the A/A control's verdict first; an untrustworthy run casts doubt on the rest."""
+    if "version" not in data.swept_keys:
+        return []
+    verdict = control_verdict(control_changes(version_samples(data)))
+    if verdict is None:
+        return []
+    share = f"{verdict.significant} of {verdict.cells} cells ({verdict.share:.0%})"
+    if verdict.trustworthy:
+        return [Advice("control", "", "the A/A control holds: identical clusters were told "
+                       "apart no more often than chance", f"significant in {share}; the limit "
+                       f"is {CONTROL_SIGNIFICANT_LIMIT:.0%}", [])]  # fmt: skip
+    return [
+        Advice("control", "", "UNTRUSTWORTHY RUN: do not act on its version differences; "
+               "repeat it on a quieter machine or with more repetitions",
+               f"the A/A control (one version on two clusters) is significant in {share}, "
+               f"more than the {CONTROL_SIGNIFICANT_LIMIT:.0%} chance allows",
+               ["differences between versions of the size the control shows may be noise"])
+    ]  # fmt: skip
+
+
+# -- data sizes (seed 004): the report's steps ---------------------------------------------------
+
+
+def _boundary_text(name: str | None, size_bytes: float | None, data: RunData) -> str:
+    if name == SHARED_BUFFERS:
+        return f"shared_buffers ({format_bytes(size_bytes)})"
+    if name == MEMORY:
+        what = "the memory limit" if data.memory_limit_bytes else "the machine's RAM"
+        return f"{what} ({format_bytes(size_bytes)})"
+    return ""
+
+
+def _where(step, data: RunData) -> str:
+    if step.boundary in (SHARED_BUFFERS, MEMORY):
+        return "where the data outgrows " + _boundary_text(step.boundary, step.boundary_bytes, data)
+    if step.boundary == DISK:
+        return "past memory, as less of the data stays cached"
+    return "at no boundary of this run"
+
+
+def _steps_of_cell(results: list[PointResult], cell: tuple, data: RunData) -> list[Advice]:
+    finding = points_steps(results, data.memory_available_bytes)
+    if finding is None:
+        return []
+    where = _cell_text(cell)
+    caveats = repetition_caveats({r.point.label: summarise([m.tps for m in r.ok if m.tps])
+                                  for r in results if r.ok}) if results else []  # fmt: skip
+    measured = f"{format_bytes(finding.smallest_bytes)} .. {format_bytes(finding.largest_bytes)}"
     advice = []
-    for cell, samples in sorted(_tps_by_cell(data, "scale").items(), key=lambda kv: str(kv[0])):
-        sizes = {
-            r.point.swept["scale"]: r.database_size_bytes
-            for r in data.points
-            if "scale" in r.point.swept and _cell(r, "scale") == cell
-        }
-        steps = throughput_steps(samples, sizes, boundaries)
-        if not steps:
-            advice.append(
-                Advice("scale", _cell_text(cell),
-                       "throughput does not fall by a fifth or more between neighbouring scales",
-                       f"database sizes {_size_range(sizes)}; shared_buffers = "
-                       f"{format_bytes(shared_buffers)}", [])
-            )  # fmt: skip
-        for step in steps:
-            crossed = " and ".join(step.crosses) or "no boundary the lab knows"
-            caveats = [] if step.significant else [
-                "the intervals on both sides overlap: the fall may be noise"
-            ]  # fmt: skip
-            if step.significant:
-                headline = (
-                    f"keep the data under scale {step.after}: throughput falls to "
-                    f"{step.ratio:.0%} from scale {step.before} to {step.after}"
-                )
-            else:  # a lower mean inside overlapping intervals is not a measured step
-                headline = (
-                    f"no measured step: throughput's mean is {step.ratio:.0%} from scale "
-                    f"{step.before} to {step.after}, inside the noise"
-                )
-            advice.append(
-                Advice(
-                    "scale", _cell_text(cell), headline,
-                    f"database {_size(step.size_before_bytes)} -> {_size(step.size_after_bytes)}"
-                    f" crosses {crossed}", caveats,
-                )
-            )  # fmt: skip
+    if not finding.steps:
+        advice.append(Advice(
+            "scale", where,
+            f"no clear step: from {measured} of data no drop in tps is both "
+            f"{MIN_STEP_RATIO:.1f}× or more and outside the noise of the repetitions",
+            "plateau: " + ", ".join(s.points[0].label for s in finding.segments)
+            + f" ({len(finding.segments)} segment(s) after merging)", caveats,
+        ))  # fmt: skip
+    for step in finding.steps:
+        before, after = step.before.points[-1], step.after.points[0]
+        advice.append(Advice(
+            "scale", where,
+            f"tps falls ×{ratio_text(step.ratio)} ({ratio_interval(step.ci_low, step.ci_high)}) "
+            f"from {before.label} ({format_bytes(before.size_bytes)}) to {after.label} "
+            f"({format_bytes(after.size_bytes)}), {_where(step, data)}",
+            f"plateaus either side: {step.before.geometric_mean_tps:,.0f} tps "
+            f"({', '.join(p.label for p in step.before.points)}) → "
+            f"{step.after.geometric_mean_tps:,.0f} tps "
+            f"({', '.join(p.label for p in step.after.points)}), geometric means", caveats,
+        ))  # fmt: skip
+    for boundary in finding.boundaries:
+        if boundary.step is not None:
+            continue
+        named = _boundary_text(boundary.name, boundary.size_bytes, data)
+        if boundary.spanned:
+            text = (f"no clear step at {named}, although the run measured databases on both "
+                    "sides of it")  # fmt: skip
+        else:
+            side = "smaller" if finding.largest_bytes <= boundary.size_bytes else "larger"
+            text = (
+                f"the run cannot show a step at {named}: every database measured "
+                f"({measured}) was {side} than it by more than a factor of {MATCH_FACTOR:g}"
+            )
+            if boundary.name == MEMORY and not data.memory_limit_bytes:
+                text += " (a memory limit, [machine] memory, needs root)"
+        advice.append(Advice("scale", where, text, f"databases measured: {measured}", []))
     return advice
 
 
-def _size(value) -> str:
-    return format_bytes(value) if value else "?"
+def scale_advice(data: RunData) -> list[Advice]:
+    """Seed 004: where throughput falls as the data grows, and the boundary it matches (the
+    step finder of the report's steps section, per combination of the other swept values)."""
+    by_cell: dict[tuple, list[PointResult]] = {}
+    for result in data.points:
+        if "scale" in result.point.swept:
+            by_cell.setdefault(_cell(result, "scale"), []).append(result)
+    advice = []
+    for cell, results in sorted(by_cell.items(), key=lambda kv: str(kv[0])):
+        advice += _steps_of_cell(results, cell, data)
+    return advice
 
 
-def _size_range(sizes: dict) -> str:
-    known = [s for s in sizes.values() if s]
-    return f"{format_bytes(min(known))} .. {format_bytes(max(known))}" if known else "unknown"
+# -- versions (seed 001): the report's version-to-version table -------------------------------
+
+
+def version_samples(data: RunData) -> dict[tuple, dict[str, list[float]]]:
+    """Cell (the other swept values) -> version -> tps of each repetition."""
+    samples: dict[tuple, dict[str, list[float]]] = {}
+    for result in data.points:
+        version = str(result.point.swept["version"])
+        cell = _cell(result, "version")
+        samples.setdefault(cell, {})[version] = [m.tps for m in result.ok if m.tps]
+    return samples
+
+
+def _change_text(change: VersionChange) -> str:
+    return (f"×{change.ratio:.2f} ({ratio_interval(change.ci_low, change.ci_high)}) at "
+            f"{_cell_text(change.cell) or 'the one cell'}")  # fmt: skip
+
+
+def version_pair_advice(previous: str, version: str, changes: list[VersionChange]) -> Advice:
+    faster = [c for c in changes if c.significant and c.ratio > 1]
+    slower = [c for c in changes if c.significant and c.ratio < 1]
+    unclear = len(changes) - len(faster) - len(slower)
+    pair = f"{version} against {previous}"
+    if not faster and not slower:
+        low = min(c.ratio for c in changes)
+        high = max(c.ratio for c in changes)
+        every = "every" if all(c.ci_low is not None for c in changes) else "no"
+        verb = "includes" if every == "every" else "excludes"
+        recommendation = (
+            f"{pair}: no clear difference in any of the {len(changes)} cells "
+            f"(ratios {low:.2f}–{high:.2f}; {every} 95% interval {verb} 1)"
+        )
+    else:
+        parts = []
+        if faster:
+            best = max(faster, key=lambda c: c.ratio)
+            parts.append(f"faster in {len(faster)} of {len(changes)} cells (up to "
+                         f"{_change_text(best)})")  # fmt: skip
+        if slower:
+            worst = min(slower, key=lambda c: c.ratio)
+            parts.append(f"SLOWER in {len(slower)} (down to {_change_text(worst)})")
+        if unclear:
+            parts.append(f"no clear difference in {unclear}")
+        recommendation = f"{pair}: " + "; ".join(parts)
+    caveats = []
+    fewest = min(min(c.samples) for c in changes)
+    if fewest < MIN_REPETITIONS:
+        caveats.append(f"only {fewest} repetitions for some cells: intervals are wide; use "
+                       f"repetitions = {MIN_REPETITIONS} or more")  # fmt: skip
+    caveats.append("the versions ran one after another: a change of the machine's load during "
+                   "the run lands on the versions, and these intervals cannot see it")  # fmt: skip
+    evidence = "tps ratio per cell: " + "; ".join(_change_text(c) for c in changes)
+    return Advice("version", "", recommendation, evidence, caveats)
+
+
+def version_advice(data: RunData) -> list[Advice]:
+    """Each version against the one before it, over every cell: the report's table."""
+    changes = version_changes(version_samples(data))
+    pairs: dict[tuple[str, str], list[VersionChange]] = {}
+    for change in changes:
+        pairs.setdefault((change.previous, change.version), []).append(change)
+    order = version_order(v for pair in pairs for v in pair)
+    ordered = sorted(pairs, key=lambda pair: (order.index(pair[1]), order.index(pair[0])))
+    return [version_pair_advice(previous, version, pairs[(previous, version)])
+            for previous, version in ordered]  # fmt: skip
+
+
+# -- the cost of looking inside shared_buffers (seed 003): the report's sag table -----------
+
+
+def sag_text(sag) -> str:
+    interval = sag.sag_ci_percent
+    if interval is None:
+        return f"{sag.sag_percent:+.1f}% (no interval)"
+    return f"{sag.sag_percent:+.1f}% ({interval[0]:+.1f}..{interval[1]:+.1f}%)"
+
+
+def _at(item: MethodSag) -> str:
+    return f"at {cell_text(item.cell)}"
+
+
+def method_advice(method: str, mine: list[MethodSag], floor: list[MethodSag]) -> Advice:
+    name = METHOD_NAMES.get(method, method)
+    quoted = [s for s in mine if s.quoted is not None]
+    within = any(s.within_runs is not None for s in quoted)
+    kind = "tps sag within runs" if within else "tps sag between runs"
+    if not quoted:
+        return Advice(method, "", f"polling with {name}: no sag measured (no baseline or no "
+                      "measurement)", "", [])  # fmt: skip
+    costs = [s for s in quoted if s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[0] > 0]
+    rest = [s for s in quoted if s not in costs]
+    across = all(s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[1] >= 0 for s in rest)
+    if costs:
+        recommendation = f"polling with {name} once a second costs " + ", ".join(
+            f"{sag_text(s.quoted)} {_at(s)}" for s in costs
+        )
+        if rest:
+            recommendation += "; no clear cost " + ", ".join(
+                f"{_at(s)} ({sag_text(s.quoted)})" for s in rest
+            )
+        recommendation += f" ({kind}, 95% intervals)"
+    else:
+        recommendation = (f"polling with {name} once a second: no clear cost, "
+                          + ", ".join(f"{sag_text(s.quoted)} {_at(s)}" for s in rest)
+                          + f" ({kind}; "
+                          + ("every 95% interval includes 0)" if across
+                             else "no 95% interval lies above 0)"))  # fmt: skip
+    evidence = (
+        "sag = 1 − tps(polled window) / tps(the unpolled window next to it)"
+        if within
+        else "sag = 1 − tps(method) / tps(baseline), paired by round"
+    )
+    between = [s for s in mine if within and s.between_runs is not None]
+    if between:
+        evidence += "; between runs: " + ", ".join(
+            f"{sag_text(s.between_runs)} {_at(s)}" for s in between
+        )
+    if floor:
+        evidence += "; the baseline's A/A test (polling in neither window), the noise floor: " + (
+            ", ".join(f"{sag_text(s.within_runs)} {_at(s)}" for s in floor)
+        )
+    caveats = []
+    if any(s.quoted.sag_ci_percent is None for s in quoted):
+        caveats.append("one ratio at some cells: no interval")
+    if any(s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[1] < 0 for s in quoted):
+        caveats.append("tps higher while polling, beyond the interval: drift, not a gain")
+    return Advice(method, "", recommendation, evidence, caveats)
+
+
+def overhead_advice(data: RunData) -> list[Advice]:
+    """Per inspect method, what polling once a second costs in tps, per cell, with the
+    interval of the report's sag table (within runs when the run alternated windows)."""
+    sags = method_sags(data)
+    floor = [s for s in sags if s.method == "none" and s.within_runs is not None]
+    methods = list(dict.fromkeys(s.method for s in sags if s.method != "none"))
+    return [method_advice(m, [s for s in sags if s.method == m], floor) for m in methods]
+
+
+# -- compare: run B against run A ------------------------------------------------------------
+
+
+def comparison_advice(comparison: Comparison) -> list[Advice]:
+    """What `compare` found, in the same words as a run's advice."""
+    points = [p for p in comparison.points if p.ratio is not None]
+    if not points:
+        return [Advice("compare", "", "nothing to compare: no matched point has measurements "
+                       "in both runs", "", [])]  # fmt: skip
+
+    def text(point) -> str:
+        return (f"×{point.ratio:.2f} ({ratio_interval(point.ci_low, point.ci_high)}) at "
+                f"{point.label}")  # fmt: skip
+
+    faster = [p for p in points if p.significant and p.ratio > 1]
+    slower = [p for p in points if p.significant and p.ratio < 1]
+    unclear = len(points) - len(faster) - len(slower)
+    if not faster and not slower:
+        low, high = min(p.ratio for p in points), max(p.ratio for p in points)
+        recommendation = (f"B against A: no clear difference at any of the {len(points)} "
+                          f"matched points (tps ratios {low:.2f}–{high:.2f}; no 95% interval "
+                          "excludes 1)")  # fmt: skip
+    else:
+        parts = []
+        if faster:
+            parts.append(f"B is faster at {len(faster)} of {len(points)} points ("
+                         + ", ".join(text(p) for p in faster) + ")")  # fmt: skip
+        if slower:
+            parts.append(f"SLOWER at {len(slower)} (" + ", ".join(text(p) for p in slower) + ")")
+        if unclear:
+            parts.append(f"no clear difference at {unclear}")
+        recommendation = "; ".join(parts)
+    caveats = []
+    serious = [d.what for d in comparison.context if d.serious]
+    if serious:
+        caveats.append(f"the runs differ in {', '.join(serious)}, which can explain a "
+                       "difference in tps by itself")  # fmt: skip
+    evidence = "tps ratio B/A per point (geometric means): " + "; ".join(text(p) for p in points)
+    return [Advice("compare", "", recommendation, evidence, caveats)]
+
+
+# -- every run ---------------------------------------------------------------------------------
 
 
 def run_advice(data: RunData) -> list[Advice]:
@@ -190,8 +517,15 @@ def run_advice(data: RunData) -> list[Advice]:
         advice += cache_wash_advice(data)
     elif is_tpcc_run(data):
         advice += ladder_advice(data)
+    elif is_overhead_run(data):
+        advice += overhead_advice(data)
     elif "version" in keys:
-        advice += best_value_advice(data, "version", "is the fastest")
+        control = control_advice(data)
+        advice += version_advice(data)
+        if control and control[0].caveats:  # untrustworthy: every version verdict says so
+            for item in advice:
+                item.caveats.append(f"the run's A/A control says: {control[0].evidence}")
+        advice = control + advice
     else:
         if "clients" in keys:
             advice += best_value_advice(data, "clients", "gives the peak throughput")
@@ -201,8 +535,8 @@ def run_advice(data: RunData) -> list[Advice]:
         swept = ", ".join(keys) or "nothing"
         advice.append(
             Advice("run", "", "no advice: the measurements answer none of the questions advise "
-                   "knows", f"the run swept {swept}; advise knows cache-wash runs and sweeps of "
-                   "clients, scale or version", [])
+                   "knows", f"the run swept {swept}; advise knows cache-wash, TPC-C ladder and "
+                   "inspect-overhead runs, and sweeps of clients, scale or version", [])
         )  # fmt: skip
     failed = sum(len(r.failures) for r in data.points)
     if failed:

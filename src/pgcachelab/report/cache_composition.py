@@ -99,44 +99,52 @@ def _bytes(value) -> str:
     return "–" if value is None else format_bytes(value)
 
 
+def _table(head: list[str], rows: list[tuple[str, list[str]]]) -> str:
+    """Relations down the side (escaped here), figures across (already text)."""
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        f'<tr><td class="text">{html.escape(name)}</td>'
+        + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+        for name, cells in rows
+    )  # fmt: skip
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _split_cells(at) -> list[str]:
+    """The four-way split of one relation at one snapshot, then its size."""
+    if at is None or at.os_cached_bytes is None or at.size_bytes is None:
+        return ["–"] * 4 + [_bytes(at.size_bytes if at else None)]
+    parts = split(int(at.shared_buffers_bytes), int(at.os_cached_bytes), int(at.size_bytes))
+    return [
+        f"{_bytes(parts.both_bytes)} ({_bytes(parts.both_low_bytes)}.."
+        f"{_bytes(parts.both_high_bytes)})",
+        _bytes(parts.shared_buffers_only_bytes), _bytes(parts.os_cache_only_bytes),
+        _bytes(parts.disk_only_bytes), _bytes(parts.size_bytes),
+    ]  # fmt: skip
+
+
 def _point_html(point_label: str, point_samples: list[Sample]) -> str:
+    """Two tables: each snapshot's bytes in shared_buffers / the OS cache, then the split at
+    the last snapshot (one table of both would not fit a page)."""
     labels, table = point_table(point_samples)
     if not table:
         return ""
     last = labels[-1]
-    head = "".join(
-        f"<th>{html.escape(label)}<br>shared_buffers / OS cache</th>" for label in labels
-    )
-    head += (f"<th>at {html.escape(last)}: in both (estimate)</th><th>shared_buffers only</th>"
-             "<th>OS cache only</th><th>disk only</th><th>size</th>")  # fmt: skip
-    rows = []
-    for name, by_label in table.items():
-        cells = []
-        for label in labels:
-            at = by_label.get(label)
-            cells.append(
-                "–"
-                if at is None
+    moments = [
+        (name, ["–" if (at := by_label.get(label)) is None
                 else f"{_bytes(at.shared_buffers_bytes)} / {_bytes(at.os_cached_bytes)}"
-            )
-        at = by_label.get(last)
-        if at is not None and at.os_cached_bytes is not None and at.size_bytes is not None:
-            parts = split(int(at.shared_buffers_bytes), int(at.os_cached_bytes),
-                          int(at.size_bytes))  # fmt: skip
-            cells += [
-                f"{_bytes(parts.both_bytes)} ({_bytes(parts.both_low_bytes)}.."
-                f"{_bytes(parts.both_high_bytes)})",
-                _bytes(parts.shared_buffers_only_bytes), _bytes(parts.os_cache_only_bytes),
-                _bytes(parts.disk_only_bytes), _bytes(parts.size_bytes),
-            ]  # fmt: skip
-        else:
-            cells += ["–"] * 4 + [_bytes(at.size_bytes if at else None)]
-        rows.append(f'<tr><td class="text">{html.escape(name)}</td>'
-                    + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")  # fmt: skip
+                for label in labels])
+        for name, by_label in table.items()
+    ]  # fmt: skip
+    split_rows = [(name, _split_cells(by_label.get(last))) for name, by_label in table.items()]
     return (
-        f"<h3>{html.escape(point_label)}</h3><table><thead><tr><th>relation</th>{head}</tr>"
-        f"</thead><tbody>{''.join(rows)}</tbody></table>"
-    )
+        f"<h3>{html.escape(point_label)}</h3>"
+        + _table(["relation", *(f"{label}: shared_buffers / OS cache" for label in labels)],
+                 moments)
+        + f"<p class='note'>At {html.escape(last)}:</p>"
+        + _table(["relation", "in both (estimate)", "shared_buffers only", "OS cache only",
+                  "disk only", "size"], split_rows)
+    )  # fmt: skip
 
 
 def _method_note(data: RunData) -> str:

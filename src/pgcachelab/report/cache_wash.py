@@ -11,9 +11,11 @@ import statistics
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import cbook  # noqa: E402
 
 from pgcachelab.analysis.cache_split import (  # noqa: E402
     CLIENT_TIMING,
@@ -27,13 +29,14 @@ from pgcachelab.analysis.cache_split import (  # noqa: E402
     huge_pages_effect,
     index_survives_from,
     pgbench_logged_zeros,
+    point_groups,
     scan_residency,
     survival_table,
 )
 from pgcachelab.analysis.summary import hit_ratio, summarise  # noqa: E402
 from pgcachelab.report.cache_composition import samples as snapshot_samples  # noqa: E402
 from pgcachelab.report.dataset import RunData, repetitions  # noqa: E402
-from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank  # noqa: E402
 from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
 
 PHASE_TITLES = {
@@ -50,27 +53,36 @@ def _huge_pages_values(reps: list[Repetition]) -> list[str]:
 
 def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path]:
     """The seed's three charts: every latency of a phase, per shared_buffers, huge pages
-    side by side."""
+    side by side.
+
+    Each box is drawn from its summary (quartiles, whiskers at 1.5 IQR) and at most
+    MAX_FLIERS of its outliers, evenly spaced by rank: a full design (13,554 repetitions of 100
+    lookups) has thousands of outliers per box, which drew slowly into a page of megabytes
+    and read as one smear."""
     sizes = sorted({r.shared_buffers_bytes for r in reps})
     modes = _huge_pages_values(reps)
     width = 0.8 / max(1, len(modes))
+    groups = point_groups(reps)
     paths = []
+    thinned = False
     for phase in PHASES:
         figure, axis = plt.subplots(figsize=(max(8, len(sizes) * 0.9), 4.5))
         for offset, mode in enumerate(modes):
-            samples = [
-                [v for r in reps if r.shared_buffers_bytes == size and r.huge_pages == mode
-                 for v in r.samples_ms[phase]]
-                for size in sizes
-            ]  # fmt: skip
-            positions = [i + (offset - (len(modes) - 1) / 2) * width for i in range(len(sizes))]
-            kept = [(p, s) for p, s in zip(positions, samples, strict=True) if s]
-            if not kept:
+            positions, stats = [], []
+            for i, size in enumerate(sizes):
+                values = [v for r in groups.get((mode, size), []) for v in r.samples_ms[phase]]
+                if not values:
+                    continue
+                # an array: given a list, matplotlib checks every value as a row (slow)
+                box = cbook.boxplot_stats(np.asarray(values, dtype=float))[0]
+                thinned = thinned or len(box["fliers"]) > MAX_FLIERS
+                box["fliers"] = thin_by_rank(box["fliers"], MAX_FLIERS)
+                positions.append(i + (offset - (len(modes) - 1) / 2) * width)
+                stats.append(box)
+            if not stats:
                 continue
-            parts = axis.boxplot(
-                [s for _, s in kept], positions=[p for p, _ in kept], widths=width * 0.9,
-                patch_artist=True, showfliers=True, flierprops={"markersize": 2},
-            )  # fmt: skip
+            parts = axis.bxp(stats, positions=positions, widths=width * 0.9, patch_artist=True,
+                             showfliers=True, flierprops={"markersize": 2})  # fmt: skip
             color = HUGE_PAGES_COLORS.get(mode, "tab:gray")
             for box in parts["boxes"]:
                 box.set_facecolor(color)
@@ -83,8 +95,13 @@ def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path
         axis.set_ylabel("latency (ms, log scale)")
         axis.set_yscale("log")
         axis.grid(alpha=0.3, axis="y", which="both")
-        axis.set_title(f"{data.run.name}: {PHASE_TITLES[phase]}")
-        axis.legend(fontsize=8)
+        title = f"{data.run.name}: {PHASE_TITLES[phase]}"
+        if thinned:
+            title += f"\noutliers: at most {MAX_FLIERS} per box, evenly spaced by rank"
+        axis.set_title(title, fontsize=10 if thinned else None)
+        # beside the axes: "best" placement tests every line of every box (seconds at 54
+        # boxes), and inside it would hide some
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
         paths += save_figure(figure, out_dir, f"cache-wash-{phase}")
     return paths
 
@@ -108,9 +125,12 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
     figure, (hits_axis, reads_axis) = plt.subplots(1, 2, figsize=(12, 4.2))
     styles = {"idx1": "o-", "seq": "s--", "idx2": "^-"}
     for (phase, mode), values in sorted(rows.items()):
-        sizes = sorted({v[0] for v in values})
-        hit_medians = [statistics.median([v[1] for v in values if v[0] == s]) for s in sizes]
-        read_medians = [statistics.median([v[2] for v in values if v[0] == s]) for s in sizes]
+        by_size: dict[int, list[tuple[int, float, float]]] = {}
+        for value in values:
+            by_size.setdefault(value[0], []).append(value)
+        sizes = sorted(by_size)
+        hit_medians = [statistics.median(v[1] for v in by_size[s]) for s in sizes]
+        read_medians = [statistics.median(v[2] for v in by_size[s]) for s in sizes]
         label = f"{phase}" + (f", huge_pages={mode}" if mode else "")
         xs = [s / 2**20 for s in sizes]
         hits_axis.plot(xs, hit_medians, styles[phase], markersize=4, label=label)
@@ -240,9 +260,9 @@ def _geometric_text(effect) -> str:
 def survival_html(reps: list[Repetition], sizes: dict) -> str:
     """Per point: idx1 and idx2 medians, idx2/idx1 with its intervals, and the verdict."""
     rows = []
+    groups = point_groups(reps)
     for row in survival_table(reps):
-        key = (row.huge_pages, row.shared_buffers_bytes)
-        group = [r for r in reps if (r.huge_pages, r.shared_buffers_bytes) == key]
+        group = groups[(row.huge_pages, row.shared_buffers_bytes)]
         idx1 = statistics.median(r.median("idx1") for r in group)
         idx2 = statistics.median(r.median("idx2") for r in group)
         index_bytes = sizes.get("index_bytes")
@@ -317,10 +337,13 @@ def _neither_text(residency: Residency) -> str:
 def point_residencies(data: RunData, sizes: dict) -> list[tuple[int, str, dict]]:
     """(shared_buffers, huge pages, {(relation, moment): Residency}) per point with snapshots
     around the scan, by huge pages then shared_buffers."""
-    found = [s for s in snapshot_samples(data) if s.label in SCAN_MOMENTS]
+    by_point: dict[int, list] = {}
+    for sample in snapshot_samples(data):
+        if sample.label in SCAN_MOMENTS:
+            by_point.setdefault(sample.point_index, []).append(sample)
     points = []
     for result in data.points:
-        mine = [s for s in found if s.point_index == result.point.point_index]
+        mine = by_point.get(result.point.point_index)
         if not mine:
             continue
         settings = result.point.settings
@@ -388,25 +411,22 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
             "cache read with mincore when the server's files are readable here).</p>"
         )
     ratios = {(row.huge_pages, row.shared_buffers_bytes): row for row in survival_table(reps)}
-    rows = []
+    tables = {"index": [], "table": []}  # one each: thirteen columns do not fit a page
     for size, mode, by_key in point_residencies(data, sizes):
         row = ratios.get((mode, size))
-        cells = [format_bytes(size), _mode_label(mode), _ratio_text(row.ratio if row else None)]
-        for relation in ("index", "table"):
+        for relation, rows in tables.items():
+            cells = [format_bytes(size), _mode_label(mode)]
+            cells += [_ratio_text(row.ratio if row else None)] if relation == "index" else []
             for moment in SCAN_MOMENTS:
                 at = by_key.get((relation, moment))
                 cells += (["–", "–"] if at is None else
                           [_cached_text(at, at.shared_buffers_bytes),
                            _cached_text(at, at.os_cached_bytes)])  # fmt: skip
             after = by_key.get((relation, "after seq"))
-            cells.append("–" if after is None else _neither_text(after))
-        rows.append(cells)
-    headers = ["shared_buffers", "huge pages", "idx2/idx1"]
-    for relation in ("index", "table"):
-        for moment in ("before the scan (after idx1)", "after the scan (after seq)"):
-            headers += [f"{relation} {moment}: in shared_buffers",
-                        f"{relation} {moment}: in the OS cache"]  # fmt: skip
-        headers.append(f"{relation} after the scan: in neither cache")
+            rows.append([*cells, "–" if after is None else _neither_text(after)])
+    headers = ["before the scan: in shared_buffers", "before: in the OS cache",
+               "after the scan: in shared_buffers", "after: in the OS cache",
+               "after: in neither cache"]  # fmt: skip
     names = ", ".join(f"{k} {v}" for k, v in (
         ("index", "random_random_idx"), ("table", "random")))  # fmt: skip
     note = (
@@ -418,7 +438,13 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
         "cache does. In neither cache: from the counts alone, at least what the two caches "
         "cannot hold together, at most what the larger does not.</p>"
     )
-    return note + _table(headers, rows, text_columns=2)
+    return (
+        note
+        + f"<h4>The index ({html.escape(WASH_RELATIONS['index'])})</h4>"
+        + _table(["shared_buffers", "huge pages", "idx2/idx1", *headers], tables["index"], 2)
+        + f"<h4>The table ({html.escape(WASH_RELATIONS['table'])})</h4>"
+        + _table(["shared_buffers", "huge pages", *headers], tables["table"], 2)
+    )
 
 
 def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:

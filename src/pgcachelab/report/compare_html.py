@@ -12,7 +12,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from pgcachelab.analysis.compare import Comparison  # noqa: E402
+from pgcachelab.report.advice import comparison_advice  # noqa: E402
 from pgcachelab.report.compare_text import HEADER, method_note, point_row  # noqa: E402
+from pgcachelab.report.findings import findings_html  # noqa: E402
 from pgcachelab.report.html import _CSS  # noqa: E402
 
 
@@ -100,6 +102,13 @@ def render_html(comparison: Comparison, out_path: Path) -> Path:
 <h1>Run {_esc(b.run_id)} (B) against run {_esc(a.run_id)} (A)</h1>
 <p class="note">A: {_esc(a.name)} ({_esc(a.status)}); B: {_esc(b.name)} ({_esc(b.status)});
 points matched on: {_esc(", ".join(comparison.keys) or "nothing swept")}.</p>
+{
+        findings_html(
+            comparison_advice(comparison),
+            f"pgcachelab compare {a.run_id} {b.run_id}",
+            "What this comparison shows",
+        )
+    }
 <h2>Context differences</h2>
 {context}
 <h2>Ratio per point</h2>

@@ -4,6 +4,7 @@ import dataclasses
 import json
 
 from pgcachelab.analysis.compare import Comparison, PointComparison
+from pgcachelab.report.advice import comparison_advice
 from pgcachelab.report.tables import format_table
 
 HEADER = ["point", "n A", "n B", "median tps A", "median tps B", "B/A", "95% CI",
@@ -76,6 +77,7 @@ def render_table(comparison: Comparison) -> str:
             lines.append(f"points only in {side}: {'; '.join(labels)}")
     lines.append("")
     lines.append(_summary(comparison))
+    lines += [f"- {item.recommendation}" for item in comparison_advice(comparison)]
     lines.append(method_note(comparison))
     return "\n".join(lines)
 
@@ -111,7 +113,9 @@ def render_markdown(comparison: Comparison) -> str:
     for side, labels in (("A", comparison.only_a), ("B", comparison.only_b)):
         if labels:
             parts += ["", f"Points only in {side}: {'; '.join(labels)}"]
-    parts += ["", f"{_summary(comparison)}.", "", method_note(comparison)]
+    parts += ["", f"{_summary(comparison)}.", ""]
+    parts += [f"- {item.recommendation}" for item in comparison_advice(comparison)]
+    parts += ["", method_note(comparison)]
     return "\n".join(parts)
 
 
@@ -143,6 +147,7 @@ def as_dict(comparison: Comparison) -> dict:
         ],
         "only_a": comparison.only_a,
         "only_b": comparison.only_b,
+        "findings": [item.recommendation for item in comparison_advice(comparison)],
         "method": method_note(comparison),
     }
 

@@ -4,30 +4,40 @@ import statistics
 import tomllib
 
 from pgcachelab.analysis.compare import Comparison, PointSide, RunSide, compare_runs
-from pgcachelab.report.dataset import load_run
+from pgcachelab.report.dataset import schedule_of
+from pgcachelab.store.records import gc_paused
 
 
 def load_side(store, run_id: str) -> RunSide:
-    data = load_run(store, run_id)
+    """One run as compare sees it: each point's tps over the repetitions the report counts
+    (after the warm-up ones, succeeded). Read straight from the store: the report's dataset
+    also computes warnings, noise and summaries, half of compare's time at 100,000
+    measurements, none of which compare uses (issue 24)."""
+    run = store.run(run_id)
+    warmup_repetitions = schedule_of(run).get("warmup_repetitions") or 0
+    counted: dict[int, list] = {}
+    with gc_paused():
+        measurements = store.measurements(run_id)
+    for m in measurements:
+        if m.status == "ok" and m.repetition >= warmup_repetitions:
+            counted.setdefault(m.point_index, []).append(m)
+    server_settings = store.server_settings(run_id)
     points = [
         PointSide(
-            label=result.point.label,
-            swept=result.point.swept,
-            workload=result.point.workload,
-            settings=result.point.settings,
-            tps=[m.tps for m in result.ok if m.tps is not None],
-            server_settings=_as_text(data.server_settings.get(result.point.point_index, {})),
-            derived_settings=_chosen_by_server(
-                data.server_settings.get(result.point.point_index, {})
-            ),
+            label=point.label,
+            swept=point.swept,
+            workload=point.workload,
+            settings=point.settings,
+            tps=[m.tps for m in counted.get(point.point_index, []) if m.tps is not None],
+            server_settings=_as_text(server_settings.get(point.point_index, {})),
+            derived_settings=_chosen_by_server(server_settings.get(point.point_index, {})),
         )
-        for result in data.points
+        for point in store.points(run_id)
     ]
-    run = data.run
     loads = [
         m.metrics["load_average_1m"]
-        for result in data.points
-        for m in result.ok
+        for measurements in counted.values()
+        for m in measurements
         if m.metrics.get("load_average_1m") is not None
     ]
     load = statistics.median(loads) if loads else None

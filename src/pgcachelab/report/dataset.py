@@ -19,7 +19,14 @@ from pgcachelab.analysis.statistics import (
     settled,
 )
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
-from pgcachelab.store.sqlite import Measurement, ResultStore, Run, StoredPoint, StoredSnapshot
+from pgcachelab.store.records import (
+    Measurement,
+    ResultStore,
+    Run,
+    StoredPoint,
+    StoredSnapshot,
+    gc_paused,
+)
 from pgcachelab.units import shared_buffers_bytes
 
 
@@ -56,6 +63,8 @@ class RunData:
     schedule: dict = field(default_factory=dict)  # order, seed, repetitions, warm-up (runner)
     noise: dict[str, Noise] = field(default_factory=dict)  # figure ("tps", "idx1 ms") -> noise
     snapshots: list[StoredSnapshot] = field(default_factory=list)  # cache snapshots ([inspect])
+    # Findings that several sections draw (the steps: three plots and a table), computed once.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def warnings(self) -> list[StabilityWarning]:
@@ -105,15 +114,20 @@ def schedule_of(run: Run) -> dict:
 def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
     """What each repetition measured: tps, or a cache-wash repetition's median per phase."""
     figures = {"tps": [m.tps for m in ok if m.tps is not None]}
-    for phase in ("idx1", "seq", "idx2"):
-        figures[f"{phase} ms"] = [v for m in ok if (v := phase_median_ms(m, phase)) is not None]
+    washes = [wash for m in ok if (wash := m.metrics.get("cache_wash"))]
+    for phase in ("idx1", "seq", "idx2"):  # as phase_median_ms, once per wash
+        figures[f"{phase} ms"] = [
+            statistics.median(samples) for wash in washes if (samples := wash.get(f"{phase}_ms"))
+        ]
     return {name: values for name, values in figures.items() if values}
 
 
-def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None) -> list:
-    """The point's repetitions, then each repetition's per-second tps."""
+def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None,
+              figures: dict[str, list[float]]) -> list:  # fmt: skip
+    """The point's repetitions (`figures`: their repetition_figures), then each repetition's
+    per-second tps."""
     found = []
-    for name, values in repetition_figures(ok).items():
+    for name, values in figures.items():
         what = "repetitions" if name == "tps" else f"{name} medians of the repetitions"
         found += point_warnings(point.label, values, target if name == "tps" else None, what)
     progress_warmup_s = point.workload.get("progress_warmup", 1) or 0
@@ -127,18 +141,28 @@ def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None) -
 
 
 def load_run(store: ResultStore, run_id: str) -> RunData:
+    with gc_paused():
+        return _load_run(store, run_id)
+
+
+def _load_run(store: ResultStore, run_id: str) -> RunData:
     run = store.run(run_id)
     schedule = schedule_of(run)
     warmup_repetitions = schedule.get("warmup_repetitions") or 0
     target = schedule.get("target_ci") if schedule.get("repetitions") == "auto" else None
     measurements = store.measurements(run_id)
     server_settings = store.server_settings(run_id)
-    results = []
+    by_point: dict[int, list[Measurement]] = {}
+    for m in measurements:  # one pass: scanning them all per point was O(points x measurements)
+        by_point.setdefault(m.point_index, []).append(m)
+    results, figures_by_point = [], {}
     for point in store.points(run_id):
-        everything = [m for m in measurements if m.point_index == point.point_index]
+        everything = by_point.get(point.point_index, [])
         mine = [m for m in everything if m.repetition >= warmup_repetitions]
         ok = [m for m in mine if m.status == "ok"]
         tps = [m.tps for m in ok if m.tps is not None]
+        # once per point: each phase median sorts a repetition's lookups (issue 24)
+        figures = figures_by_point[point.point_index] = repetition_figures(ok)
         sizes = [m.metrics.get("database_size_bytes") for m in ok]
         sizes = [s for s in sizes if s is not None]
         hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
@@ -155,16 +179,16 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
                 shared_buffers_bytes=shared_buffers.get("normalised"),
                 cgroup_peak_bytes=_max_cgroup(ok, "peak_bytes"),
                 page_cache_bytes=_max_cgroup(ok, "page_cache_bytes"),
-                phase_medians_ms=_phase_medians(ok),
+                phase_medians_ms=_phase_medians(figures),
                 warmup=[m for m in everything if m.repetition < warmup_repetitions],
-                warnings=_warnings(point, ok, target),
+                warnings=_warnings(point, ok, target, figures),
                 settled=settled(tps, target) if target else None,
             )
         )
     noise = {}
-    for result in results:
-        for name, values in repetition_figures(result.ok).items():
-            noise.setdefault(name, {})[result.point.point_index] = values
+    for point_index, figures in figures_by_point.items():
+        for name, values in figures.items():
+            noise.setdefault(name, {})[point_index] = values
     noise = {name: machine_noise(by_point) for name, by_point in noise.items()}
     return RunData(
         run, results, server_settings, schedule, noise, snapshots=store.snapshots(run_id)
@@ -176,13 +200,12 @@ def phase_median_ms(measurement: Measurement, phase: str) -> float | None:
     return statistics.median(samples) if samples else None
 
 
-def _phase_medians(measurements: list[Measurement]) -> dict | None:
+def _phase_medians(figures: dict[str, list[float]]) -> dict | None:
+    """Phase -> the median of the repetitions' medians, from repetition_figures."""
     medians = {}
     for phase in ("idx1", "seq", "idx2"):
-        values = [phase_median_ms(m, phase) for m in measurements]
-        values = [v for v in values if v is not None]
-        if values:
-            medians[phase] = statistics.median(values)
+        if figures.get(f"{phase} ms"):
+            medians[phase] = statistics.median(figures[f"{phase} ms"])
     return medians or None
 
 

@@ -5,26 +5,31 @@ import json
 import time
 from pathlib import Path
 
-from pgcachelab.analysis.statistics import (
-    MIN_EXACT_95,
-    WIDE_SPREAD_CV,
-    coefficient_of_variation,
-)
+from pgcachelab.analysis.statistics import coefficient_of_variation
 from pgcachelab.analysis.storage import storage_note, storage_uses
 from pgcachelab.analysis.versions import differing_settings
 from pgcachelab.report.dataset import RunData
+from pgcachelab.report.quality import quality_html
 from pgcachelab.units import exact_amount_text, format_bytes
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222;
+       padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.85em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f4f4f4; } td.text { text-align: left; }
 tr.failed td { background: #fff0f0; }
-figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
-pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.85em; }
+figure { margin: 1em 0; } figure svg, figure img { max-width: 100%; height: auto; }
+pre { background: #f7f7f7; padding: 1em; font-size: 0.85em; white-space: pre-wrap;
+      overflow-wrap: anywhere; }
 .note { color: #666; font-size: 0.9em; } ul.warnings { font-size: 0.9em; }
+ul.warnings > li { margin: 0.3em 0; } details > summary { cursor: pointer; }
+.findings { background: #f3f7fc; border-left: 4px solid #4a7ab5; padding: 0.2em 1em 0.5em; }
+.findings h2 { margin-top: 0.5em; border: none; } .findings li.finding { margin: 0.5em 0; }
+.findings .where { color: #4a7ab5; font-weight: bold; }
+.findings details { font-size: 0.85em; color: #555; }
+.warning { color: #a00; }
 """
 
 
@@ -126,51 +131,6 @@ def differing_settings_html(data: RunData) -> str:
     )
 
 
-def quality_html(data: RunData) -> str:
-    """The machine's noise, points that never settled, and pyperf-style warnings."""
-    parts = []
-    measured = {name: n for name, n in data.noise.items() if n.median_cv is not None}
-    for name, noise in measured.items():
-        worst = max(noise.cv_by_point.values())
-        parts.append(
-            f"<p>Noise of this machine during the run ({_esc(name)}): repeated identical points "
-            f"vary by a median coefficient of variation of <b>{noise.median_cv:.1%}</b> "
-            f"(worst point {worst:.1%}, {len(noise.cv_by_point)} points with 2+ repetitions). "
-            "A difference between points of that order is within the machine's noise.</p>"
-        )
-    if not measured:
-        parts.append("<p class='note'>No point has two repetitions: the machine's noise is "
-                     "unknown. Use repetitions = 3 or more.</p>")  # fmt: skip
-    unsettled = data.unsettled
-    if unsettled:
-        items = "".join(f"<li>{_esc(r.point.label)}</li>" for r in unsettled)
-        parts.append(f"<p><b>{len(unsettled)} point(s) never settled</b> within the target "
-                     f"interval:</p><ul>{items}</ul>")  # fmt: skip
-    elif data.schedule.get("repetitions") == "auto":
-        parts.append("<p>Every point settled within the target interval.</p>")
-    warnings = data.warnings
-    if warnings:
-        items = "".join(
-            f"<li>{_esc(w.point)}: {_esc(w.problem)}; <i>try {_esc(w.try_next)}</i></li>"
-            for w in warnings[:40]
-        )
-        more = len(warnings) - 40
-        more = f"<p class='note'>... and {more} more.</p>" if more > 0 else ""
-        parts.append(f"<p>{len(warnings)} warning(s):</p><ul class='warnings'>{items}</ul>{more}")
-    else:
-        parts.append("<p>No stability warning.</p>")
-    parts.append(
-        "<p class='note'>Medians come with the exact distribution-free 95% interval of the "
-        f"median (order statistics, binomial): it needs {MIN_EXACT_95} repetitions; with fewer "
-        "the interval shown is min..max with its real coverage (e.g. 75% for 3). Warnings: a "
-        f"spread over {WIDE_SPREAD_CV:.0%} CV, fewer repetitions than a 95% interval needs, "
-        "per-second tps (pgbench --progress, after progress_warmup seconds) trending by 5% or "
-        "more with a significant slope, and seconds far below or above the median (dips, "
-        "e.g. checkpoint stalls).</p>"
-    )
-    return "".join(parts)
-
-
 def _memory_note(data: RunData) -> str:
     if data.memory_limit_bytes:
         return f"{format_bytes(data.memory_limit_bytes)} (memory cgroup limit of the server)"
@@ -178,35 +138,59 @@ def _memory_note(data: RunData) -> str:
     return f"{format_bytes(memory) if memory else '?'} (the machine's RAM: no limit was set)"
 
 
+def _table(header: list[str], rows: list[tuple[str, list[str]]], text_from: int) -> str:
+    """Cells already escaped; columns from `text_from` on are left-aligned text. Each row
+    comes with its class ("" or "failed")."""
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = "".join(_row(row_class, cells, text_from) for row_class, cells in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _row(row_class: str, cells: list[str], text_from: int) -> str:
+    opening = f'<tr class="{_esc(row_class)}">' if row_class else "<tr>"
+    return opening + "".join(
+        f'<td class="text">{c}</td>' if i >= text_from else f"<td>{c}</td>"
+        for i, c in enumerate(cells)
+    ) + "</tr>"  # fmt: skip
+
+
 def _points_table(data: RunData) -> str:
+    """tps per point with its interval and spread; failures named."""
     keys = data.swept_keys
-    header = ["#", *keys, "repetitions ok", "tps median", "tps 95% CI of the median",
-              "tps min..max", "CV %", "latency ms (median)", "database size", "shared_buffers",
-              "hit ratio %", "failures"]  # fmt: skip
+    header = ["#", *keys, "repetitions ok", "tps median", "tps 95% CI of the median", "CV %",
+              "failures"]  # fmt: skip
     rows = []
     for result in data.points:
-        tps, latency = result.tps, result.latency_ms
+        tps = result.tps
         reasons = "; ".join(sorted({m.reason or "" for m in result.failures}))
-        cells = [
+        rows.append(("failed" if result.failures else "", [
             _num(result.point.point_index),
             *[_esc(result.point.swept.get(k)) for k in keys],
             f"{len(result.ok)}/{len(result.measurements)}",
             _num(tps.median if tps else None),
             _median_interval_text(tps),
-            f"{_num(tps.minimum)}..{_num(tps.maximum)}" if tps else "–",
             _cv_text([m.tps for m in result.ok if m.tps]),
+            _esc(reasons),
+        ]))  # fmt: skip
+    return _table(header, rows, text_from=len(header) - 1)
+
+
+def _points_detail_table(data: RunData) -> str:
+    """The secondary figures of each point: range, latency, sizes and cache hits."""
+    header = ["#", "point", "tps min..max", "latency ms (median)", "database size",
+              "shared_buffers", "hit ratio %"]  # fmt: skip
+    rows = []
+    for result in data.points:
+        tps, latency = result.tps, result.latency_ms
+        rows.append(("failed" if result.failures else "", [
+            _num(result.point.point_index), _esc(result.point.label),
+            f"{_num(tps.minimum)}..{_num(tps.maximum)}" if tps else "–",
             _num(latency.median if latency else None, 3),
             format_bytes(result.database_size_bytes) if result.database_size_bytes else "–",
             format_bytes(result.shared_buffers_bytes) if result.shared_buffers_bytes else "–",
             _num(result.blks_hit_ratio * 100, 2) if result.blks_hit_ratio is not None else "–",
-        ]
-        row_class = ' class="failed"' if result.failures else ""
-        rows.append(
-            f"<tr{row_class}>" + "".join(f"<td>{c}</td>" for c in cells)
-            + f'<td class="text">{_esc(reasons)}</td></tr>'
-        )  # fmt: skip
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        ]))  # fmt: skip
+    return _table(header, rows, text_from=7)
 
 
 def _median_interval_text(tps) -> str:
@@ -223,8 +207,11 @@ def _cv_text(values: list[float]) -> str:
     return "–" if cv is None else _num(cv * 100, 1)
 
 
-def render_html(data: RunData, plot_paths: list[Path], out_path: Path, sections=()) -> Path:
-    """`sections`: (title, HTML) pairs a workload adds before the plots, e.g. findings."""
+def render_html(
+    data: RunData, plot_paths: list[Path], out_path: Path, sections=(), findings: str = ""
+) -> Path:
+    """`findings`: the block the page opens with (report.findings); `sections`: (title, HTML)
+    pairs a workload adds before the plots."""
     run = data.run
     context = "".join(
         f'<tr><th>{_esc(k)}</th><td class="text">{_esc(v)}</td></tr>'
@@ -247,11 +234,12 @@ def render_html(data: RunData, plot_paths: list[Path], out_path: Path, sections=
 <h1>{_esc(run.name)}</h1>
 <p class="note">pgcachelab report of run {_esc(run.run_id)}; rebuilt from the results store
 alone with <code>pgcachelab report {_esc(run.run_id)}</code>.</p>
+{findings}
+<h2>Measurement quality</h2>
+{quality_html(data)}
 <h2>Context</h2>
 <table>{context}</table>
 {differing_settings_html(data)}
-<h2>Measurement quality</h2>
-{quality_html(data)}
 {"".join(f"<h2>{_esc(title)}</h2>{body}" for title, body in sections)}
 <h2>Plots</h2>
 {figures}
@@ -261,6 +249,8 @@ order-statistic interval of the median over repetitions (fewer than 6: min..max,
 said); CV is the standard deviation of the repetitions over their mean; hit ratio is blks_hit /
 (blks_hit + blks_read) of pg_stat_database during the measurements.</p>
 {_points_table(data)}
+<h3>Every point in detail</h3>
+{_points_detail_table(data)}
 <h2>Spec</h2>
 <pre>{_esc(run.spec_text)}</pre>
 <h2>Server reached as</h2>

@@ -14,35 +14,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
     BASELINE,
     MATERIAL_SHARE,
-    measurement_window_ratios,
     pair_error,
-    paired_sag,
     pairs,
-    sag_of_ratios,
 )
-from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.report.dataset import RunData  # noqa: E402
+from pgcachelab.report.overhead_sags import (  # noqa: E402
+    KEY,
+    METHOD_NAMES,
+    cell_text,
+    cells,
+    method_sags,
+    window_length_s,
+)
 from pgcachelab.report.plots import save_figure  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
-
-KEY = "inspect_method"
-METHOD_NAMES = {"none": "none (baseline)", "pg_buffercache": "pg_buffercache view, grouped",
-                "summary": "pg_buffercache_summary()", "extension": "pg_cachelab consistent",
-                "extension/consistent": "pg_cachelab consistent",
-                "extension/fast": "pg_cachelab fast"}  # fmt: skip
-
-
-def _cells(data: RunData) -> dict[tuple, dict[str, PointResult]]:
-    """Points by the other swept values (e.g. shared_buffers), then by method."""
-    cells: dict[tuple, dict[str, PointResult]] = {}
-    for result in data.points:
-        swept = result.point.swept
-        cell = tuple((k, v) for k, v in swept.items() if k != KEY)
-        cells.setdefault(cell, {})[swept.get(KEY, BASELINE)] = result
-    return cells
-
-
-def _cell_text(cell: tuple) -> str:
-    return ", ".join(f"{k}={v}" for k, v in cell) or "all points"
 
 
 def _times_ms(data: RunData, point_index: int) -> list[float]:
@@ -76,42 +61,59 @@ def _sag_cells(sag) -> list[str]:
             str(sag.ratios.n)]  # fmt: skip
 
 
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    """Every cell escaped; the first two columns (cell, method) are text."""
+    body = "".join(
+        "<tr>" + "".join(
+            f'<td class="text">{html.escape(c)}</td>' if i < 2 else f"<td>{html.escape(c)}</td>"
+            for i, c in enumerate(row)
+        ) + "</tr>"
+        for row in rows
+    )  # fmt: skip
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def sag_table(data: RunData) -> str:
-    rows = []
+    """The sag per method with its interval (within runs first: the figure to quote), the
+    snapshot's time and CPU share; the rest of each point's figures in a detail table."""
     cores = data.run.environment.get("cores") or 1
-    window_s = _window_length(data)  # 0: the run did not alternate windows
-    for cell, methods in _cells(data).items():
-        baseline = methods.get(BASELINE)
-        base_tps = {m.repetition: m.tps for m in baseline.ok} if baseline else {}
-        summary_ms = _median(_times_ms(data, methods["summary"].point.point_index)) if (
-            "summary" in methods) else None  # fmt: skip
-        for method, result in methods.items():
-            tps = {m.repetition: m.tps for m in result.ok}
-            sag = paired_sag(base_tps, tps, method) if method != BASELINE else None
-            times = _times_ms(data, result.point.point_index)
-            median_ms = _median(times)
-            cells = [_cell_text(cell), METHOD_NAMES.get(method, method),
-                     f"{result.tps.median:,.0f}" if result.tps else "–",
-                     *_sag_cells(sag)]  # fmt: skip
-            if window_s:
-                ratios = [r for m in result.ok for r in measurement_window_ratios(m.metrics)]
-                cells += _sag_cells(sag_of_ratios(ratios, method))
-            cpu_ms = _median(_cpu_ms(data, result.point.point_index))
-            cells += [
-                "–" if median_ms is None else f"{median_ms:.2f}",
-                "–" if not times else f"{max(times):.2f}",
-                str(len(times)),
-                "–" if median_ms is None or not summary_ms else f"{median_ms / summary_ms:.2f}",
-                "–" if cpu_ms is None else f"{cpu_ms:.2f}",
-                "–" if cpu_ms is None else f"{cpu_share(cpu_ms, median_ms, cores):.2f}",
-            ]  # fmt: skip
-            rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
-                                         for c in cells) + "</tr>")  # fmt: skip
-    head = ["cell", "method", "tps median", "sag % between runs", "95% CI", "rounds"]
+    window_s = window_length_s(data)  # 0: the run did not alternate windows
+    summary_ms = {
+        cell: _median(_times_ms(data, methods["summary"].point.point_index))
+        for cell, methods in cells(data).items()
+        if "summary" in methods
+    }
+    rows, details = [], []
+    for sag in method_sags(data):
+        result = sag.result
+        times = _times_ms(data, result.point.point_index)
+        median_ms, cpu_ms = _median(times), _median(_cpu_ms(data, result.point.point_index))
+        names = [cell_text(sag.cell), METHOD_NAMES.get(sag.method, sag.method)]
+        within = _sag_cells(sag.within_runs)[:2] if window_s else []
+        rows.append([
+            *names, *within, *_sag_cells(sag.between_runs)[:2],
+            "–" if median_ms is None else f"{median_ms:.2f}",
+            "–" if cpu_ms is None else f"{cpu_share(cpu_ms, median_ms, cores):.2f}",
+        ])  # fmt: skip
+        summary = summary_ms.get(sag.cell)
+        details.append([
+            *names, f"{result.tps.median:,.0f}" if result.tps else "–",
+            *([_sag_cells(sag.within_runs)[2]] if window_s else []),
+            _sag_cells(sag.between_runs)[2],
+            "–" if not times else f"{max(times):.2f}", str(len(times)),
+            "–" if median_ms is None or not summary else f"{median_ms / summary:.2f}",
+            "–" if cpu_ms is None else f"{cpu_ms:.2f}",
+        ])  # fmt: skip
+    head = ["cell", "method"]
     if window_s:
-        head += ["sag % within runs", "95% CI", "window pairs"]
-    head += ["snapshot ms (median)", "snapshot ms (max)", "snapshots", "× summary",
-             "server CPU ms per snapshot (median)", f"CPU % of {cores} cores at 1/s"]  # fmt: skip
+        head += ["sag % within runs", "95% CI"]
+    head += ["sag % between runs", "95% CI", "snapshot ms (median)",
+             f"CPU % of {cores} cores at 1/s"]  # fmt: skip
+    detail_head = ["cell", "method", "tps median"]
+    detail_head += ["window pairs"] if window_s else []
+    detail_head += ["rounds", "snapshot ms (max)", "snapshots", "× summary",
+                    "server CPU ms per snapshot (median)"]  # fmt: skip
     note = (
         "<p class='note'>Every method polls once a second from a session of its own during the "
         "pgbench run; the baseline does not poll. Between runs: sag = 1 − tps(method) / "
@@ -135,17 +137,12 @@ def sag_table(data: RunData) -> str:
             "polls in neither window): its interval shows the noise floor.</p>"
         )
     return (
-        note + "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        note + _table(head, rows)
+        + "<h3>Each point in detail</h3><p class='note'>How many ratios each sag averages "
+        "(window pairs, rounds), and the snapshots behind the snapshot time and CPU share "
+        "(× summary: against pg_buffercache_summary() in the same cell).</p>"
+        + _table(detail_head, details)
     )  # fmt: skip
-
-
-def _window_length(data: RunData) -> float:
-    for result in data.points:
-        for measurement in result.ok:
-            if "inspect_windows" in measurement.metrics:
-                return measurement.metrics["inspect_windows"]["length_s"]
-    return 0.0
 
 
 def _error_text(error: float, relation: str | None) -> str:
@@ -159,7 +156,7 @@ def _median(values: list[float]) -> float | None:
 
 def accuracy_table(data: RunData) -> str:
     rows = []
-    for cell, methods in _cells(data).items():
+    for cell, methods in cells(data).items():
         indexes = {r.point.point_index for m, r in methods.items() if m.startswith("extension")}
         found = pairs([s for s in data.snapshots if s.point_index in indexes])
         if not found:
@@ -167,15 +164,15 @@ def accuracy_table(data: RunData) -> str:
         errors = [pair_error(fast, consistent) for fast, consistent in found]
         worst = max(errors, key=lambda e: e.largest)
         worst_material = max(errors, key=lambda e: e.largest_material)
-        cells = [
-            _cell_text(cell), str(len(errors)),
+        figures = [
+            cell_text(cell), str(len(errors)),
             f"{statistics.median(e.largest for e in errors) * 100:.2f}",
             _error_text(worst.largest, worst.relation),
             f"{statistics.median(e.largest_material for e in errors) * 100:.2f}",
             _error_text(worst_material.largest_material, worst_material.relation_material),
         ]  # fmt: skip
         rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
-                                     for c in cells) + "</tr>")  # fmt: skip
+                                     for c in figures) + "</tr>")  # fmt: skip
     if not rows:
         return ""
     head = ["cell", "pairs", "largest error % (median over pairs)", "largest error % (worst)",

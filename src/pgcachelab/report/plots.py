@@ -79,13 +79,47 @@ def series(data: RunData, x_key: str) -> dict[str, list[PointResult]]:
     return groups
 
 
-def _scatter_and_median(axis, xs_of, results: list[PointResult], label: str, color) -> None:
+# Per-repetition dots: at most DOTS_PER_PLOT in a plot, between 5 and MAX_DOTS a point, evenly
+# spaced by rank (issue 24). 2,000 repetitions a point drew 2,000 overlapping dots each, slowly,
+# into a page of megabytes; a dozen spaced by rank still show the spread and both extremes.
+DOTS_PER_PLOT = 600
+MAX_DOTS = 60
+MAX_FLIERS = 40  # outliers drawn per box of a box plot, likewise
+
+
+def thin_by_rank(values, limit: int) -> list[float]:
+    """At most `limit` of `values`: all when they are few, else evenly spaced ranks of the
+    sorted values, the smallest and the largest always kept."""
+    ordered = sorted(values)
+    if len(ordered) <= limit:
+        return ordered
+    last = len(ordered) - 1
+    return [ordered[round(i * last / (limit - 1))] for i in range(limit)]
+
+
+def dots_per_point(data: RunData) -> int:
+    return max(5, min(MAX_DOTS, DOTS_PER_PLOT // max(1, len(data.points))))
+
+
+def dots_thinned(data: RunData) -> bool:
+    return any(len(r.ok) > dots_per_point(data) for r in data.points)
+
+
+def dots_note(data: RunData, what: str = "repetitions") -> str:
+    """What the dots of a plot are, saying so when some point's were thinned."""
+    if dots_thinned(data):
+        return f"dots: {what} (at most {dots_per_point(data)} a point, evenly spaced by rank)"
+    return f"dots: {what}"
+
+
+def _scatter_and_median(axis, xs_of, results: list[PointResult], label: str, color,
+                        dots: int) -> None:  # fmt: skip
     xs, medians = [], []
     for result in results:
         x = xs_of(result)
         if x is None or result.tps is None:
             continue
-        values = [m.tps for m in result.ok]
+        values = thin_by_rank([m.tps for m in result.ok if m.tps is not None], dots)
         axis.scatter([x] * len(values), values, s=12, color=color, alpha=0.45, linewidths=0)
         if result.tps.median_low is not None:  # the median's order-statistic interval
             axis.vlines(x, result.tps.median_low, result.tps.median_high, color=color,
@@ -122,12 +156,13 @@ def _boundary_marker(axis, x, text, color, x_limit) -> None:
 def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     figure, axis = plt.subplots(figsize=(8, 4.5))
     for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
-        _scatter_and_median(axis, lambda r: r.point.swept[x_key], results, name, color)
+        _scatter_and_median(axis, lambda r: r.point.swept[x_key], results, name, color,
+                            dots_per_point(data))  # fmt: skip
     set_x_axis(axis, x_key, [r.point.swept[x_key] for r in data.points])
     axis.set_ylabel(TPS_LABEL)
     axis.set_title(
         f"{data.run.name}: throughput against {x_key}\n"
-        "dots: repetitions, line: median, bar: the median's 95% interval",
+        f"{dots_note(data)}, line: median, bar: the median's 95% interval",
         fontsize=10,
     )
     _tps_axis(axis, data)
@@ -253,14 +288,17 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
         _scatter_and_median(
             axis,
             lambda r: r.database_size_bytes / MIB if r.database_size_bytes else None,
-            results, name, color,
+            results, name, color, dots_per_point(data),
         )  # fmt: skip
     axis.set_xscale("log")
     axis.set_xlabel("database size (MiB, log scale)")
     axis.set_ylabel(TPS_LABEL)
     _tps_axis(axis, data)
     axis.grid(alpha=0.3, which="both")
-    axis.set_title(f"{data.run.name}: throughput against database size")
+    title = f"{data.run.name}: throughput against database size"
+    thinned = dots_thinned(data)
+    axis.set_title(f"{title}\n{dots_note(data)}" if thinned else title,
+                   fontsize=10 if thinned else None)  # fmt: skip
     if sizes:
         for size, text, color in _boundaries(data):
             _boundary_marker(axis, size / MIB, text, color, max(sizes) * 1.5)

@@ -14,23 +14,36 @@ from pgcachelab.analysis.steps import (
     StepFinding,
     find_steps,
 )
-from pgcachelab.report.dataset import RunData
+from pgcachelab.report.dataset import PointResult, RunData
 from pgcachelab.report.regimes import disk_label
 from pgcachelab.units import format_bytes
 
 
 def run_steps(data: RunData) -> StepFinding | None:
     """The run's steps, or None when it did not sweep data sizes alone under one
-    shared_buffers (other swept keys would mix series into one line)."""
-    shared = {r.shared_buffers_bytes for r in data.points if r.shared_buffers_bytes}
-    if data.swept_keys != ["scale"] or len(shared) > 1:
+    shared_buffers (other swept keys would mix series into one line). Found once per run
+    data: the plots and the section all ask."""
+    if "steps" not in data.memo:
+        data.memo["steps"] = (
+            points_steps(data.points, data.memory_available_bytes)
+            if data.swept_keys == ["scale"]
+            else None
+        )
+    return data.memo["steps"]
+
+
+def points_steps(results: list[PointResult], memory_bytes: float | None) -> StepFinding | None:
+    """The steps over these points' database sizes (one series: one shared_buffers), the
+    report's and `advise`'s alike; None under several shared_buffers."""
+    shared = {r.shared_buffers_bytes for r in results if r.shared_buffers_bytes}
+    if len(shared) > 1:
         return None
     points = [
         SizePoint(r.point.label, r.database_size_bytes, tuple(m.tps for m in r.ok if m.tps))
-        for r in data.points
+        for r in results
         if r.database_size_bytes
     ]
-    return find_steps(points, shared.pop() if shared else None, data.memory_available_bytes)
+    return find_steps(points, shared.pop() if shared else None, memory_bytes)
 
 
 def emulated_disk(data: RunData) -> bool:

@@ -3,8 +3,7 @@
 import time
 
 from pgcachelab.report.dataset import load_run
-from pgcachelab.store.records import abandoned
-from pgcachelab.store.sqlite import ResultStore
+from pgcachelab.store.records import ResultStore, abandoned
 from pgcachelab.units import format_bytes
 
 

@@ -16,7 +16,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
-from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
 from pgcachelab.report.tpcc_steps import (  # noqa: E402
     figure,
     is_tpcc_run,
@@ -29,6 +29,9 @@ from pgcachelab.workloads.tpcc import DIFFERENCES  # noqa: E402
 DISCLAIMER = "a TPC-C-like workload, not an audited TPC-C result"
 # Workload parameters shown in a step's diff next to the server settings.
 BAR_COLOR, LIMITED_COLOR = "#1f77b4", "#d62728"
+# Lines per step in the series plot: past this many repetitions, evenly spaced in run order,
+# since hundreds of overlapping lines show no more than ten and draw slowly (issue 24).
+MAX_SERIES = 10
 WORKLOAD_KEYS = ("rate_tpm", "clients", "threads", "duration", "home_warehouse", "weights")
 
 
@@ -43,15 +46,17 @@ def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[P
     for x, result in zip(positions, results, strict=True):
         if result.minimum is not None:
             axis.plot([x, x], [result.minimum, result.maximum], color="black", linewidth=1.2)
-        values = samples.get(result.name) or []
+        values = thin_by_rank(samples.get(result.name) or [], MAX_DOTS)
         axis.scatter([x] * len(values), values, color="black", s=12, zorder=3)
         if result.median:  # above the highest repetition, clear of the whisker
             axis.annotate(f"{result.median:,.0f}", (x, result.maximum), ha="center", va="bottom",
                           fontsize=8, xytext=(0, 4), textcoords="offset points")  # fmt: skip
     handles = [
         Patch(color=BAR_COLOR, alpha=0.75, label="median of the repetitions"),
-        Line2D([], [], color="black", marker="o", markersize=4, label="each repetition (min..max)"),
-    ]
+        Line2D([], [], color="black", marker="o", markersize=4, label="each repetition (min..max)"
+               if max(map(len, samples.values()), default=0) <= MAX_DOTS
+               else f"repetitions, at most {MAX_DOTS} a step by rank (min..max)"),
+    ]  # fmt: skip
     if any(r.rate_limited for r in results):
         handles.insert(1, Patch(color=LIMITED_COLOR, alpha=0.75, label="capped by its rate limit"))
     positive = [m for m in medians if m > 0]
@@ -69,13 +74,23 @@ def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[P
     return save_figure(figure, out_dir, "tpcc_tpmc_per_step")
 
 
+def evenly_spaced(items: list, limit: int) -> list:
+    """At most `limit` of `items`, evenly spaced, the first and the last kept."""
+    if len(items) <= limit:
+        return items
+    last = len(items) - 1
+    return [items[round(i * last / (limit - 1))] for i in range(limit)]
+
+
 def series_plot(data: RunData, out_dir: Path) -> list[Path]:
     """tpmC in 10-second intervals over each run, one colour per step."""
     figure, axis = plt.subplots(figsize=(8.5, 4.0))
     palette = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
     drawn = False
-    for result, color in zip(data.points, palette, strict=False):
-        for number, run in enumerate(tpcc_runs(result)):
+    runs_by_point = [tpcc_runs(result) for result in data.points]
+    thinned = any(len(runs) > MAX_SERIES for runs in runs_by_point)
+    for result, runs, color in zip(data.points, runs_by_point, palette, strict=False):
+        for number, run in enumerate(evenly_spaced(runs, MAX_SERIES)):
             series = run.get("series") or []
             if not series:
                 continue
@@ -88,7 +103,10 @@ def series_plot(data: RunData, out_dir: Path) -> list[Path]:
         return []
     axis.set_xlabel("time into the run (s)")
     axis.set_ylabel("tpmC in the interval (New-Orders per minute)")
-    axis.set_title("tpmC over each run (every repetition)")
+    axis.set_title(
+        f"tpmC over each run ({MAX_SERIES} repetitions a step, evenly spaced in run order)"
+        if thinned else "tpmC over each run (every repetition)"
+    )  # fmt: skip
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8, ncol=2)

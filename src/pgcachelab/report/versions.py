@@ -12,11 +12,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from pgcachelab.analysis.versions import (  # noqa: E402
+    CONTROL_SIGNIFICANT_LIMIT,
+    ControlVerdict,
     VersionChange,
+    control_base,
+    control_changes,
+    control_verdict,
     differing_settings,
+    direction_disagreements,
     version_changes,
     version_order,
 )
+from pgcachelab.report.advice import version_samples  # noqa: E402
 from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
 from pgcachelab.report.plots import TPS_LABEL, save_figure  # noqa: E402
 from pgcachelab.units import exact_amount_text, format_bytes  # noqa: E402
@@ -32,17 +39,10 @@ def _cell(result: PointResult, leave_out: tuple[str, ...] = ("version",)) -> tup
     return tuple((k, v) for k, v in result.point.swept.items() if k not in leave_out)
 
 
-def _samples(data: RunData) -> dict[tuple, dict[str, list[float]]]:
-    samples: dict[tuple, dict[str, list[float]]] = {}
-    for result in data.points:
-        version = str(result.point.swept["version"])
-        samples.setdefault(_cell(result), {})[version] = [m.tps for m in result.ok if m.tps]
-    return samples
-
-
 def version_label(data: RunData, version: str) -> str:
     known = (data.run.target.get("versions") or {}).get(version) or {}
-    return f"PostgreSQL {known.get('server_version') or version}"
+    twin = " (A/A control)" if control_base(version) is not None else ""
+    return f"PostgreSQL {known.get('server_version') or version}{twin}"
 
 
 def _cell_text(cell: tuple) -> str:
@@ -60,13 +60,20 @@ def _panel_title(panel: tuple, results: list[PointResult]) -> str:
     return title
 
 
+def clients_panels(data: RunData) -> dict[tuple, list[PointResult]]:
+    """The points of each panel: one per combination of the swept keys other than version and
+    clients (scale class x mode, x storage with a disk sweep: the seed's charts)."""
+    panels: dict[tuple, list[PointResult]] = {}
+    for result in data.points:
+        panels.setdefault(_cell(result, ("version", X_KEY)), []).append(result)
+    return panels
+
+
 def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
     """One panel per scale class x mode (every other swept combination), clients on x."""
     if X_KEY not in data.swept_keys:
         return []
-    panels: dict[tuple, list[PointResult]] = {}
-    for result in data.points:
-        panels.setdefault(_cell(result, ("version", X_KEY)), []).append(result)
+    panels = clients_panels(data)
     modes = list(dict.fromkeys(r.point.swept.get("mode") for r in data.points))
     columns = len(modes) if 1 < len(modes) <= 4 else min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
@@ -88,9 +95,12 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
             xs = [r.point.swept[X_KEY] for r in mine]
             axis.fill_between(xs, [r.tps.minimum for r in mine], [r.tps.maximum for r in mine],
                               color=colors[version], alpha=0.18, linewidth=0)  # fmt: skip
+            twin = control_base(version)  # the control: its twin's colour, dashed
+            color = colors[twin] if twin in colors else colors[version]
             axis.plot(xs, [r.tps.median for r in mine], marker="o", markersize=4,
-                      color=colors[version], label=version_label(data, version))  # fmt: skip
-        axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=10)
+                      color=color, linestyle="--" if twin else "-",
+                      label=version_label(data, version))  # fmt: skip
+        axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=9)
         axis.set_xscale("log", base=2)
         axis.set_xticks(clients, [str(c) for c in clients])
         axis.minorticks_off()
@@ -146,15 +156,114 @@ def changes_html(data: RunData, changes: list[VersionChange]) -> str:
         "over the older one's, in the same cell. 95% interval: Welch's t on the logarithms of "
         "tps (independent samples, unequal variances). Significant: the interval excludes 1. "
         "Every version is driven by the same pgbench; the data of each version and scale is "
-        "initialised once and reused by every mode and client count (read-write points update "
-        "rows in place and their changes are not undone). Versions run one after another, so "
-        "a change of the machine's load during the run lands on the versions and these "
-        "intervals cannot see it: compare on a quiet machine, or repeat the run with the "
-        "versions in the other order.</p>"
+        f"initialised once and reused by every mode and client count. {_schedule_note(data)}"
+        "</p>"
         f"{skipped_note}"
         f"<table><thead><tr>{head}</tr></thead><tbody>"
         + "".join(_change_row(c) for c in changes)
         + "</tbody></table>"
+    )
+
+
+def _schedule_note(data: RunData) -> str:
+    rounds = (data.run.environment.get("schedule") or {}).get("version_rounds")
+    if not rounds:  # runs stored before issue 19: one version after another
+        return (
+            "Versions ran one after another (read-write points update rows in place and "
+            "their changes are not undone), so a change of the machine's load during the run "
+            "lands on the versions and these intervals cannot see it: compare on a quiet "
+            "machine, or repeat the run with the versions in the other order."
+        )
+    orders = "; ".join(
+        html.escape(f"round {r['round'] + 1}, {r['group']}: {' → '.join(r['versions'])}")
+        for r in rounds
+    )
+    return (
+        "Versions were interleaved: every round gave each version a turn in each data group, "
+        "in an order shuffled per round and recorded, with the other versions' files dropped "
+        "from the OS cache at each start, so a change of the machine's load spreads over all "
+        "versions instead of landing on one. Within a turn read-only points ran before "
+        "read-write ones, so every read-only point saw the data the earlier rounds' writes "
+        f"left, whatever the round. The order: {orders}."
+    )
+
+
+def _verdict_text(change: VersionChange) -> str:
+    if change.ci_low is None:
+        return "–"
+    return "significant" if change.significant else "no significant difference"
+
+
+def control_html(data: RunData, changes: list[VersionChange]) -> tuple[str, ControlVerdict | None]:
+    """The A/A control's cells: the run's noise floor, and whether the run can be trusted."""
+    if not changes:
+        return "", None
+    verdict = control_verdict(changes)
+    head = "".join(f"<th>{h}</th>" for h in ("cell", "pair", "ratio", "95% CI", "verdict",
+                                             "repetitions"))  # fmt: skip
+    rows = "".join(
+        ("<tr class='failed'>" if c.significant else "<tr>")
+        + "".join(f'<td class="text">{html.escape(str(v))}</td>' for v in (
+            _cell_text(c.cell), f"{c.previous} ↔ {c.version}", f"{c.ratio:.3f}",
+            "–" if c.ci_low is None else f"{c.ci_low:.3f}..{c.ci_high:.3f}",
+            _verdict_text(c), f"{c.samples[0]} / {c.samples[1]}"))
+        + "</tr>"
+        for c in changes
+    )  # fmt: skip
+    if verdict is None:
+        summary = "<p class='note'>The control has too few repetitions for an interval.</p>"
+    else:
+        share = f"{verdict.significant} of {verdict.cells} cells ({verdict.share:.0%})"
+        if verdict.trustworthy:
+            summary = (
+                f"<p>A/A control: the twin clusters differ significantly in {share}, within "
+                f"the {CONTROL_SIGNIFICANT_LIMIT:.0%} that chance allows at the 95% level: "
+                "two identical clusters measured in these rounds were told apart no more often "
+                "than chance would.</p>"
+            )
+        else:
+            summary = (
+                f"<p class='warning'><strong>UNTRUSTWORTHY RUN:</strong> the A/A control's twin "
+                f"clusters, the same version with the same settings, differ significantly in "
+                f"{share}, more than the {CONTROL_SIGNIFICANT_LIMIT:.0%} chance allows at the "
+                "95% level. Differences of that size between versions may be the run's noise "
+                "(the machine's load, the clusters' placement): repeat the run, on a quieter "
+                "machine or with more repetitions.</p>"
+            )
+    return (
+        "<h3>A/A control: one version on two clusters</h3>"
+        f"{summary}"
+        "<p class='note'>One version measured twice, as two independent clusters with their "
+        "own data, in the same rounds as the others. Its ratios should be 1; how far they "
+        "stray is the noise floor of every version-to-version ratio in this run. About one "
+        "cell in twenty is significant by chance alone.</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>",
+        verdict,
+    )
+
+
+def agreement_html(changes: list[VersionChange], previous: RunData | None) -> str:
+    """Whether the previous run of the spec found its significant changes in the same
+    direction as this one; the disagreements listed when it did not."""
+    if previous is None or not is_version_run(previous):
+        return ""
+    both, disagreeing = direction_disagreements(changes, version_changes(version_samples(previous)))
+    name = html.escape(previous.run.run_id)
+    if not both:
+        return (f"<p class='note'>Against run {name} (the previous run of this spec): no "
+                "change is significant in both runs.</p>")  # fmt: skip
+    if not disagreeing:
+        return (f"<p>Against run {name} (the previous run of this spec): the {both} changes "
+                "significant in both runs agree in direction.</p>")  # fmt: skip
+    items = "".join(
+        f"<li>{html.escape(_cell_text(d.cell))}: {html.escape(d.previous)} → "
+        f"{html.escape(d.version)} ×{d.ratio:.3f} here, ×{d.other_ratio:.3f} in run {name}</li>"
+        for d in disagreeing
+    )
+    return (
+        f"<p class='warning'><strong>The runs disagree:</strong> of the {both} changes "
+        f"significant both here and in run {name} (the previous run of this spec), "
+        f"{len(disagreeing)} point the other way:</p><ul>{items}</ul>"
     )
 
 
@@ -164,6 +273,8 @@ def settings_by_version(data: RunData) -> dict[str, dict[str, str]]:
     for result in data.points:
         version = str(result.point.swept["version"])
         settings = data.server_settings.get(result.point.point_index)
+        if control_base(version) is not None:  # its twin's defaults, by construction
+            continue
         if settings and version not in by_version:
             by_version[version] = {name: _readable(s) for name, s in settings.items()}
     return by_version
@@ -200,9 +311,15 @@ def differing_settings_html(data: RunData) -> str:
     )
 
 
-def versions_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """Plots and the version-to-version table; nothing when the run swept no version."""
+def versions_section(
+    data: RunData, out_dir: Path, previous: RunData | None = None
+) -> tuple[list[Path], str]:
+    """Plots, the version-to-version table, the A/A control's cells and, given the previous run
+    of the spec, whether the two agree; nothing when the run swept no version."""
     if not is_version_run(data):
         return [], ""
-    changes = changes_html(data, version_changes(_samples(data)))
-    return clients_plot(data, out_dir), changes + differing_settings_html(data)
+    samples = version_samples(data)
+    changes = version_changes(samples)
+    control, _ = control_html(data, control_changes(samples))
+    body = changes_html(data, changes) + agreement_html(changes, previous) + control
+    return clients_plot(data, out_dir), body + differing_settings_html(data)

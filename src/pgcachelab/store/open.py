@@ -31,13 +31,13 @@ def open_store(
     option: str = "--store",
     read_only: bool | None = None,  # default: when not creating, only read
 ):
-    """A ResultStore or PostgresResultStore; with create=False a store with no results is a
+    """A SqliteResultStore or PostgresResultStore; with create=False a store with no results is a
     UserError instead of a new empty store."""
     if location.kind == "postgresql":
         from pgcachelab.store.postgresql import PostgresResultStore
 
         return PostgresResultStore(location.url, create=create, option=option)
-    from pgcachelab.store.sqlite import ResultStore
+    from pgcachelab.store.sqlite import SqliteResultStore
 
     if not create and not location.path.is_file():
         raise UserError(
@@ -47,8 +47,8 @@ def open_store(
     try:
         if (not create) if read_only is None else read_only:
             # Only read: nothing is written, so a full or read-only disk does not matter.
-            return ResultStore.open_for_reading(location.path)
-        return ResultStore(location.path)
+            return SqliteResultStore.open_for_reading(location.path)
+        return SqliteResultStore(location.path)
     except sqlite3.Error as error:
         message, hint = store_error_line(error, repr(str(location.path)))
         unwritable = _why_not_writable(location.path)

@@ -6,22 +6,13 @@ Schema history (PRAGMA user_version):
       Migration from 1: the table is added; version 1 rows are kept as they are.
 """
 
-import json
+import contextlib
 import sqlite3
-import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pgcachelab.store.location import STORE_FILE
-from pgcachelab.store.records import (  # noqa: F401  (Run, StoredPoint: imported from here too)
-    Measurement,
-    Run,
-    StoredPoint,
-    StoredSnapshot,
-    abandoned,
-    group_snapshots,
-    new_run_id,
-)
-from pgcachelab.store.records import to_json as _json
+from pgcachelab.store.sql_store import SqlResultStore
 
 SCHEMA_VERSION = 2
 
@@ -94,7 +85,9 @@ create table if not exists cache_snapshots (
 }
 
 
-class ResultStore:
+class SqliteResultStore(SqlResultStore):
+    """The results store in a SQLite file: connecting, its pragmas, and its migrations."""
+
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,11 +104,11 @@ class ResultStore:
         self.db.execute(f"pragma user_version = {SCHEMA_VERSION}")
 
     @classmethod
-    def in_lab_dir(cls, lab_dir: Path) -> "ResultStore":
+    def in_lab_dir(cls, lab_dir: Path) -> "SqliteResultStore":
         return cls(Path(lab_dir) / STORE_FILE)
 
     @classmethod
-    def open_read_only(cls, path: Path) -> "ResultStore":
+    def open_read_only(cls, path: Path) -> "SqliteResultStore":
         """Open an existing store for reading only: no directory, schema or pragma is written,
         so a reader that only looks (doctor, possibly not root) changes nothing.
         Raises sqlite3.Error when the file is missing or not readable."""
@@ -130,7 +123,7 @@ class ResultStore:
         return store
 
     @classmethod
-    def open_for_reading(cls, path: Path) -> "ResultStore":
+    def open_for_reading(cls, path: Path) -> "SqliteResultStore":
         """A store to read from, without writing a byte when it needs no migration.
 
         SQLite opens a WAL database read-only only where it may make the -shm file; on a
@@ -162,179 +155,16 @@ class ResultStore:
     def close(self) -> None:
         self.db.close()
 
-    # -- writing ---------------------------------------------------------------------------
+    def _execute(self, statement: str, params: Sequence = ()) -> sqlite3.Cursor:
+        return self.db.execute(statement, params)
 
-    def create_run(self, name, spec_path, spec_text, target, environment, points) -> str:
-        run_id = new_run_id()
+    def _executemany(self, statement: str, rows: Iterable[Sequence]) -> None:
+        self.db.executemany(statement, rows)
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        # Autocommit (isolation_level None) until an explicit begin; `with self.db` commits,
+        # or rolls back when the block raises.
         with self.db:
             self.db.execute("begin")
-            self.db.execute(
-                "insert into runs (run_id, name, spec_path, spec_text, target, environment,"
-                " status, created_at) values (?, ?, ?, ?, ?, ?, 'running', ?)",
-                (run_id, name, str(spec_path), spec_text, _json(target), _json(environment),
-                 time.time()),
-            )  # fmt: skip
-            self.db.executemany(
-                "insert into points values (?, ?, ?, ?, ?, ?)",
-                [(run_id, p.index, p.label, _json(p.swept), _json(p.workload), _json(p.settings))
-                 for p in points],
-            )  # fmt: skip
-        return run_id
-
-    def mark_running(self, run_id: str, lab_pid: int, work_dir: str | None) -> None:
-        self.db.execute(
-            "update runs set status = 'running', lab_pid = ?, work_dir = ?, finished_at = null,"
-            " failure = null where run_id = ?",
-            (lab_pid, work_dir, run_id),
-        )
-
-    def set_work_dir(self, run_id: str, work_dir: str | None) -> None:
-        self.db.execute("update runs set work_dir = ? where run_id = ?", (work_dir, run_id))
-
-    def finish_run(
-        self, run_id: str, status: str, failure: str | None = None, kept_dir: str | None = None
-    ) -> None:
-        """`kept_dir`: a cluster kept for --resume (its data took long to build)."""
-        self.db.execute(
-            "update runs set status = ?, finished_at = ?, failure = ?, lab_pid = null,"
-            " work_dir = ? where run_id = ?",
-            (status, time.time(), failure, kept_dir, run_id),
-        )
-
-    def record_measurement(self, run_id: str, m: Measurement) -> None:
-        """Insert or replace: a retried repetition is present exactly once."""
-        self.db.execute(
-            "insert or replace into measurements values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, m.point_index, m.repetition, m.status, m.reason, m.started_at,
-             m.finished_at, m.wall_s, m.server_action, m.tps, m.latency_avg_ms,
-             m.latency_stddev_ms, _json(m.metrics)),
-        )  # fmt: skip
-
-    def record_server_settings(self, run_id: str, point_index: int, settings: dict) -> None:
-        self.db.execute(
-            "insert or replace into point_server_settings values (?, ?, ?)",
-            (run_id, point_index, _json(settings)),
-        )
-
-    def record_snapshots(
-        self, run_id: str, point_index: int, repetition: int, snapshots: list[StoredSnapshot]
-    ) -> None:
-        """Replace the measurement's snapshots: a retried repetition keeps only its own."""
-        with self.db:
-            self.db.execute("begin")
-            self._write_snapshots(run_id, point_index, repetition, snapshots)
-
-    def _write_snapshots(self, run_id, point_index, repetition, snapshots) -> None:
-        self.db.execute(
-            "delete from cache_snapshots where run_id = ? and point_index = ? and repetition = ?",
-            (run_id, point_index, repetition),
-        )
-        self.db.executemany(
-            "insert into cache_snapshots values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, point_index, repetition, s.seq, s.taken_at, s.label, s.method, s.mode,
-              s.elapsed_ms, s.error, None if s.data is None else _json(s.data))
-             for s in snapshots],
-        )  # fmt: skip
-
-    def import_run(
-        self,
-        run: Run,
-        points: list[StoredPoint],
-        measurements: list[Measurement],
-        server_settings: dict[int, dict],
-        snapshots: list[StoredSnapshot] = (),
-    ) -> bool:
-        """Write a run read from another store, in one transaction; True if it was new here.
-
-        Idempotent: a run already here gets its state and any new or retried measurements,
-        never a second copy of a row.
-        """
-        new = self.run(run.run_id) is None
-        with self.db:
-            self.db.execute("begin")
-            self.db.execute(
-                "insert into runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " on conflict (run_id) do update set status = excluded.status,"
-                " lab_pid = excluded.lab_pid, work_dir = excluded.work_dir,"
-                " finished_at = excluded.finished_at, failure = excluded.failure",
-                (run.run_id, run.name, run.spec_path, run.spec_text, _json(run.target),
-                 _json(run.environment), run.status, run.lab_pid, run.work_dir, run.created_at,
-                 run.finished_at, run.failure),
-            )  # fmt: skip
-            self.db.executemany(
-                "insert or ignore into points values (?, ?, ?, ?, ?, ?)",
-                [(run.run_id, p.point_index, p.label, _json(p.swept), _json(p.workload),
-                  _json(p.settings)) for p in points],
-            )  # fmt: skip
-            for m in measurements:
-                self.record_measurement(run.run_id, m)
-            for point_index, settings in server_settings.items():
-                self.record_server_settings(run.run_id, point_index, settings)
-            for key, group in group_snapshots(snapshots).items():
-                self._write_snapshots(run.run_id, *key, group)
-        return new
-
-    # -- reading ---------------------------------------------------------------------------
-
-    def runs(self) -> list[Run]:
-        rows = self.db.execute("select * from runs order by created_at").fetchall()
-        return [_run(row) for row in rows]
-
-    def run(self, run_id: str) -> Run | None:
-        row = self.db.execute("select * from runs where run_id = ?", (run_id,)).fetchone()
-        return _run(row) if row else None
-
-    def points(self, run_id: str) -> list[StoredPoint]:
-        rows = self.db.execute(
-            "select point_index, label, swept, workload, settings from points"
-            " where run_id = ? order by point_index",
-            (run_id,),
-        ).fetchall()
-        return [
-            StoredPoint(r[0], r[1], json.loads(r[2]), json.loads(r[3]), json.loads(r[4]))
-            for r in rows
-        ]
-
-    def measurements(self, run_id: str) -> list[Measurement]:
-        rows = self.db.execute(
-            "select point_index, repetition, status, reason, started_at, finished_at, wall_s,"
-            " server_action, tps, latency_avg_ms, latency_stddev_ms, metrics from measurements"
-            " where run_id = ? order by point_index, repetition",
-            (run_id,),
-        ).fetchall()
-        return [Measurement(*row[:11], metrics=json.loads(row[11])) for row in rows]
-
-    def completed(self, run_id: str) -> set[tuple[int, int]]:
-        """(point, repetition) pairs measured successfully: what a resume skips."""
-        rows = self.db.execute(
-            "select point_index, repetition from measurements where run_id = ? and status = 'ok'",
-            (run_id,),
-        ).fetchall()
-        return {(p, r) for p, r in rows}
-
-    def server_settings(self, run_id: str) -> dict[int, dict]:
-        rows = self.db.execute(
-            "select point_index, settings from point_server_settings where run_id = ?", (run_id,)
-        ).fetchall()
-        return {point: json.loads(settings) for point, settings in rows}
-
-    def snapshots(self, run_id: str) -> list[StoredSnapshot]:
-        rows = self.db.execute(
-            "select point_index, repetition, seq, taken_at, label, method, mode, elapsed_ms,"
-            " error, data from cache_snapshots where run_id = ?"
-            " order by point_index, repetition, seq",
-            (run_id,),
-        ).fetchall()
-        return [StoredSnapshot(*row[:9], data=json.loads(row[9]) if row[9] else None)
-                for row in rows]  # fmt: skip
-
-    def abandoned_runs(self) -> list[Run]:
-        """Runs of this host marked running whose lab process is gone (killed)."""
-        return abandoned(self.runs())
-
-
-def _run(row) -> Run:
-    values = list(row)
-    values[4] = json.loads(values[4])
-    values[5] = json.loads(values[5])
-    return Run(*values)
+            yield

@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 from pgcachelab.machine import owned
-from pgcachelab.probes.cache_sampler import APPLICATION_NAME as SAMPLER_APPLICATION_NAME
+from pgcachelab.probes.buffercache import SAMPLER_APPLICATION_NAME
 from pgcachelab.units import format_bytes
 from pgcachelab.workloads.client_timing import cross_check, time_statement
 from pgcachelab.workloads.outcome import Outcome

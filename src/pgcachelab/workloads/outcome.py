@@ -2,8 +2,10 @@
 
 from dataclasses import dataclass, field
 
+from pgcachelab.errors import PointError
 
-class MeasurementError(Exception):
+
+class MeasurementError(PointError):
     """A measurement that cannot be trusted (e.g. a timing that broke); the message is the
     reason recorded for the point."""
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from psycopg.conninfo import make_conninfo
-
+from pgcachelab.clusters.client import PgbenchTarget
+from pgcachelab.errors import PointError
 from pgcachelab.workloads.pgbench_output import (
     PgbenchOutputError,
     PgbenchResult,
@@ -19,38 +19,8 @@ BUILTIN_SCRIPTS = {"select-only": "select-only", "simple-update": "simple-update
                    "tpcb-like": "tpcb-like"}  # fmt: skip
 
 
-class PgbenchError(Exception):
+class PgbenchError(PointError):
     """pgbench failed; the message is the reason recorded for the point."""
-
-
-@dataclass(frozen=True)
-class PgbenchTarget:
-    """How pgbench reaches the server. The password travels only in the environment."""
-
-    conninfo: dict  # host, port, user, dbname, ... without password
-    password: str | None = None
-    session_options: dict | None = None  # settings applied per session through PGOPTIONS
-
-    def connection_string(self) -> str:
-        return make_conninfo(**self.conninfo)
-
-    def environment(self) -> dict:
-        env = dict(os.environ)
-        env.pop("PGPASSWORD", None)
-        if self.password is not None:
-            env["PGPASSWORD"] = self.password
-        if self.session_options:
-            env["PGOPTIONS"] = pgoptions(self.session_options)
-        return env
-
-
-def pgoptions(settings: dict) -> str:
-    """PGOPTIONS text for `-c name=value` per setting; spaces and backslashes escaped (libpq)."""
-    parts = []
-    for name, value in settings.items():
-        escaped = str(value).replace("\\", "\\\\").replace(" ", "\\ ")
-        parts.append(f"-c {name}={escaped}")
-    return " ".join(parts)
 
 
 def default_init_steps(server_major: int) -> str:

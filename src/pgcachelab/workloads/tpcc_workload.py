@@ -11,13 +11,12 @@ import random
 import psycopg
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import NO_LIMIT
 from pgcachelab.workloads.outcome import Outcome
 from pgcachelab.workloads.pgbench import threads_for
 from pgcachelab.workloads.pgbench_workload import checkpoint
 from pgcachelab.workloads.tpcc import DIFFERENCES, driver, loader
 from pgcachelab.workloads.tpcc.loader import read_load_info
-from pgcachelab.workloads.tpcc.params import parse_weights
+from pgcachelab.workloads.tpcc.params import NO_LIMIT, parse_weights
 
 
 class _Quiet:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pgcachelab.store.sqlite import ResultStore
+from pgcachelab.store.sqlite import SqliteResultStore
 
 HERE = Path(__file__).resolve().parent
 
@@ -25,7 +25,7 @@ def capture() -> None:
              "--lab-dir", lab, "--no-report"],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
-        store = ResultStore(Path(lab) / "results.sqlite")
+        store = SqliteResultStore(Path(lab) / "results.sqlite")
         [run] = store.runs()
         captured = {
             "points": [

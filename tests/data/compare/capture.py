@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 from pgcachelab.report.comparison import load_side
-from pgcachelab.store.sqlite import ResultStore
+from pgcachelab.store.sqlite import SqliteResultStore
 
 ENVIRONMENT_KEYS = ("server_version", "server_source", "pgbench_version", "cpu_model", "cores",
                     "memory_total_bytes", "hostname")  # fmt: skip
 
 
 def main(lab_dir: str, *run_ids: str) -> None:
-    store = ResultStore.in_lab_dir(Path(lab_dir))
+    store = SqliteResultStore.in_lab_dir(Path(lab_dir))
     sides = [load_side(store, run_id) for run_id in run_ids]
     names = set().union(*(p.server_settings for s in sides for p in s.points))
     differing = {

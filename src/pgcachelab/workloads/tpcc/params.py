@@ -21,6 +21,7 @@ MAX_WAREHOUSES = 10_000
 # Clause 2.1.6.1: C-Delta = |C-Run - C-Load| for C_LAST must lie in [65, 119], not 96 or 112.
 C_LAST_DELTA_RANGE = (65, 119)
 C_LAST_DELTA_EXCLUDED = (96, 112)
+NO_LIMIT = "off"  # rate_tpm: no rate limit (a ladder step lifts one the steps before it set)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from pgcachelab.clusters.binaries import find_install
+from pgcachelab.clusters.client import PgbenchTarget
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
-from pgcachelab.workloads.pgbench import PgbenchTarget
 
 HERE = Path(__file__).parent
 

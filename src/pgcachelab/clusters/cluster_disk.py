@@ -14,7 +14,7 @@ from pathlib import Path
 from pgcachelab.clusters.osuser import OsUser
 from pgcachelab.machine.disk_profiles import DiskProfile
 from pgcachelab.machine.fusedisk import DiskError, DiskTimings, FuseDisk
-from pgcachelab.probes.storage import probe_storage
+from pgcachelab.machine.storage_probe import probe_storage
 
 BACKING = "disk"
 MOUNTPOINT = "mnt"

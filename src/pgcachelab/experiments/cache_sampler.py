@@ -19,6 +19,7 @@ from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.experiments.spec import InspectOptions, parse_inspect_method
 from pgcachelab.probes.buffercache import (
+    SAMPLER_APPLICATION_NAME,
     RelationCache,
     available_methods,
     choose_method,
@@ -33,11 +34,8 @@ from pgcachelab.probes.datadir import (
     reason,
 )
 from pgcachelab.probes.process_cpu import cpu_seconds
-from pgcachelab.store.sqlite import StoredSnapshot
+from pgcachelab.store.records import StoredSnapshot
 
-# Workloads that wait for the other sessions of the database to end (cache-wash waits for the
-# statistics of pgbench's sessions) leave this one out by its name.
-APPLICATION_NAME = "pgcachelab-sampler"
 _USER_RELATIONS = """
 select n.nspname, c.relname, c.relkind::text, pg_relation_size(c.oid),
        pg_relation_filepath(c.oid), c.reltablespace, pg_relation_filenode(c.oid)
@@ -96,7 +94,7 @@ class CacheSampler:
         requested, mode = wanted
         conn = target.connect(settings)
         try:
-            conn.execute(f"set application_name = '{APPLICATION_NAME}'")
+            conn.execute(f"set application_name = '{SAMPLER_APPLICATION_NAME}'")
             if target.kind == "managed":
                 _create_extensions(conn, requested)
             method = choose_method(requested, available_methods(conn))
@@ -184,7 +182,7 @@ class CacheSampler:
                 # A slow snapshot skips the ticks it overran instead of bunching them up.
                 next_at = max(next_at + seconds, time.monotonic())
 
-        self._thread = threading.Thread(target=loop, name=APPLICATION_NAME, daemon=True)
+        self._thread = threading.Thread(target=loop, name=SAMPLER_APPLICATION_NAME, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

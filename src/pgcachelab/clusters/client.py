@@ -1,0 +1,36 @@
+"""How a client program (pgbench) reaches a server: what a target hands the workloads."""
+
+import os
+from dataclasses import dataclass
+
+from psycopg.conninfo import make_conninfo
+
+
+@dataclass(frozen=True)
+class PgbenchTarget:
+    """How pgbench reaches the server. The password travels only in the environment."""
+
+    conninfo: dict  # host, port, user, dbname, ... without password
+    password: str | None = None
+    session_options: dict | None = None  # settings applied per session through PGOPTIONS
+
+    def connection_string(self) -> str:
+        return make_conninfo(**self.conninfo)
+
+    def environment(self) -> dict:
+        env = dict(os.environ)
+        env.pop("PGPASSWORD", None)
+        if self.password is not None:
+            env["PGPASSWORD"] = self.password
+        if self.session_options:
+            env["PGOPTIONS"] = pgoptions(self.session_options)
+        return env
+
+
+def pgoptions(settings: dict) -> str:
+    """PGOPTIONS text for `-c name=value` per setting; spaces and backslashes escaped (libpq)."""
+    parts = []
+    for name, value in settings.items():
+        escaped = str(value).replace("\\", "\\\\").replace(" ", "\\ ")
+        parts.append(f"-c {name}={escaped}")
+    return " ".join(parts)

@@ -1,0 +1,50 @@
+"""Experiment specs: TOML in, validated points out. Pure logic, no servers.
+
+A spec names the workload, fixed server settings and workload parameters, the swept ones,
+repetitions and order. Every problem is one UserError naming file, key, value and the fix.
+
+schema.py: the tables as pydantic models (values.py: what one value may be; rules.py: rules
+across tables; errors.py: their one-line messages); load.py reads a file into an
+ExperimentSpec; plan.py expands it into points and their order; server_settings.py checks its
+settings against a server's catalogue.
+"""
+
+from pgcachelab.experiments.spec.load import load_spec, parse_spec
+from pgcachelab.experiments.spec.plan import (
+    ExperimentSpec,
+    Point,
+    data_group,
+    expand_points,
+    huge_pages_on,
+    schedule,
+)
+from pgcachelab.experiments.spec.rules import (
+    CACHE_WASH_SWEEPABLE,
+    DATA_KEYS,
+    SWEEPABLE_WORKLOAD_KEYS,
+    TPCC_SWEEPABLE,
+)
+from pgcachelab.experiments.spec.schema import InspectOptions
+from pgcachelab.experiments.spec.server_settings import validate_settings
+from pgcachelab.experiments.spec.sweeps import exact_size_text
+from pgcachelab.experiments.spec.values import Script, parse_inspect_method
+
+__all__ = [
+    "CACHE_WASH_SWEEPABLE",
+    "DATA_KEYS",
+    "SWEEPABLE_WORKLOAD_KEYS",
+    "TPCC_SWEEPABLE",
+    "ExperimentSpec",
+    "InspectOptions",
+    "Point",
+    "Script",
+    "data_group",
+    "exact_size_text",
+    "expand_points",
+    "huge_pages_on",
+    "load_spec",
+    "parse_inspect_method",
+    "parse_spec",
+    "schedule",
+    "validate_settings",
+]

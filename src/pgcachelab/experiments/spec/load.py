@@ -1,0 +1,140 @@
+"""Reading a spec: TOML in, an ExperimentSpec out, every value converted by the schema."""
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from pgcachelab.analysis.versions import control_label
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.ladder import LadderStep
+from pgcachelab.experiments.spec.errors import bad_value, render
+from pgcachelab.experiments.spec.plan import ExperimentSpec
+from pgcachelab.experiments.spec.rules import WORKLOAD_TABLES
+from pgcachelab.experiments.spec.schema import (
+    PARAMETER_MODELS,
+    POINT_MODELS,
+    PointKeys,
+    SpecFile,
+)
+from pgcachelab.experiments.spec.sweeps import first_repeat
+from pgcachelab.experiments.spec.values import show
+
+SPEC_HINT = "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml"
+# Swept keys labelled by their converted value: a disk table by its canonical text, 9.6 as "9.6"
+LABELLED_CONVERTED = ("version", "disk")
+# Point keys a point has only when given: the runner tells "not given" from a value
+OPTIONAL_POINT_KEYS = ("disk", "inspect_method", "version")
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"cannot read spec {str(path)!r}: {error.strerror}", SPEC_HINT) from None
+    except UnicodeDecodeError as error:  # `run /bin/ls` (issue 18)
+        raise UserError(
+            f"{path}: not a TOML text file (not UTF-8 at byte {error.start})", SPEC_HINT
+        ) from None
+    return parse_spec(text, path)
+
+
+def parse_spec(text: str, path: Path) -> ExperimentSpec:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UserError(f"{path}: not valid TOML: {error}", "fix the TOML syntax") from None
+    context = {"base_dir": path.parent}
+    file = validated(SpecFile, raw, path, "", context)
+    points = PointReader(file, raw.get(WORKLOAD_TABLES[file.workload], {}), path, context)
+
+    sweep_workload, sweep_resolved = {}, {}
+    for key, values in file.sweep.workload().items():
+        resolved = [points.values("sweep.", {key: value})[key] for value in values]
+        written = resolved if key in LABELLED_CONVERTED else values
+        repeat = first_repeat(written, resolved)
+        if repeat:
+            raise bad_value(
+                path,
+                f"sweep.{key}",
+                repeat[0],
+                f"repeats a value: the same as {show(repeat[1])}",
+                "list each value once",
+            )
+        sweep_workload[key], sweep_resolved[key] = written, resolved
+    if file.control is not False:  # the A/A control: one more version, on clusters of its own
+        versions = sweep_resolved["version"]
+        control = versions[-1] if file.control is True else file.control
+        if control not in versions:
+            raise bad_value(path, "control", control, "not one of the swept versions",
+                            f"use true, or one of {', '.join(versions)}")  # fmt: skip
+        for swept in (sweep_workload, sweep_resolved):
+            swept["version"] = [*swept["version"], control_label(control)]
+    ladder = [
+        LadderStep(
+            step.name,
+            step.description,
+            dict(step.settings),
+            points.values(f"ladder[{position}].", step.workload()),
+        )
+        for position, step in enumerate(file.ladder)
+    ]
+
+    auto = file.repetitions == "auto"
+    return ExperimentSpec(
+        path=path,
+        text=text,
+        name=file.name if file.name is not None else path.stem,
+        description=file.description,
+        workload=file.workload,
+        repetitions=file.max_repetitions if auto else file.repetitions,
+        order=file.order,
+        seed=file.seed,
+        pg_bin=file.server.pg_bin,
+        listen_tcp=file.server.listen_tcp,
+        data_checksums=file.server.data_checksums,
+        memory_bytes=file.machine.memory,
+        settings=dict(file.server.settings),
+        parameters=points.fixed(),
+        sweep_workload=sweep_workload,
+        sweep_resolved=sweep_resolved,
+        sweep_settings=dict(file.sweep.settings),
+        report=file.report.model_dump(exclude_none=True),
+        ladder=ladder,
+        inspect=file.inspect,
+        warmup_repetitions=file.warmup_repetitions,
+        auto_repetitions=auto,
+        target_ci=file.target_ci if auto else None,
+        store=file.store,
+    )
+
+
+def validated(model: type[BaseModel], data: dict, path: Path, prefix: str, context: dict):
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as error:
+        raise render(error, path, model, prefix) from None
+
+
+class PointReader:
+    """A point's workload values, read by the workload's point model: the fixed ones as the
+    file writes them, with a sweep's or a ladder step's changes on top."""
+
+    def __init__(self, file: SpecFile, table: dict, path: Path, context: dict):
+        self.model = POINT_MODELS[file.workload]
+        self.written = {**table, **file.point_keys()}
+        self.path, self.context = path, context
+        self.prefix = f"{WORKLOAD_TABLES[file.workload]}."
+        self.order = [*PARAMETER_MODELS[file.workload].model_fields, *PointKeys.model_fields]
+
+    def fixed(self) -> dict:
+        """Every parameter of the workload and the per-point keys the file sets."""
+        point = validated(self.model, self.written, self.path, self.prefix, self.context)
+        values = {key: getattr(point, key) for key in dict.fromkeys(self.order)}
+        return {k: v for k, v in values.items() if v is not None or k not in OPTIONAL_POINT_KEYS}
+
+    def values(self, prefix: str, changes: dict) -> dict:
+        """`changes` converted exactly as the fixed values are (issue 16)."""
+        point = validated(self.model, {**self.written, **changes}, self.path, prefix, self.context)
+        return {key: getattr(point, key) for key in changes}

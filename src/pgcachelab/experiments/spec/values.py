@@ -1,0 +1,322 @@
+"""What one spec value may be: each type here checks a value, converts it, and says why not.
+
+A model field typed with one of these converts its value; a swept value goes through the same
+field of the same model as a fixed one (issue 16), so this is the only place a value is read.
+A refusal is a PydanticCustomError whose context carries our sentence and its hint; errors.py
+renders it as one line.
+"""
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import PlainValidator, ValidationInfo
+from pydantic_core import PydanticCustomError
+
+from pgcachelab.clusters.guc import setting_value_text
+from pgcachelab.clusters.installs import normalise_major
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.ladder import memory_share
+from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
+from pgcachelab.units import parse_bytes, parse_seconds
+from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
+
+INSPECT_METHODS = ("auto", "extension", "pg_buffercache", "summary")
+INSPECT_MODES = ("consistent", "fast")
+INIT_STEP_LETTERS = set("dtgGvpf")
+
+
+def invalid(why: str, hint: str, **where) -> PydanticCustomError:
+    """Refuse the value at hand: `key: invalid value X: why`. `at` names a key below the
+    validated one (a script's file); `value` shows another value than the input."""
+    return PydanticCustomError("spec", "{why}", {"why": why, "hint": hint, **where})
+
+
+def plain(message: str, hint: str) -> PydanticCustomError:
+    """Refuse with a sentence of its own (a rule, or a message that quotes the value itself)."""
+    return refuse((), message, hint)
+
+
+def refuse(at: str | tuple, message: str, hint: str) -> PydanticCustomError:
+    """A rule across keys is broken: `key: message`, at key `at` of the validated table.
+    "{prefix}" in the message stands for the table's own prefix ("cache_wash.", "sweep.")."""
+    at = (at,) if isinstance(at, str) else at
+    return PydanticCustomError("spec", "{message}", {"message": message, "hint": hint, "at": at})
+
+
+def show(value) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def checked(kind: type, check) -> Any:
+    """A type whose values `check` validates and converts (it raises `invalid(...)`)."""
+    return Annotated[kind, PlainValidator(check)]
+
+
+def _count(value, minimum: int) -> int:
+    if not _is_int(value) or value < minimum:
+        raise invalid(f"not an integer >= {minimum}", f"use {minimum} or more")
+    return value
+
+
+@cache
+def Count(minimum: int = 1) -> Any:
+    """An integer of at least `minimum` (not a bool, not "3")."""
+    return checked(int, lambda value: _count(value, minimum))
+
+
+def _warehouses(value) -> int:
+    if _count(value, 1) > MAX_WAREHOUSES:
+        raise invalid(f"more than {MAX_WAREHOUSES}", "each warehouse is about 100 MB")
+    return value
+
+
+def _threads(value) -> int | str:
+    """ "auto": as many as the clients, up to the cores, decided where pgbench runs."""
+    return value if value == "auto" else _count(value, 1)
+
+
+def _seconds(value, zero_ok: bool) -> float:
+    if not isinstance(value, str) and not is_number(value):
+        raise invalid("not a duration", 'write e.g. "20s" or "2min"')
+    try:
+        seconds = parse_seconds(value)
+    except ValueError as error:
+        raise invalid(str(error), 'write e.g. "20s" or "2min"') from None
+    if seconds < 0 or (seconds == 0 and not zero_ok) or seconds != int(seconds):
+        least = "0" if zero_ok else "> 0"
+        raise invalid(f"must be a whole number of seconds {least}", 'e.g. "20s"')
+    return seconds
+
+
+@cache
+def Seconds(zero_ok: bool = True) -> Any:
+    """A duration ("20s", "2min", 30) in whole seconds, as a float."""
+    return checked(float, lambda value: _seconds(value, zero_ok))
+
+
+def _size(value, minimum_mb: int) -> int:
+    if not isinstance(value, str) and not _is_int(value):
+        raise invalid("not a size", 'write a size such as "1GiB"')
+    try:
+        amount = parse_bytes(value)
+    except ValueError as error:
+        raise invalid(str(error), 'write a size such as "1GiB"') from None
+    if amount < minimum_mb * 1024 * 1024:
+        raise invalid(f"below {minimum_mb}MB", 'write a size such as "1GiB"')
+    return amount
+
+
+@cache
+def Size(minimum_mb: int) -> Any:
+    """A memory amount ("1GiB", "512MB") in bytes."""
+    return checked(int, lambda value: _size(value, minimum_mb))
+
+
+def _table_size(value) -> int | float:
+    """Bytes ("1GiB") or a fraction of the server's memory (1.0, the seed)."""
+    if isinstance(value, str):
+        return _size(value, 1)
+    if not is_number(value) or not 0 < value <= 4:
+        raise invalid(
+            "neither a size nor a fraction of memory",
+            'write a size such as "1GiB" or a fraction such as 1.0',
+        )
+    return float(value)
+
+
+def _positive_rate(value, hint: str) -> int | float:
+    if not is_number(value) or value <= 0:
+        raise invalid("not a positive rate", hint)
+    return value
+
+
+def _rate_tpm(value) -> int | float | str:
+    """Transactions per minute of all terminals together (seed 002); "off": no limit."""
+    if value == NO_LIMIT:
+        return value
+    hint = f'transactions per minute of all terminals, e.g. 300, or "{NO_LIMIT}"'
+    return _positive_rate(value, hint)
+
+
+def _fraction(value) -> float:
+    if not is_number(value) or not 0 < value < 1:
+        raise invalid(
+            "not a fraction between 0 and 1",
+            "write the half-width relative to the median, e.g. 0.02 for ±2%",
+        )
+    return float(value)
+
+
+def _repetitions(value) -> int | str:
+    if value != "auto" and (not _is_int(value) or value < 1):
+        raise invalid(
+            'neither a positive integer nor "auto"',
+            'use 1 or more, or "auto" with target_ci and max_repetitions',
+        )
+    return value
+
+
+def _init_steps(value) -> str:
+    if not isinstance(value, str) or not value or set(value) - INIT_STEP_LETTERS:
+        raise invalid("not pgbench init steps", 'use letters of "dtgGvpf"')
+    return value
+
+
+def _weights(value) -> str:
+    """[45, 43, 4, 4, 4] or "45,43,4,4,4" as "45,43,4,4,4" (New-Order first)."""
+    text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    try:
+        return format_weights(parse_weights(text, "weights"))
+    except UserError as error:  # its message names the key and quotes the text
+        message = error.message.removeprefix("weights: ")
+        raise plain(message, error.hint) from None
+
+
+def _version(value) -> str:
+    """A major version as text ("9.6", "13"), or a bin directory kept as written."""
+    text = str(value)
+    if "/" in text:
+        return text
+    try:
+        return normalise_major(text)
+    except UserError as error:
+        raise invalid("not a PostgreSQL major version", error.hint) from None
+
+
+def _control(value) -> bool | str:
+    """control = true | false | a version: the A/A control of a version sweep (issue 19)."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, str | int | float):
+        raise invalid("not true, false or a version", "use true, or one of the swept versions")
+    return _version(value)
+
+
+def _disk(value) -> str:
+    """A disk preset, "host" or a table of latencies, as its canonical text."""
+    try:
+        return canonical_disk(value)
+    except DiskProfileError as error:
+        raise invalid(str(error), "see the README's disk presets") from None
+
+
+def _inspect_method(value) -> str:
+    """ "none", a method, or "extension/MODE"; kept as written."""
+    if not isinstance(value, str):
+        raise invalid("not a method", 'write e.g. "extension/fast"')
+    method, slash, mode = value.partition("/")
+    known = method in INSPECT_METHODS and (
+        not slash or (method == "extension" and mode in INSPECT_MODES)
+    )
+    if value != "none" and not known:
+        raise invalid(
+            "unknown inspect method",
+            f"use none, {', '.join(INSPECT_METHODS)}, extension/consistent or extension/fast",
+        )
+    return value
+
+
+def setting_text(value) -> str:
+    """A server setting's value as postgresql.conf text; checked against a server later."""
+    if isinstance(value, dict | list):
+        raise invalid("not a setting value", "use a string, number or bool")
+    text = setting_value_text(value)
+    if "%" in text and "memory" in text.lower():
+        share = memory_share(text)
+        if share is None or not 0 < share < 1:
+            raise invalid(
+                "not a share of memory", 'write e.g. "25% of memory" (more than 0, below 100)'
+            )
+    return text
+
+
+def _store(value) -> str:
+    """The spec's store, checked now; a password is refused: the spec text is stored."""
+    from pgcachelab.store.location import STORE_HINT, parse_store
+
+    if not isinstance(value, str):
+        raise invalid("not a string", STORE_HINT)
+    try:
+        location = parse_store(value, "store")
+    except UserError as error:
+        raise plain(error.message.removeprefix("store: "), error.hint) from None
+    if location.password_in_url():
+        raise plain(
+            f"a password in {location.masked()!r} would be stored with the run's spec",
+            "leave it out of the URL and put it in PGPASSWORD or ~/.pgpass",
+        )
+    return value
+
+
+def _step_name(value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise plain("a step needs a name", 'e.g. name = "io"')
+    return value
+
+
+def steps_list(value) -> list:
+    if not isinstance(value, list) or not value or not all(isinstance(s, dict) for s in value):
+        raise plain(
+            "not a list of steps", 'write [[ladder]] tables, each with name = "..." and its changes'
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Script:
+    file: Path
+    weight: int
+
+
+def _script(value, info: ValidationInfo) -> Script:
+    """ "a.sql" or { file = "a.sql", weight = 1 }: a Script, its file relative to the spec."""
+    entry = {"file": value} if isinstance(value, str) else value
+    if not isinstance(entry, dict) or set(entry) - {"file", "weight"} or "file" not in entry:
+        raise invalid("not a script", 'use { file = "a.sql", weight = 1 }')
+    file = (info.context["base_dir"] / str(entry["file"])).resolve()
+    if not file.is_file():
+        raise invalid(
+            "no such file", "paths are relative to the spec", at=("file",), value=entry["file"]
+        )
+    weight = entry.get("weight", 1)
+    if not _is_int(weight) or weight < 0:
+        raise invalid("not an integer >= 0", "use 0 or more", at=("weight",), value=weight)
+    return Script(file=file, weight=weight)
+
+
+Warehouses = checked(int, _warehouses)
+Threads = checked(int | str, _threads)
+TableSize = checked(int | float, _table_size)
+PgbenchRate = checked(float, lambda value: _positive_rate(value, "tps, e.g. 500"))
+RateTpm = checked(int | float | str, _rate_tpm)
+Fraction = checked(float, _fraction)
+Repetitions = checked(int | str, _repetitions)
+InitSteps = checked(str, _init_steps)
+Weights = checked(str, _weights)
+Version = checked(str, _version)
+Control = checked(object, _control)
+Disk = checked(str, _disk)
+InspectMethod = checked(str, _inspect_method)
+SettingText = checked(str, setting_text)
+Store = checked(str, _store)
+StepName = checked(str, _step_name)
+ScriptEntry = checked(Any, _script)
+
+
+def parse_inspect_method(value: str) -> tuple[str, str] | None:
+    """ "extension/fast" -> ("extension", "fast"); "pg_buffercache" -> (.., "consistent");
+    "none" -> None (no snapshot at all: the baseline of the overhead experiment)."""
+    if value == "none":
+        return None
+    method, _, mode = value.partition("/")
+    return method, mode or "consistent"

@@ -1,0 +1,79 @@
+"""An overhead run's tps sag per cell and method (seed 003), as the report's table and `advise`
+both read it: one computation, no plotting here (advise does not load matplotlib)."""
+
+from dataclasses import dataclass
+
+from pgcachelab.analysis.inspect_overhead import (
+    BASELINE,
+    Sag,
+    measurement_window_ratios,
+    paired_sag,
+    sag_of_ratios,
+)
+from pgcachelab.report.dataset import PointResult, RunData
+
+KEY = "inspect_method"
+METHOD_NAMES = {"none": "none (baseline)", "pg_buffercache": "pg_buffercache view, grouped",
+                "summary": "pg_buffercache_summary()", "extension": "pg_cachelab consistent",
+                "extension/consistent": "pg_cachelab consistent",
+                "extension/fast": "pg_cachelab fast"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MethodSag:
+    cell: tuple  # (key, value) pairs of the other swept values, e.g. shared_buffers
+    method: str
+    result: PointResult
+    between_runs: Sag | None  # paired by round against the baseline; None for the baseline
+    within_runs: Sag | None  # alternating windows; for the baseline, the A/A noise floor
+
+    @property
+    def quoted(self) -> Sag | None:
+        """The figure to quote: within runs when the run alternated windows (the drift
+        between runs cancels there), else between runs."""
+        return self.within_runs or self.between_runs
+
+
+def is_overhead_run(data: RunData) -> bool:
+    return KEY in data.swept_keys
+
+
+def cells(data: RunData) -> dict[tuple, dict[str, PointResult]]:
+    """Points by the other swept values (e.g. shared_buffers), then by method."""
+    found: dict[tuple, dict[str, PointResult]] = {}
+    for result in data.points:
+        swept = result.point.swept
+        cell = tuple((k, v) for k, v in swept.items() if k != KEY)
+        found.setdefault(cell, {})[swept.get(KEY, BASELINE)] = result
+    return found
+
+
+def cell_text(cell: tuple) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cell) or "all points"
+
+
+def window_length_s(data: RunData) -> float:
+    """The alternating windows' length; 0 when the run did not alternate."""
+    for result in data.points:
+        for measurement in result.ok:
+            if "inspect_windows" in measurement.metrics:
+                return measurement.metrics["inspect_windows"]["length_s"]
+    return 0.0
+
+
+def method_sags(data: RunData) -> list[MethodSag]:
+    """Every point's sag, in the order of cells then methods as the run measured them."""
+    alternated = window_length_s(data) > 0
+    sags = []
+    for cell, methods in cells(data).items():
+        baseline = methods.get(BASELINE)
+        base_tps = {m.repetition: m.tps for m in baseline.ok} if baseline else {}
+        for method, result in methods.items():
+            tps = {m.repetition: m.tps for m in result.ok}
+            between = paired_sag(base_tps, tps, method) if method != BASELINE else None
+            within = None
+            if alternated:
+                ratios = [r for m in result.ok for r in measurement_window_ratios(m.metrics)]
+                within = sag_of_ratios(ratios, method)
+            sags.append(MethodSag(cell, method, result, between, within))
+    return sags
