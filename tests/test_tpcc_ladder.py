@@ -3,6 +3,7 @@ tiny ladder run end to end through the CLI with its report and its failure path.
 
 import json
 import math
+import re
 import tomllib
 from pathlib import Path
 
@@ -188,7 +189,15 @@ def test_tiny_ladder_runs_stores_and_reports(tmp_path, lab_tmp):
     assert "tpcc_tpmc_per_step" in page and "tpcc_tpmc_series" in page
     advised = run_cli("advise", "last", "--lab-dir", lab_dir)
     assert advised.returncode == 0, advised.stderr
-    assert "- ladder [limit-removed]: step limit-removed mattered: tpmC ×" in advised.stdout
+    # Two 3 s repetitions at 300 tpm count a handful of orders, so whether the interval clears
+    # 1 is luck; the ratio and the warning about too few repetitions are not.
+    step = re.search(
+        r"- ladder \[limit-removed\]: step limit-removed"
+        r" (?:mattered: tpmC|made no clear difference:) ×([\d.]+)",
+        advised.stdout,
+    )
+    assert step and float(step.group(1)) > 5, advised.stdout
+    assert "only 2 repetitions" in advised.stdout
     assert "trades safety for speed: synchronous_commit = off" in advised.stdout
 
 

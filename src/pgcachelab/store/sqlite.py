@@ -8,6 +8,7 @@ Schema history (PRAGMA user_version):
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -85,6 +86,29 @@ create table if not exists cache_snapshots (
 }
 
 
+BUSY_TIMEOUT_S = 30
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """WAL lets a reader and a writer (two labs, a report during a run) share the file.
+
+    Switching a new file to WAL needs it alone, and SQLite answers "database is locked" at
+    once, without waiting on the busy timeout, when another lab opens the same new store at
+    that moment: so retry for as long as any other statement would wait.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            db.execute("pragma journal_mode = wal")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
 class SqliteResultStore(SqlResultStore):
     """The results store in a SQLite file: connecting, its pragmas, and its migrations."""
 
@@ -92,8 +116,8 @@ class SqliteResultStore(SqlResultStore):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Autocommit: every write is durable on return, so a SIGKILL loses nothing written.
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.db.execute("pragma journal_mode = wal")
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        _switch_to_wal(self.db)
         self.db.execute("pragma foreign_keys = on")
         version = self.db.execute("pragma user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -115,7 +139,7 @@ class SqliteResultStore(SqlResultStore):
         store = cls.__new__(cls)
         store.path = Path(path)
         store.db = sqlite3.connect(f"{store.path.absolute().as_uri()}?mode=ro", uri=True,
-                                   timeout=30)  # fmt: skip
+                                   timeout=BUSY_TIMEOUT_S)  # fmt: skip
         version = store.db.execute("pragma user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             store.db.close()
@@ -137,7 +161,7 @@ class SqliteResultStore(SqlResultStore):
             store = cls.__new__(cls)
             store.path = Path(path)
             store.db = sqlite3.connect(
-                f"{store.path.absolute().as_uri()}?mode=ro&immutable=1", uri=True, timeout=30
+                f"{store.path.absolute().as_uri()}?mode=ro&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S
             )
         version = store.db.execute("pragma user_version").fetchone()[0]
         # Reading a store checks it is one: a file of another kind fails here, not later.
@@ -164,7 +188,9 @@ class SqliteResultStore(SqlResultStore):
     @contextlib.contextmanager
     def _transaction(self):
         # Autocommit (isolation_level None) until an explicit begin; `with self.db` commits,
-        # or rolls back when the block raises.
+        # or rolls back when the block raises. Immediate: the write lock is taken (waiting on
+        # the busy timeout) before the first read, since a deferred transaction that reads and
+        # then writes gets "database is locked" at once if another lab wrote in between.
         with self.db:
-            self.db.execute("begin")
+            self.db.execute("begin immediate")
             yield
