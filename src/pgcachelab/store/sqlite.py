@@ -161,7 +161,9 @@ class SqliteResultStore(SqlResultStore):
             store = cls.__new__(cls)
             store.path = Path(path)
             store.db = sqlite3.connect(
-                f"{store.path.absolute().as_uri()}?mode=ro&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S
+                f"{store.path.absolute().as_uri()}?mode=ro&immutable=1",
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
             )
         version = store.db.execute("pragma user_version").fetchone()[0]
         # Reading a store checks it is one: a file of another kind fails here, not later.
