@@ -418,9 +418,10 @@ def test_killed_daemon_is_reported_and_cleaned_up(dirs):
 
 # A lab in a child process: mounts, says the daemon's pid, waits to be interrupted or killed.
 _CHILD_LAB = textwrap.dedent("""\
-    import sys, time
+    import faulthandler, signal, sys, time
     from pathlib import Path
     from pgcachelab.machine.fusedisk import DiskTimings, FuseDisk
+    faulthandler.register(signal.SIGUSR1)  # where it hangs, if a test times out (see below)
     backing, mountpoint, uid, gid = sys.argv[1:]
     timings = DiskTimings(0.0, 0.0, 0.0)
     with FuseDisk(timings, Path(backing), Path(mountpoint), int(uid), int(gid)) as disk:
@@ -449,7 +450,14 @@ def test_ctrl_c_of_the_lab_unmounts(dirs):
     with _child_lab(dirs) as (child, daemon_pid):
         assert _mounts_under(dirs.base)
         child.send_signal(signal.SIGINT)
-        _, stderr = child.communicate(timeout=30)
+        try:
+            _, stderr = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGUSR1)  # its stack, to say where Ctrl-C got stuck
+            time.sleep(1)
+            child.kill()
+            _, stderr = child.communicate()
+            pytest.fail(f"the lab did not end within 60 s of Ctrl-C; its stack:\n{stderr}")
         assert "KeyboardInterrupt" in stderr
     assert not _mounts_under(dirs.base)
     assert not process_alive(daemon_pid)
