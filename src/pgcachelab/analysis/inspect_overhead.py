@@ -152,3 +152,11 @@ def measurement_window_ratios(metrics: dict) -> list[float]:
         return []
     samples = [(sample["elapsed_s"], sample["tps"]) for sample in progress]
     return alternation_ratios(samples, Windows(**windows))
+
+
+def sag_above(larger: Sag, smaller: Sag) -> bool | None:
+    """Whether `larger` sags more than `smaller` beyond the noise: their 95% intervals apart.
+    None when either has no interval (a single ratio)."""
+    if larger.sag_ci_percent is None or smaller.sag_ci_percent is None:
+        return None
+    return larger.sag_ci_percent[0] > smaller.sag_ci_percent[1]
