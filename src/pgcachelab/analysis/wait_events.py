@@ -84,3 +84,26 @@ def tally_measurements(measurements_metrics: list[dict]) -> dict[str, WaitTally]
         for kind, tally in tally_measurement(metrics).items():
             total.setdefault(kind, WaitTally()).merge(tally)
     return total
+
+
+def buffer_mapping_excess(metrics: dict) -> list[float]:
+    """Per pair of neighbouring windows (0 and 1, 2 and 3, ...), the mean backends waiting on
+    buffer mapping in the polled one minus that in the quiet one: the waits polling adds, paired
+    like the tps ratios of the sag, so that what drifts within the run cancels."""
+    record = metrics.get("wait_events")
+    if not record or not record.get("samples") or not metrics.get("inspect_windows"):
+        return []
+    windows = Windows(**metrics["inspect_windows"])
+    kept = measured_windows(metrics, windows)
+    per_window: dict[int, WaitTally] = {}
+    for taken_at, backends in record["samples"]:
+        index = windows.index(taken_at)
+        if index in kept:
+            per_window.setdefault(index, WaitTally()).add(backends)
+    excess = []
+    for first in range(0, max(per_window, default=-1) + 1, 2):
+        if first not in per_window or first + 1 not in per_window:
+            continue
+        polled, quiet = (first, first + 1) if windows.polled(first) else (first + 1, first)
+        excess.append(per_window[polled].buffer_mapping - per_window[quiet].buffer_mapping)
+    return excess

@@ -14,12 +14,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
     BASELINE,
     MATERIAL_SHARE,
+    interval_above,
     pair_error,
     pairs,
     sag_above,
 )
+from pgcachelab.analysis.summary import Summary, summarise  # noqa: E402
 from pgcachelab.analysis.versions import version_order  # noqa: E402
-from pgcachelab.analysis.wait_events import POLLED, QUIET, WHOLE_RUN, tally_measurements  # noqa: E402
+from pgcachelab.analysis.wait_events import (  # noqa: E402
+    POLLED,
+    QUIET,
+    WHOLE_RUN,
+    buffer_mapping_excess,
+    tally_measurements,
+)
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.overhead_sags import (  # noqa: E402
     KEY,
@@ -255,33 +263,62 @@ def _takes_the_locks(version: str) -> bool:
     return version != LOCKS_REMOVED_IN and version_order([version, LOCKS_REMOVED_IN])[0] == version
 
 
+def _excess(result) -> Summary | None:
+    """Backends waiting on buffer mapping, polled window minus its quiet neighbour, over all
+    pairs of the point's repetitions."""
+    return summarise([e for m in result.ok for e in buffer_mapping_excess(m.metrics)])
+
+
+def _interval(summary: Summary | None) -> tuple | None:
+    return None if summary is None else (summary.ci_low, summary.ci_high)
+
+
+def _figure(value: float, interval: tuple | None, digits: int) -> str:
+    if interval is None or None in interval:
+        return f"{value:+.{digits}f}"
+    return f"{value:+.{digits}f} ({interval[0]:+.{digits}f}..{interval[1]:+.{digits}f})"
+
+
+VERDICTS = {True: "larger beyond the noise (95% intervals apart)",
+            False: "not larger beyond the noise (95% intervals overlap)",
+            None: "not comparable (no interval)"}  # fmt: skip
+
+
 def versions_note(data: RunData) -> str:
-    """With a version sweep: where the locks went, and whether the grouped view's sag on each
-    version before 10 is above that of each later one beyond the noise."""
-    sags = {_version_of(s.cell): s.quoted for s in method_sags(data)
-            if s.method == "pg_buffercache" and _version_of(s.cell) and s.quoted}  # fmt: skip
-    if not sags:
+    """With a version sweep: where the locks went; per version, the grouped view's sag and
+    the buffer-mapping waits polling adds; whether each version before 10 is above each later
+    one beyond the noise, in both."""
+    points = {_version_of(s.cell): s for s in method_sags(data)
+              if s.method == "pg_buffercache" and _version_of(s.cell) and s.quoted}  # fmt: skip
+    if not points:
         return ""
-    ordered = version_order(sags)
-    locked = [v for v in ordered if _takes_the_locks(v)]
-    unlocked = [v for v in ordered if not _takes_the_locks(v)]
-    lines = []
-    for old in locked:
-        for new in unlocked:
-            above = sag_above(sags[old], sags[new])
-            verdict = {True: "larger beyond the noise (95% intervals apart)",
-                       False: "not larger beyond the noise (95% intervals overlap)",
-                       None: "not comparable (no interval)"}[above]  # fmt: skip
-            lines.append(
-                f"{old}: {_pct(sags[old].sag_percent)}% against {new}: "
-                f"{_pct(sags[new].sag_percent)}% — {verdict}"
-            )
-    verdicts = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    ordered = version_order(points)
+    excess = {version: _excess(points[version].result) for version in ordered}
+    figures = []
+    for version in ordered:
+        sag = points[version].quoted
+        line = f"{version}: sag {_figure(sag.sag_percent, sag.sag_ci_percent, 2)}%"
+        if excess[version] is not None:
+            line += (f"; buffer-mapping waits added while polled "
+                     f"{_figure(excess[version].mean, _interval(excess[version]), 3)} "
+                     "backends")  # fmt: skip
+        figures.append(line)
+    verdicts = []
+    for old in (v for v in ordered if _takes_the_locks(v)):
+        for new in (v for v in ordered if not _takes_the_locks(v)):
+            above = sag_above(points[old].quoted, points[new].quoted)
+            line = f"{old} against {new}: sag {VERDICTS[above]}"
+            if excess[old] is not None and excess[new] is not None:
+                above = interval_above(_interval(excess[old]), _interval(excess[new]))
+                line += f"; buffer-mapping waits added {VERDICTS[above]}"
+            verdicts.append(line)
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in figures + verdicts)
     return (
-        f"<p class='note'>{html.escape(LOCKS_REMOVED_NOTE)}</p>"
-        + (f"<p class='note'>Sag of the grouped pg_buffercache view, old against new:</p>"
-           f"<ul>{verdicts}</ul>" if verdicts else "")
-    )  # fmt: skip
+        f"<p class='note'>{html.escape(LOCKS_REMOVED_NOTE)}</p><p class='note'>The grouped "
+        "pg_buffercache view per version: the sag within runs, and the mean number of backends "
+        "waiting on buffer mapping in a polled window minus its quiet neighbour (95% "
+        f"intervals over the pairs of windows):</p><ul>{items}</ul>"
+    )
 
 
 def wait_events_table(data: RunData) -> str:
