@@ -13,22 +13,23 @@ SUMMARY_SINCE = 160000  # pg_buffercache_summary()
 
 def method_cost(method: str, mode: str | None, server_version_num: int,
                 elapsed_ms: float | None) -> str:  # fmt: skip
-    """One sentence: what `method` did on this server, with the snapshot's time when known."""
-    took = "" if elapsed_ms is None else f" ({elapsed_ms:.0f} ms here)"
+    """One sentence: what `method` does to this server while it runs; `elapsed_ms`, the
+    snapshot's time, bounds how long the pre-10 view keeps its locks."""
     if method == "summary":
-        return f"pg_buffercache_summary(): counters only, no locks, no row per buffer{took}"
+        return "pg_buffercache_summary(): counters only, no locks, no row per buffer"
     if method == "extension":
         locks = "no header lock" if mode == "fast" else "each buffer header's spinlock in turn"
         return (
             f"pg_cachelab {mode}: one pass over the buffer headers aggregated in the server, "
-            f"{locks}, no partition lock{took}"
+            f"{locks}, no partition lock"
         )
     if server_version_num < PARTITION_LOCKS_DROPPED:
+        during = "" if elapsed_ms is None else f" (part of the {elapsed_ms:.0f} ms)"
         return (
-            f"the pg_buffercache view holds every buffer-mapping partition lock while it reads "
-            f"the buffer headers{took}: on this version a query that misses shared_buffers waits "
-            "for it (seed 003; the locks are gone from PostgreSQL 10); pg_cachelab takes none "
-            "(pgcachelab extension install, then --method extension)"
+            "the pg_buffercache view holds every buffer-mapping partition lock while it reads "
+            f"the buffer headers{during}: on this version a query that misses shared_buffers "
+            "and must map a new buffer waits for it (seed 003; the locks are gone from "
+            "PostgreSQL 10)"
         )
     cheaper = (
         "; --method summary gives the totals without the rows"
@@ -36,6 +37,6 @@ def method_cost(method: str, mode: str | None, server_version_num: int,
         else ""
     )
     return (
-        f"the pg_buffercache view: no partition lock since PostgreSQL 10, but one row per "
-        f"buffer, grouped by the query: CPU in proportion to shared_buffers{took}{cheaper}"
+        "the pg_buffercache view: no partition lock since PostgreSQL 10, but one row per "
+        f"buffer, grouped by the query: CPU in proportion to shared_buffers{cheaper}"
     )
