@@ -298,6 +298,8 @@ def versions_note(data: RunData) -> str:
     for version in ordered:
         sag = points[version].quoted
         line = f"{version}: sag {_figure(sag.sag_percent, sag.sag_ci_percent, 2)}%"
+        view_ms = _median(_times_ms(data, points[version].result.point.point_index))
+        line += "" if view_ms is None else f"; the view took {view_ms:.0f} ms (median)"
         if excess[version] is not None:
             line += (f"; buffer-mapping waits added while polled "
                      f"{_figure(excess[version].mean, _interval(excess[version]), 3)} "
@@ -315,7 +317,8 @@ def versions_note(data: RunData) -> str:
     items = "".join(f"<li>{html.escape(line)}</li>" for line in figures + verdicts)
     return (
         f"<p class='note'>{html.escape(LOCKS_REMOVED_NOTE)}</p><p class='note'>The grouped "
-        "pg_buffercache view per version: the sag within runs, and the mean number of backends "
+        "pg_buffercache view per version: the sag within runs, the view's time, and the mean "
+        "number of backends "
         "waiting on buffer mapping in a polled window minus its quiet neighbour (95% "
         f"intervals over the pairs of windows):</p><ul>{items}</ul>"
     )
