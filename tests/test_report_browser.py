@@ -29,6 +29,7 @@ TINY_RUN = {
     "cache-split": "cache-split", "cache-split-quick": "cache-split",
     "tpcc-ladder": "tpcc-ladder", "tpcc-ladder-quick": "tpcc-ladder",
     "inspect-overhead": "inspect-overhead", "inspect-overhead-quick": "inspect-overhead",
+    "inspect-history": "inspect-history", "inspect-history-quick": "inspect-history",
     "compare-quick": "big-cache", "compare-quick-async-commit": "big-cache",  # scale sweeps
 }  # fmt: skip
 TINY_RUNS = sorted(set(TINY_RUN.values()))

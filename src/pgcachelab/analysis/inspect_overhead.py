@@ -152,3 +152,17 @@ def measurement_window_ratios(metrics: dict) -> list[float]:
         return []
     samples = [(sample["elapsed_s"], sample["tps"]) for sample in progress]
     return alternation_ratios(samples, Windows(**windows))
+
+
+def sag_above(larger: Sag, smaller: Sag) -> bool | None:
+    """Whether `larger` sags more than `smaller` beyond the noise: their 95% intervals apart.
+    None when either has no interval (a single ratio)."""
+    return interval_above(larger.sag_ci_percent, smaller.sag_ci_percent)
+
+
+def interval_above(larger: tuple | None, smaller: tuple | None) -> bool | None:
+    """Whether the (low, high) interval `larger` lies wholly above `smaller`; None without
+    both."""
+    if larger is None or smaller is None or None in (*larger, *smaller):
+        return None
+    return larger[0] > smaller[1]

@@ -187,7 +187,7 @@ def inspect(
     ] = (False),
 ) -> None:
     """Where a server's data is: shared_buffers per relation, and the OS page cache."""
-    from pgcachelab.report.cache_table import cache_table
+    from pgcachelab.report.cache_table import cache_table, snapshot_cost
 
     method, mode = parse_method(method), parse_mode(mode)
     top, watch = parse_top(top), parse_watch(watch)
@@ -214,7 +214,8 @@ def inspect(
                     fill_os_cache(snapshot, data_dir)
                 snapshot.os_cache_note = note
                 if as_json:
-                    data = {"taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **snapshot.to_dict()}
+                    data = {"taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **snapshot.to_dict(),
+                            "method_cost": snapshot_cost(snapshot)}  # fmt: skip
                     typer.echo(json.dumps(data, indent=None if watch else 2))
                 else:
                     if watch:

@@ -40,6 +40,7 @@ from pgcachelab.experiments.spec import (
     validate_settings,
 )
 from pgcachelab.experiments.version_rounds import group_of, version_rounds
+from pgcachelab.experiments.wait_sampler import WaitSampler
 from pgcachelab.failures import database_reason, os_error_line, store_error_line
 from pgcachelab.machine import fusedisk, oscache, owned
 from pgcachelab.machine.disk_profiles import HOST
@@ -510,7 +511,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     action = None
     machine_before = _machine_stats(ctx)
     workload, pgbench = _workload(ctx), pgbench_for(ctx.target)
-    sampler = None
+    sampler = waits = None
     try:
         if isinstance(ctx.target, VersionedTarget):
             switched = ctx.target.switch(point.workload["version"], group_of(point))
@@ -543,6 +544,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             machine_before = _machine_stats(ctx)
             disk_before = _disk_record(ctx)
             before = snapshot(conn, PROBES)
+            waits = WaitSampler.start(ctx.target, point.settings, ctx.spec.inspect)
             outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state, mark=mark)
             after = snapshot(conn, PROBES)
             _end_sampling(ctx, sampler)
@@ -583,6 +585,8 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             "the run stops here: its later figures would not be valid; see the server log",
         ) from None
     finally:
+        if waits is not None:
+            metrics["wait_events"] = waits.close()
         if sampler is not None:
             sampler.close()
             metrics["inspect"] = _sampling_summary(sampler)  # measurement.metrics is this dict

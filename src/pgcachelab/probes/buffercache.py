@@ -121,6 +121,7 @@ class CacheSnapshot:
     database: str | None = None
     elapsed_ms: float | None = None
     os_cache_note: str | None = None
+    server_version_num: int | None = None  # what the method costs depends on it (method_costs)
 
     @property
     def buffers_free(self) -> int:
@@ -274,4 +275,5 @@ def collect(conn: psycopg.Connection, method: str, mode: str = "consistent") -> 
         query = sql.SQL(_NAMED_ROWS).format(rows=rows_sql)
         snapshot = snapshot_from_relations(method, mode, facts, conn.execute(query).fetchall())
     snapshot.elapsed_ms = (time.perf_counter() - started) * 1000
+    snapshot.server_version_num = int(facts[3])
     return snapshot

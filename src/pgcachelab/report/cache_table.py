@@ -1,6 +1,7 @@
 """`inspect`'s terminal table: where each relation's data is, from one CacheSnapshot."""
 
 from pgcachelab.probes.buffercache import CacheSnapshot, RelationCache
+from pgcachelab.probes.method_costs import method_cost
 from pgcachelab.report.tables import format_table
 from pgcachelab.units import format_bytes
 
@@ -45,7 +46,14 @@ def totals_lines(snapshot: CacheSnapshot) -> list[str]:
     mode = f", {snapshot.mode}" if snapshot.mode and snapshot.method == "extension" else ""
     elapsed = "" if snapshot.elapsed_ms is None else f" in {snapshot.elapsed_ms:.1f} ms"
     lines.append(f"method: {snapshot.method}{mode}{elapsed}")
+    if snapshot.server_version_num is not None:
+        lines.append("cost: " + snapshot_cost(snapshot))
     return lines
+
+
+def snapshot_cost(snapshot: CacheSnapshot) -> str:
+    return method_cost(snapshot.method, snapshot.mode, snapshot.server_version_num,
+                       snapshot.elapsed_ms)  # fmt: skip
 
 
 def cache_table(snapshot: CacheSnapshot, top: int) -> str:

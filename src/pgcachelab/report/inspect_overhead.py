@@ -14,8 +14,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
     BASELINE,
     MATERIAL_SHARE,
+    interval_above,
     pair_error,
     pairs,
+    sag_above,
+)
+from pgcachelab.analysis.summary import Summary, summarise  # noqa: E402
+from pgcachelab.analysis.versions import version_order  # noqa: E402
+from pgcachelab.analysis.wait_events import (  # noqa: E402
+    POLLED,
+    QUIET,
+    WHOLE_RUN,
+    buffer_mapping_excess,
+    tally_measurements,
 )
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.overhead_sags import (  # noqa: E402
@@ -221,7 +232,125 @@ def inspect_overhead_section(data: RunData, out_dir: Path) -> tuple[list[Path], 
     if KEY not in data.swept_keys:
         return [], ""
     accuracy = accuracy_table(data)
-    body = "<h3>tps sag and snapshot time</h3>" + sag_table(data)
+    body = versions_note(data) + "<h3>tps sag and snapshot time</h3>" + sag_table(data)
+    waits = wait_events_table(data)
+    if waits:
+        body += "<h3>Wait events while polling and while not</h3>" + waits
     if accuracy:
         body += "<h3>Accuracy of fast against consistent</h3>" + accuracy
     return time_plot(data, out_dir), body
+
+
+# Seed 003's lock, as PostgreSQL's history records its removal (issue 22).
+LOCKS_REMOVED_IN = "10"
+LOCKS_REMOVED_NOTE = (
+    "Up to PostgreSQL 9.6, pg_buffercache_pages() took every buffer-mapping partition lock "
+    "(shared) for its whole scan of the buffer headers: a backend that misses and must map a "
+    "new buffer needs one of them exclusive and waits for the scan to end; hits take them "
+    "shared and do not wait. PostgreSQL 10 dropped them: commit 6e654546fb \"Don't bother to "
+    'lock bufmgr partitions in pg_buffercache" (2016-09-29), release note "Allow '
+    "pg_buffercache to run with fewer locks (Ivan Kartyshov). This makes it less disruptive "
+    'when run on production systems."'
+)
+
+
+def _version_of(cell: tuple) -> str | None:
+    return dict(cell).get("version")
+
+
+def _takes_the_locks(version: str) -> bool:
+    """Released before the locks were dropped (a control label sorts with its twin)."""
+    return version != LOCKS_REMOVED_IN and version_order([version, LOCKS_REMOVED_IN])[0] == version
+
+
+def _excess(result) -> Summary | None:
+    """Backends waiting on buffer mapping, polled window minus its quiet neighbour, over all
+    pairs of the point's repetitions."""
+    return summarise([e for m in result.ok for e in buffer_mapping_excess(m.metrics)])
+
+
+def _interval(summary: Summary | None) -> tuple | None:
+    return None if summary is None else (summary.ci_low, summary.ci_high)
+
+
+def _figure(value: float, interval: tuple | None, digits: int) -> str:
+    if interval is None or None in interval:
+        return f"{value:+.{digits}f}"
+    return f"{value:+.{digits}f} ({interval[0]:+.{digits}f}..{interval[1]:+.{digits}f})"
+
+
+VERDICTS = {True: "larger beyond the noise (95% intervals apart)",
+            False: "not larger beyond the noise (95% intervals overlap)",
+            None: "not comparable (no interval)"}  # fmt: skip
+
+
+def versions_note(data: RunData) -> str:
+    """With a version sweep: where the locks went; per version, the grouped view's sag and
+    the buffer-mapping waits polling adds; whether each version before 10 is above each later
+    one beyond the noise, in both."""
+    points = {_version_of(s.cell): s for s in method_sags(data)
+              if s.method == "pg_buffercache" and _version_of(s.cell) and s.quoted}  # fmt: skip
+    if not points:
+        return ""
+    ordered = version_order(points)
+    excess = {version: _excess(points[version].result) for version in ordered}
+    figures = []
+    for version in ordered:
+        sag = points[version].quoted
+        line = f"{version}: sag {_figure(sag.sag_percent, sag.sag_ci_percent, 2)}%"
+        view_ms = _median(_times_ms(data, points[version].result.point.point_index))
+        line += "" if view_ms is None else f"; the view took {view_ms:.0f} ms (median)"
+        if excess[version] is not None:
+            line += (f"; buffer-mapping waits added while polled "
+                     f"{_figure(excess[version].mean, _interval(excess[version]), 3)} "
+                     "backends")  # fmt: skip
+        figures.append(line)
+    verdicts = []
+    for old in (v for v in ordered if _takes_the_locks(v)):
+        for new in (v for v in ordered if not _takes_the_locks(v)):
+            above = sag_above(points[old].quoted, points[new].quoted)
+            line = f"{old} against {new}: sag {VERDICTS[above]}"
+            if excess[old] is not None and excess[new] is not None:
+                above = interval_above(_interval(excess[old]), _interval(excess[new]))
+                line += f"; buffer-mapping waits added {VERDICTS[above]}"
+            verdicts.append(line)
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in figures + verdicts)
+    return (
+        f"<p class='note'>{html.escape(LOCKS_REMOVED_NOTE)}</p><p class='note'>The grouped "
+        "pg_buffercache view per version: the sag within runs, the view's time, and the mean "
+        "number of backends "
+        "waiting on buffer mapping in a polled window minus its quiet neighbour (95% "
+        f"intervals over the pairs of windows):</p><ul>{items}</ul>"
+    )
+
+
+def wait_events_table(data: RunData) -> str:
+    """Per point: what its client backends waited on in polled and quiet windows (mean
+    backends per sample), from `[inspect] wait_events`; "" when no point sampled them."""
+    rows = []
+    for sag in method_sags(data):
+        result = sag.result
+        tallies = tally_measurements([m.metrics for m in result.ok])
+        for kind in (POLLED, QUIET, WHOLE_RUN):
+            tally = tallies.get(kind)
+            if tally is None:
+                continue
+            share = tally.buffer_mapping / tally.active * 100 if tally.active else 0.0
+            others = ", ".join(f"{name} {mean:.3f}" for name, mean in tally.top_waits())
+            rows.append([cell_text(sag.cell), METHOD_NAMES.get(sag.method, sag.method), kind,
+                         str(tally.samples), f"{tally.active:.2f}",
+                         f"{tally.buffer_mapping:.3f}", f"{share:.1f}",
+                         others or "–"])  # fmt: skip
+    if not rows:
+        return ""
+    head = ["cell", "method", "windows", "samples", "active backends",
+            "waiting on buffer mapping", "% of active", "most waited events"]  # fmt: skip
+    return (
+        "<p class='note'>pg_stat_activity sampled ten times a second during the measured "
+        "run (the lab's own sessions left out; client backends only), in the windows whose "
+        "tps the sag compares: the mean number of active backends per sample, of them the "
+        "mean waiting on a buffer-mapping partition lock (9.6: LWLockTranche:buffer_mapping, "
+        "10–12: LWLock:buffer_mapping, 13+: LWLock:BufferMapping), and the events with the "
+        "most backends waiting. A baseline point polls in neither window kind.</p>"
+        + _table(head, rows)
+    )

@@ -199,6 +199,8 @@ class InspectTable(Table):
     # > 0: `every` polls only in every other window of this many seconds of the measured run,
     # and pgbench reports tps each second (analysis/inspect_overhead.py says why)
     alternate_s: Seconds() = Field(0.0, alias="alternate")
+    # pg_stat_activity's wait events ten times a second during the measured run (9.6+)
+    wait_events: StrictBool = False
 
     @model_validator(mode="after")
     def _something_to_take(self):
