@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 
 from pgcachelab.analysis.cache_composition import (  # noqa: E402
     OTHER,
@@ -18,8 +19,10 @@ from pgcachelab.analysis.cache_composition import (  # noqa: E402
 )
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.render import Section  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
 
+TITLE = "Cache snapshots: before and after each point"
 MIB = 1024 * 1024
 TOP_IN_PLOT = 8
 PAIR_LABELS = ("pair-fast", "pair-consistent")  # accuracy pairs: not part of the composition
@@ -189,8 +192,8 @@ def snapshots_html(data: RunData) -> str:
     return "".join(parts)
 
 
-def cache_composition_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """The composition plot and the before/after tables; nothing without snapshots."""
+def cache_composition_section(data: RunData, out_dir: Path) -> Section:
+    """The composition plot and the before/after tables; empty without snapshots."""
     if not samples(data):
-        return [], ""
-    return composition_plot(data, out_dir), snapshots_html(data)
+        return Section(TITLE)
+    return Section(TITLE, Markup(snapshots_html(data)), composition_plot(data, out_dir))

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 
 from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
     BASELINE,
@@ -27,7 +28,10 @@ from pgcachelab.report.overhead_sags import (  # noqa: E402
     window_length_s,
 )
 from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.render import Section  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
+
+TITLE = "The cost of looking inside shared_buffers"
 
 
 def _times_ms(data: RunData, point_index: int) -> list[float]:
@@ -216,12 +220,12 @@ def time_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "inspect-snapshot-time")
 
 
-def inspect_overhead_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """Plots and tables; nothing when the run does not sweep inspect_method."""
+def inspect_overhead_section(data: RunData, out_dir: Path) -> Section:
+    """Plots and tables; empty when the run does not sweep inspect_method."""
     if KEY not in data.swept_keys:
-        return [], ""
+        return Section(TITLE)
     accuracy = accuracy_table(data)
     body = "<h3>tps sag and snapshot time</h3>" + sag_table(data)
     if accuracy:
         body += "<h3>Accuracy of fast against consistent</h3>" + accuracy
-    return time_plot(data, out_dir), body
+    return Section(TITLE, Markup(body), time_plot(data, out_dir))

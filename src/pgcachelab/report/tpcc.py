@@ -11,12 +11,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
+from pgcachelab.report.render import Section  # noqa: E402
 from pgcachelab.report.tpcc_steps import (  # noqa: E402
     figure,
     is_tpcc_run,
@@ -203,10 +205,11 @@ def _step_notes(results: list[StepResult]) -> str:
     return f"<ul>{''.join(items)}</ul>"
 
 
-def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """Plots and the section's HTML; nothing for runs that are not TPC-C."""
+def tpcc_section(data: RunData, out_dir: Path) -> Section:
+    """Plots and the section's HTML, which stand for the generic plots; empty for runs that
+    are not TPC-C."""
     if not is_tpcc_run(data):
-        return [], ""
+        return Section("TPC-C")
     results = ladder_results(step_samples(data))
     plots = tpmc_plot(data, results, out_dir) + series_plot(data, out_dir)
     checks = {
@@ -237,4 +240,4 @@ def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
         + "<h3>Latency per transaction type</h3>"
         + _latency_table(data)
     )
-    return plots, body
+    return Section("TPC-C", Markup(body), plots, generic_plots=False)

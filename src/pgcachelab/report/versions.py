@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 
 from pgcachelab.analysis.versions import (  # noqa: E402
     CONTROL_SIGNIFICANT_LIMIT,
@@ -25,9 +26,11 @@ from pgcachelab.analysis.versions import (  # noqa: E402
 )
 from pgcachelab.report.advice import version_samples  # noqa: E402
 from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
-from pgcachelab.report.plots import TPS_LABEL, save_figure  # noqa: E402
+from pgcachelab.report.plots import TPS_LABEL, progress_plot, save_figure  # noqa: E402
+from pgcachelab.report.render import Section  # noqa: E402
 from pgcachelab.units import exact_amount_text, format_bytes  # noqa: E402
 
+TITLE = "Version to version"
 X_KEY = "clients"
 
 
@@ -311,15 +314,15 @@ def differing_settings_html(data: RunData) -> str:
     )
 
 
-def versions_section(
-    data: RunData, out_dir: Path, previous: RunData | None = None
-) -> tuple[list[Path], str]:
-    """Plots, the version-to-version table, the A/A control's cells and, given the previous run
-    of the spec, whether the two agree; nothing when the run swept no version."""
+def versions_section(data: RunData, out_dir: Path, previous: RunData | None = None) -> Section:
+    """Plots (one line per version in panels, standing for the generic plots), the
+    version-to-version table, the A/A control's cells and, given the previous run of the spec,
+    whether the two agree; empty when the run swept no version."""
     if not is_version_run(data):
-        return [], ""
+        return Section(TITLE)
     samples = version_samples(data)
     changes = version_changes(samples)
     control, _ = control_html(data, control_changes(samples))
     body = changes_html(data, changes) + agreement_html(changes, previous) + control
-    return clients_plot(data, out_dir), body + differing_settings_html(data)
+    plots = clients_plot(data, out_dir) + progress_plot(data, out_dir)
+    return Section(TITLE, Markup(body + differing_settings_html(data)), plots, generic_plots=False)
