@@ -19,7 +19,7 @@ from pgcachelab.analysis.cache_composition import (  # noqa: E402
 )
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
-from pgcachelab.report.render import Section  # noqa: E402
+from pgcachelab.report.render import Section, table  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
 
 TITLE = "Cache snapshots: before and after each point"
@@ -103,14 +103,8 @@ def _bytes(value) -> str:
 
 
 def _table(head: list[str], rows: list[tuple[str, list[str]]]) -> str:
-    """Relations down the side (escaped here), figures across (already text)."""
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join(
-        f'<tr><td class="text">{html.escape(name)}</td>'
-        + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
-        for name, cells in rows
-    )  # fmt: skip
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+    """Relations down the side, figures across."""
+    return table(head, [[name, *cells] for name, cells in rows], {0})
 
 
 def _split_cells(at) -> list[str]:

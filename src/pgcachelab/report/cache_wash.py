@@ -38,7 +38,7 @@ from pgcachelab.analysis.summary import hit_ratio, summarise  # noqa: E402
 from pgcachelab.report.cache_composition import samples as snapshot_samples  # noqa: E402
 from pgcachelab.report.dataset import RunData, repetitions  # noqa: E402
 from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank  # noqa: E402
-from pgcachelab.report.render import Section  # noqa: E402
+from pgcachelab.report.render import Section, table  # noqa: E402
 from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
 
 TITLE = "Cache wash: idx1, the scan, idx2"
@@ -167,19 +167,8 @@ def _ms(summary) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
-    """An HTML table, every cell escaped; the first `text_columns` columns are left-aligned."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="text">{html.escape(c)}</td>' if i < text_columns
-            else f"<td>{html.escape(c)}</td>"
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )  # fmt: skip
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    """The first `text_columns` columns are left-aligned."""
+    return table(headers, rows, range(text_columns))
 
 
 def _mode_label(mode: str) -> str:

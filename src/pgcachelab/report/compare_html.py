@@ -73,10 +73,10 @@ def render_html(comparison: Comparison, out_path: Path) -> Path:
             f"pgcachelab compare {a.run_id} {b.run_id}",
             "What this comparison shows",
         ),
-        context=table(["what", "A", "B"], context, ALL_COLUMNS) if context else "",
+        context=Markup(table(["what", "A", "B"], context, ALL_COLUMNS)) if context else "",
         png_base64=base64.b64encode(png).decode() if png else "",
         method_note=method_note(comparison),
-        points=table(HEADER, [point_row(p) for p in comparison.points]),
+        points=Markup(table(HEADER, [point_row(p) for p in comparison.points])),
         only=[("A", comparison.only_a), ("B", comparison.only_b)],
     )
     out_path.parent.mkdir(parents=True, exist_ok=True)

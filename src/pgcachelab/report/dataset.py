@@ -97,6 +97,11 @@ class RunData:
         return self.memory_limit_bytes or self.run.environment.get("memory_total_bytes")
 
 
+def swept_text(cell: tuple) -> str:
+    """A cell, the (key, value) pairs of the swept keys that hold it: "mode=rw, clients=8"."""
+    return ", ".join(f"{k}={v}" for k, v in cell)
+
+
 def schedule_of(run: Run) -> dict:
     """The run's order, seed and repetitions: recorded by the runner; for runs stored before
     it recorded them, read from the stored spec with the spec's defaults."""

@@ -101,7 +101,8 @@ def differing_settings_html(data: RunData) -> Markup:
         "<h3>Server settings that differ between points</h3>"
         "<p class='note'>As pg_settings reported them at each point: the swept settings, what "
         "PostgreSQL derives from them and, across versions, changed defaults.</p>"
-    ) + table(["setting", "values, in point order (each once)"], rows, {1}, row_headers=True)
+        + table(["setting", "values, in point order (each once)"], rows, {1}, row_headers=True)
+    )
 
 
 def _memory_note(data: RunData) -> str:
@@ -184,12 +185,12 @@ def render_html(
         run=run,
         findings=findings,
         quality=Markup(quality_html(data)),
-        context=table(None, _context_rows(data), ALL_COLUMNS, row_headers=True),
+        context=Markup(table(None, _context_rows(data), ALL_COLUMNS, row_headers=True)),
         differing_settings=differing_settings_html(data),
         sections=sections,
         plots=plots,
-        points_table=_points_table(data),
-        points_detail_table=_points_detail_table(data),
+        points_table=Markup(_points_table(data)),
+        points_detail_table=Markup(_points_detail_table(data)),
         target=json.dumps(run.target, indent=1),
     )
     out_path.write_text(page)

@@ -2,7 +2,6 @@
 shared_buffers, and the accuracy of fast against consistent. Shown when a run sweeps
 `inspect_method`."""
 
-import html
 import statistics
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from pgcachelab.report.overhead_sags import (  # noqa: E402
     window_length_s,
 )
 from pgcachelab.report.plots import save_figure  # noqa: E402
-from pgcachelab.report.render import Section  # noqa: E402
+from pgcachelab.report.render import ALL_COLUMNS, Section, table  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
 
 TITLE = "The cost of looking inside shared_buffers"
@@ -66,16 +65,8 @@ def _sag_cells(sag) -> list[str]:
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
-    """Every cell escaped; the first two columns (cell, method) are text."""
-    body = "".join(
-        "<tr>" + "".join(
-            f'<td class="text">{html.escape(c)}</td>' if i < 2 else f"<td>{html.escape(c)}</td>"
-            for i, c in enumerate(row)
-        ) + "</tr>"
-        for row in rows
-    )  # fmt: skip
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+    """The first two columns (cell, method) are text."""
+    return table(head, rows, range(2))
 
 
 def sag_table(data: RunData) -> str:
@@ -175,8 +166,7 @@ def accuracy_table(data: RunData) -> str:
             f"{statistics.median(e.largest_material for e in errors) * 100:.2f}",
             _error_text(worst_material.largest_material, worst_material.relation_material),
         ]  # fmt: skip
-        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
-                                     for c in figures) + "</tr>")  # fmt: skip
+        rows.append(figures)
     if not rows:
         return ""
     head = ["cell", "pairs", "largest error % (median over pairs)", "largest error % (worst)",
@@ -186,8 +176,7 @@ def accuracy_table(data: RunData) -> str:
         "measured), once a second: a fast snapshot and right after it a consistent one. Per "
         "pair, the largest relative error of fast's buffers per relation against consistent's; "
         "it includes what really changed in the few milliseconds between the two.</p>"
-        "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        + table(head, rows, ALL_COLUMNS)
     )  # fmt: skip
 
 

@@ -73,9 +73,10 @@ def table(
     rows: Iterable[Row | list],
     text_columns: Container[int] = (),
     row_headers: bool = False,
-) -> Markup:
-    """`head` None: no header row. Columns in `text_columns` are left-aligned text; with
-    `row_headers` each row's first cell is its header."""
+) -> str:
+    """HTML of a table whose cells are escaped unless they are Markup. `head` None: no header
+    row. Columns in `text_columns` are left-aligned text; with `row_headers` each row's first
+    cell is its header."""
     body = [
         Row(
             [
@@ -89,4 +90,4 @@ def table(
         for row in (r if isinstance(r, Row) else Row(r) for r in rows)
     ]
     macro = _environment().get_template("table.html.j2").module.table
-    return Markup(macro(head, body))
+    return str(macro(head, body))

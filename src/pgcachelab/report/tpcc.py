@@ -18,7 +18,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
-from pgcachelab.report.render import Section  # noqa: E402
+from pgcachelab.report.render import ALL_COLUMNS, Section, table  # noqa: E402
 from pgcachelab.report.tpcc_steps import (  # noqa: E402
     figure,
     is_tpcc_run,
@@ -152,10 +152,8 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
             figure(_median([run.get("failed") for run in runs])),
             figure(_median([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
         ]
-        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
-                    + "</tr>")  # fmt: skip
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        rows.append(cells)
+    return table(header, rows, ALL_COLUMNS)
 
 
 def _latency_table(data: RunData) -> str:
@@ -173,10 +171,8 @@ def _latency_table(data: RunData) -> str:
                 for q in ("p50", "p90", "p99")
             ]  # fmt: skip
             cells.append(" / ".join(figure(q, 1) for q in quantiles))
-        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
-                    + "</tr>")  # fmt: skip
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        rows.append(cells)
+    return table(header, rows, ALL_COLUMNS)
 
 
 def _step_notes(results: list[StepResult]) -> str:

@@ -25,10 +25,11 @@ from pgcachelab.analysis.versions import (  # noqa: E402
     version_order,
 )
 from pgcachelab.report.advice import version_samples  # noqa: E402
-from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
+from pgcachelab.report.dataset import PointResult, RunData, swept_text  # noqa: E402
+from pgcachelab.report.html import readable_setting  # noqa: E402
 from pgcachelab.report.plots import TPS_LABEL, progress_plot, save_figure  # noqa: E402
-from pgcachelab.report.render import Section  # noqa: E402
-from pgcachelab.units import exact_amount_text, format_bytes  # noqa: E402
+from pgcachelab.report.render import ALL_COLUMNS, Row, Section, table  # noqa: E402
+from pgcachelab.units import format_bytes  # noqa: E402
 
 TITLE = "Version to version"
 X_KEY = "clients"
@@ -48,13 +49,9 @@ def version_label(data: RunData, version: str) -> str:
     return f"PostgreSQL {known.get('server_version') or version}{twin}"
 
 
-def _cell_text(cell: tuple) -> str:
-    return ", ".join(f"{k}={v}" for k, v in cell)
-
-
 def _panel_title(panel: tuple, results: list[PointResult]) -> str:
     """The cell, and what a scale class came to: its scale and the database's size."""
-    title = _cell_text(panel)
+    title = swept_text(panel)
     scales = {(m.metrics.get("data") or {}).get("scale") for r in results for m in r.ok}
     scales.discard(None)
     sizes = [r.database_size_bytes for r in results if r.database_size_bytes]
@@ -123,7 +120,7 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "tps-by-clients-per-version")
 
 
-def _change_row(change: VersionChange) -> str:
+def _change_row(change: VersionChange) -> Row:
     if change.ci_low is None:
         interval, verdict = "–", "too few repetitions"
     else:
@@ -131,12 +128,10 @@ def _change_row(change: VersionChange) -> str:
         verdict = "no significant change"
         if change.significant:
             verdict = "faster" if change.ratio > 1 else "SLOWER"
-    row_class = ' class="failed"' if verdict == "SLOWER" else ""
-    cells = [html.escape(_cell_text(change.cell)),
-             html.escape(f"{change.previous} → {change.version}"),
+    cells = [swept_text(change.cell), f"{change.previous} → {change.version}",
              f"{change.ratio:.3f}", interval, verdict,
              f"{change.samples[0]} / {change.samples[1]}"]  # fmt: skip
-    return f"<tr{row_class}>" + "".join(f'<td class="text">{c}</td>' for c in cells) + "</tr>"
+    return Row(cells, "failed" if verdict == "SLOWER" else "")
 
 
 def changes_html(data: RunData, changes: list[VersionChange]) -> str:
@@ -144,8 +139,7 @@ def changes_html(data: RunData, changes: list[VersionChange]) -> str:
         return "<p class='note'>No cell was measured on two versions.</p>"
     significant = [c for c in changes if c.significant]
     slower = [c for c in significant if c.ratio < 1]
-    head = "".join(f"<th>{h}</th>" for h in ("cell", "versions", "ratio", "95% CI",
-                                             "verdict", "repetitions"))  # fmt: skip
+    head = ["cell", "versions", "ratio", "95% CI", "verdict", "repetitions"]
     skipped = data.run.target.get("skipped_settings") or {}
     skipped_note = "".join(
         f"<p class='note'>PostgreSQL {html.escape(v)} does not know "
@@ -161,10 +155,7 @@ def changes_html(data: RunData, changes: list[VersionChange]) -> str:
         "Every version is driven by the same pgbench; the data of each version and scale is "
         f"initialised once and reused by every mode and client count. {_schedule_note(data)}"
         "</p>"
-        f"{skipped_note}"
-        f"<table><thead><tr>{head}</tr></thead><tbody>"
-        + "".join(_change_row(c) for c in changes)
-        + "</tbody></table>"
+        f"{skipped_note}" + table(head, [_change_row(c) for c in changes], ALL_COLUMNS)
     )
 
 
@@ -202,17 +193,14 @@ def control_html(data: RunData, changes: list[VersionChange]) -> tuple[str, Cont
     if not changes:
         return "", None
     verdict = control_verdict(changes)
-    head = "".join(f"<th>{h}</th>" for h in ("cell", "pair", "ratio", "95% CI", "verdict",
-                                             "repetitions"))  # fmt: skip
-    rows = "".join(
-        ("<tr class='failed'>" if c.significant else "<tr>")
-        + "".join(f'<td class="text">{html.escape(str(v))}</td>' for v in (
-            _cell_text(c.cell), f"{c.previous} ↔ {c.version}", f"{c.ratio:.3f}",
-            "–" if c.ci_low is None else f"{c.ci_low:.3f}..{c.ci_high:.3f}",
-            _verdict_text(c), f"{c.samples[0]} / {c.samples[1]}"))
-        + "</tr>"
+    head = ["cell", "pair", "ratio", "95% CI", "verdict", "repetitions"]
+    rows = [
+        Row([swept_text(c.cell), f"{c.previous} ↔ {c.version}", f"{c.ratio:.3f}",
+             "–" if c.ci_low is None else f"{c.ci_low:.3f}..{c.ci_high:.3f}",
+             _verdict_text(c), f"{c.samples[0]} / {c.samples[1]}"],
+            "failed" if c.significant else "")
         for c in changes
-    )  # fmt: skip
+    ]  # fmt: skip
     if verdict is None:
         summary = "<p class='note'>The control has too few repetitions for an interval.</p>"
     else:
@@ -239,8 +227,7 @@ def control_html(data: RunData, changes: list[VersionChange]) -> tuple[str, Cont
         "<p class='note'>One version measured twice, as two independent clusters with their "
         "own data, in the same rounds as the others. Its ratios should be 1; how far they "
         "stray is the noise floor of every version-to-version ratio in this run. About one "
-        "cell in twenty is significant by chance alone.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>",
+        "cell in twenty is significant by chance alone.</p>" + table(head, rows, ALL_COLUMNS),
         verdict,
     )
 
@@ -259,7 +246,7 @@ def agreement_html(changes: list[VersionChange], previous: RunData | None) -> st
         return (f"<p>Against run {name} (the previous run of this spec): the {both} changes "
                 "significant in both runs agree in direction.</p>")  # fmt: skip
     items = "".join(
-        f"<li>{html.escape(_cell_text(d.cell))}: {html.escape(d.previous)} → "
+        f"<li>{html.escape(swept_text(d.cell))}: {html.escape(d.previous)} → "
         f"{html.escape(d.version)} ×{d.ratio:.3f} here, ×{d.other_ratio:.3f} in run {name}</li>"
         for d in disagreeing
     )
@@ -279,38 +266,23 @@ def settings_by_version(data: RunData) -> dict[str, dict[str, str]]:
         if control_base(version) is not None:  # its twin's defaults, by construction
             continue
         if settings and version not in by_version:
-            by_version[version] = {name: _readable(s) for name, s in settings.items()}
+            by_version[version] = {name: readable_setting(s) for name, s in settings.items()}
     return by_version
 
 
-def _readable(setting: dict) -> str:
-    """One value in one unit across versions: 9.6 counts max_wal_size in 16MB segments."""
-    unit, value = setting.get("unit"), setting.get("normalised")
-    if isinstance(value, int | float) and value >= 0:
-        exact = exact_amount_text(value, unit)
-        if exact is not None:
-            return exact
-    return str(setting.get("setting"))
-
-
-def differing_settings_html(data: RunData) -> str:
+def version_settings_html(data: RunData) -> str:
+    """The defaults that differ between the versions, one column per version (one unit per
+    amount: 9.6 counts max_wal_size in 16MB segments)."""
     differing = differing_settings(settings_by_version(data))
     if not differing:
         return ""
     versions = version_order(next(iter(differing.values())))
-    head = "".join(f"<th>{html.escape(v)}</th>" for v in ["setting", *versions])
-    rows = "".join(
-        f'<tr><td class="text">{html.escape(name)}</td>'
-        + "".join(f'<td class="text">{html.escape(str(values[v]))}</td>' for v in versions)
-        + "</tr>"
-        for name, values in differing.items()
-    )
+    rows = [[name, *(values[v] for v in versions)] for name, values in differing.items()]
     return (
         "<h3>Settings that differ between the versions</h3>"
         "<p class='note'>Every version ran the same spec; these are the defaults that changed "
         "between releases (as pg_settings reported them), part of what each "
-        "version's numbers mean.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        "version's numbers mean.</p>" + table(["setting", *versions], rows, ALL_COLUMNS)
     )
 
 
@@ -325,4 +297,4 @@ def versions_section(data: RunData, out_dir: Path, previous: RunData | None = No
     control, _ = control_html(data, control_changes(samples))
     body = changes_html(data, changes) + agreement_html(changes, previous) + control
     plots = clients_plot(data, out_dir) + progress_plot(data, out_dir)
-    return Section(TITLE, Markup(body + differing_settings_html(data)), plots, generic_plots=False)
+    return Section(TITLE, Markup(body + version_settings_html(data)), plots, generic_plots=False)
