@@ -10,7 +10,7 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup
 
 ALL_COLUMNS: Container[int] = range(sys.maxsize)
@@ -64,8 +64,13 @@ def _environment() -> Environment:
     )
 
 
-def render(template: str, **context) -> str:
-    return _environment().get_template(template).render(**context)
+def template(name: str) -> Template:
+    """A template of report/templates, e.g. to call one of its macros."""
+    return _environment().get_template(name)
+
+
+def render(name: str, **context) -> str:
+    return template(name).render(**context)
 
 
 def table(
@@ -89,5 +94,5 @@ def table(
         )
         for row in (r if isinstance(r, Row) else Row(r) for r in rows)
     ]
-    macro = _environment().get_template("table.html.j2").module.table
+    macro = template("table.html.j2").module.table
     return str(macro(head, body))
