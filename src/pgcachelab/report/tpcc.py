@@ -2,7 +2,6 @@
 repetitions' spread, each step's settings diff and warnings, the tpmC series over each run, and
 latencies per transaction type."""
 
-import html
 import itertools
 import statistics
 from pathlib import Path
@@ -18,7 +17,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
-from pgcachelab.report.render import ALL_COLUMNS, Section, table  # noqa: E402
+from pgcachelab.report.render import ALL_COLUMNS, Section, render, table  # noqa: E402
 from pgcachelab.report.tpcc_steps import (  # noqa: E402
     figure,
     is_tpcc_run,
@@ -175,30 +174,9 @@ def _latency_table(data: RunData) -> str:
     return table(header, rows, ALL_COLUMNS)
 
 
-def _step_notes(results: list[StepResult]) -> str:
-    items = []
-    for result in results:
-        lines = []
-        if result.description:
-            lines.append(html.escape(result.description))
-        changed = [f"{n} {b if b is not None else '(default)'} → {v}" for n, b, v in result.changes]
-        lines.append("changes: " + html.escape("; ".join(changed) if changed else "none"))
-        for setting, value, why in result.risks:
-            lines.append(
-                f"<strong>warning:</strong> {html.escape(setting)} = {html.escape(value)}"
-                f" trades safety for speed: {html.escape(why)}. Never on a database you keep."
-            )
-        if result.rate_limited:
-            lines.append(
-                f"<strong>warning:</strong> {result.rate_limited} of {result.n} repetitions reached"
-                " their rate limit (BenchmarkSQL's limitTxnsPerMin): the figure is the limit,"
-                " not the server"
-            )
-        for reason in result.failures:
-            lines.append(f"<strong>failed:</strong> {html.escape(reason)}")
-        items.append(f"<li><strong>{html.escape(result.name)}</strong><br>"
-                     + "<br>".join(lines) + "</li>")  # fmt: skip
-    return f"<ul>{''.join(items)}</ul>"
+def _changes_text(result: StepResult) -> str:
+    changed = [f"{n} {b if b is not None else '(default)'} → {v}" for n, b, v in result.changes]
+    return "; ".join(changed) if changed else "none"
 
 
 def tpcc_section(data: RunData, out_dir: Path) -> Section:
@@ -221,19 +199,13 @@ def tpcc_section(data: RunData, out_dir: Path) -> Section:
         if not checks
         else "FAILED consistency checks: " + "; ".join(f"{k} ({v})" for k, v in checks.items())
     )
-    body = (
-        f"<p><strong>This is {DISCLAIMER}.</strong> Differences from the specification: "
-        + html.escape("; ".join(DIFFERENCES))
-        + ".</p>"
-        + "<p class='note'>tpmC counts New-Orders that completed, the 1% that roll back on an"
-        " unused item included (clause 5.4.2); each step is compared with the step before as a"
-        " ratio of geometric means with Welch's 95% interval on the logarithms. "
-        + html.escape(checks_text)
-        + ".</p>"
-        + _step_table(data, results)
-        + "<h3>What each step changed</h3>"
-        + _step_notes(results)
-        + "<h3>Latency per transaction type</h3>"
-        + _latency_table(data)
+    body = render(
+        "tpcc.html.j2",
+        disclaimer=DISCLAIMER,
+        differences="; ".join(DIFFERENCES),
+        checks=checks_text,
+        step_table=Markup(_step_table(data, results)),
+        steps=[(result, _changes_text(result)) for result in results],
+        latency_table=Markup(_latency_table(data)),
     )
     return Section("TPC-C", Markup(body), plots, generic_plots=False)
