@@ -43,7 +43,7 @@ class Section:
     generic_plots: bool = True
 
 
-def _escaped(value) -> Markup:
+def escaped(value) -> Markup:
     """As html.escape writes entities (&quot;, &#x27;), so pages read as they did before the
     templates; None is empty."""
     if isinstance(value, Markup):
@@ -60,7 +60,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        finalize=_escaped,
+        finalize=escaped,
     )
 
 

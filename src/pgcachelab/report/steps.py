@@ -16,7 +16,7 @@ from pgcachelab.analysis.steps import (
 )
 from pgcachelab.report.dataset import PointResult, RunData
 from pgcachelab.report.regimes import disk_label
-from pgcachelab.report.render import table
+from pgcachelab.report.render import escaped, table
 from pgcachelab.units import format_bytes
 
 
@@ -64,16 +64,17 @@ def _between(step: Step) -> str:
     )
 
 
-def boundary_text(name: str, size_bytes: float | None, data: RunData) -> str:
+def boundary_text(name: str, size_bytes: float | None, data: RunData) -> Markup:
+    # Markup, so that the page keeps the apostrophe of "the machine's RAM" as it is
     if name == SHARED_BUFFERS:
-        return f"shared_buffers ({format_bytes(size_bytes)})"
+        return Markup(f"shared_buffers ({format_bytes(size_bytes)})")
     if name == MEMORY:
         if data.memory_limit_bytes:
-            return f"the memory limit ({format_bytes(size_bytes)})"
-        return f"the machine's RAM ({format_bytes(size_bytes)})"
+            return Markup(f"the memory limit ({format_bytes(size_bytes)})")
+        return Markup(f"the machine's RAM ({format_bytes(size_bytes)})")
     if name == DISK:
-        return f"past memory: {disk_label(data)} decides"
-    return "no boundary of this run"
+        return Markup("past memory: ") + escaped(disk_label(data)) + Markup(" decides")
+    return Markup("no boundary of this run")
 
 
 def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData) -> str:
@@ -131,7 +132,7 @@ def _boundary_table(finding: StepFinding, data: RunData) -> str:
             "<b>could not appear</b>: no database measured was larger than memory, and no "
             "emulated disk (<code>[machine] disk</code>, root) in this run"
         )
-    rows.append([f"the disk: {disk_label(data)}", what])
+    rows.append([Markup("the disk: ") + escaped(disk_label(data)), what])
     return table(None, rows, {1}, row_headers=True)
 
 
