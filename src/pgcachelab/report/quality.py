@@ -71,7 +71,7 @@ def _points_text(group: WarningKind) -> str:
 
 def warning_kind_html(group: WarningKind) -> str:
     """One line: the kind, where, and what to try; each warning in the folded details."""
-    macro = template("quality.html.j2").module.warning_kind
+    macro = template("warning_kind.html.j2").module.warning_kind
     return str(macro(group, _points_text(group)))
 
 
@@ -80,7 +80,7 @@ def quality_html(data: RunData) -> str:
     groups = group_warnings(data.warnings, [r.point.label for r in data.points])
     return render(
         "quality.html.j2",
-        noise=[(name, n) for name, n in data.noise.items() if n.median_cv is not None],
+        noise_by_figure=[(name, n) for name, n in data.noise.items() if n.median_cv is not None],
         settled=data.schedule.get("repetitions") == "auto" and not data.unsettled,
         warnings=len(data.warnings),
         groups=[(group, _points_text(group)) for group in groups],
