@@ -54,6 +54,11 @@ class PointResult:
     def failures(self) -> list[Measurement]:
         return [m for m in self.measurements if m.status != "ok"]
 
+    @property
+    def failure_reasons(self) -> list[str]:
+        """Each reason once, sorted."""
+        return sorted({m.reason or "" for m in self.failures})
+
 
 @dataclass
 class RunData:

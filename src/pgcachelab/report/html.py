@@ -120,7 +120,7 @@ def _points_table(data: RunData) -> str:
     rows = []
     for result in data.points:
         tps = result.tps
-        reasons = "; ".join(sorted({m.reason or "" for m in result.failures}))
+        reasons = "; ".join(result.failure_reasons)
         rows.append(Row([
             _num(result.point.point_index),
             *[result.point.swept.get(k) for k in keys],
