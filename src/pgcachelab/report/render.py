@@ -36,7 +36,7 @@ class Section:
     """A part of the report page under its own heading; `plots` go to the page's plots."""
 
     title: str
-    body: Markup | str = ""
+    body: Markup = Markup("")
     plots: list = field(default_factory=list)
     # False where the section's plots stand for the generic ones (one line per version in
     # panels, the TPC-C ladder): the generic plots would draw every cell as a line.
