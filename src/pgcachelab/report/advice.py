@@ -37,7 +37,7 @@ from pgcachelab.analysis.versions import (
     version_changes,
     version_order,
 )
-from pgcachelab.report.dataset import PointResult, RunData, repetitions
+from pgcachelab.report.dataset import PointResult, RunData, repetitions, swept_text
 from pgcachelab.report.overhead_sags import (
     METHOD_NAMES,
     MethodSag,
@@ -52,10 +52,6 @@ from pgcachelab.units import format_bytes
 
 def _cell(result: PointResult, topic: str) -> tuple:
     return tuple((k, v) for k, v in result.point.swept.items() if k != topic)
-
-
-def _cell_text(cell: tuple) -> str:
-    return ", ".join(f"{k}={v}" for k, v in cell)
 
 
 def _tps_by_cell(data: RunData, topic: str) -> dict[tuple, dict]:
@@ -216,7 +212,7 @@ def best_value_advice(data: RunData, topic: str, what: str) -> list[Advice]:
         others = _others(choice, " tps")
         advice.append(
             Advice(
-                topic, _cell_text(cell),
+                topic, swept_text(cell),
                 _headline(choice, f"{topic} = {choice.best} {what}", " tps"),
                 f"{format_interval(choice.best_summary, ' tps')}"
                 + (f"; others: {others}" if others else ""), choice.caveats,
@@ -270,7 +266,7 @@ def _steps_of_cell(results: list[PointResult], cell: tuple, data: RunData) -> li
     finding = points_steps(results, data.memory_available_bytes)
     if finding is None:
         return []
-    where = _cell_text(cell)
+    where = swept_text(cell)
     caveats = repetition_caveats({r.point.label: summarise([m.tps for m in r.ok if m.tps])
                                   for r in results if r.ok}) if results else []  # fmt: skip
     measured = f"{format_bytes(finding.smallest_bytes)} .. {format_bytes(finding.largest_bytes)}"
@@ -342,7 +338,7 @@ def version_samples(data: RunData) -> dict[tuple, dict[str, list[float]]]:
 
 def _change_text(change: VersionChange) -> str:
     return (f"×{change.ratio:.2f} ({ratio_interval(change.ci_low, change.ci_high)}) at "
-            f"{_cell_text(change.cell) or 'the one cell'}")  # fmt: skip
+            f"{swept_text(change.cell) or 'the one cell'}")  # fmt: skip
 
 
 def version_pair_advice(previous: str, version: str, changes: list[VersionChange]) -> Advice:

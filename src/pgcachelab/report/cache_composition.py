@@ -1,6 +1,5 @@
 """The cache snapshots of a run ([inspect]): composition over time, before/after per point."""
 
-import html
 import statistics
 from pathlib import Path
 
@@ -8,6 +7,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 
 from pgcachelab.analysis.cache_composition import (  # noqa: E402
     OTHER,
@@ -18,8 +18,10 @@ from pgcachelab.analysis.cache_composition import (  # noqa: E402
 )
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.render import Section, render, table  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
 
+TITLE = "Cache snapshots: before and after each point"
 MIB = 1024 * 1024
 TOP_IN_PLOT = 8
 PAIR_LABELS = ("pair-fast", "pair-consistent")  # accuracy pairs: not part of the composition
@@ -100,14 +102,8 @@ def _bytes(value) -> str:
 
 
 def _table(head: list[str], rows: list[tuple[str, list[str]]]) -> str:
-    """Relations down the side (escaped here), figures across (already text)."""
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join(
-        f'<tr><td class="text">{html.escape(name)}</td>'
-        + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
-        for name, cells in rows
-    )  # fmt: skip
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+    """Relations down the side, figures across."""
+    return table(head, [[name, *cells] for name, cells in rows], {0})
 
 
 def _split_cells(at) -> list[str]:
@@ -123,28 +119,34 @@ def _split_cells(at) -> list[str]:
     ]  # fmt: skip
 
 
-def _point_html(point_label: str, point_samples: list[Sample]) -> str:
+def _point_tables(point_label: str, point_samples: list[Sample]) -> dict | None:
     """Two tables: each snapshot's bytes in shared_buffers / the OS cache, then the split at
-    the last snapshot (one table of both would not fit a page)."""
-    labels, table = point_table(point_samples)
-    if not table:
-        return ""
+    the last snapshot (one table of both would not fit a page); None without a relation."""
+    labels, by_relation = point_table(point_samples)
+    if not by_relation:
+        return None
     last = labels[-1]
     moments = [
         (name, ["–" if (at := by_label.get(label)) is None
                 else f"{_bytes(at.shared_buffers_bytes)} / {_bytes(at.os_cached_bytes)}"
                 for label in labels])
-        for name, by_label in table.items()
+        for name, by_label in by_relation.items()
     ]  # fmt: skip
-    split_rows = [(name, _split_cells(by_label.get(last))) for name, by_label in table.items()]
-    return (
-        f"<h3>{html.escape(point_label)}</h3>"
-        + _table(["relation", *(f"{label}: shared_buffers / OS cache" for label in labels)],
-                 moments)
-        + f"<p class='note'>At {html.escape(last)}:</p>"
-        + _table(["relation", "in both (estimate)", "shared_buffers only", "OS cache only",
-                  "disk only", "size"], split_rows)
-    )  # fmt: skip
+    split_rows = [
+        (name, _split_cells(by_label.get(last))) for name, by_label in by_relation.items()
+    ]
+    return {
+        "label": point_label,
+        "moments": Markup(
+            _table(["relation", *(f"{label}: shared_buffers / OS cache" for label in labels)],
+                   moments)
+        ),
+        "last": last,
+        "split": Markup(
+            _table(["relation", "in both (estimate)", "shared_buffers only", "OS cache only",
+                    "disk only", "size"], split_rows)
+        ),
+    }  # fmt: skip
 
 
 def _method_note(data: RunData) -> str:
@@ -163,7 +165,7 @@ def _method_note(data: RunData) -> str:
         text += f"; {len(failed)} failed (first: {failed[0].error})"
     for note in sorted(notes):
         text += f"; {note}"
-    return html.escape(text) + "."
+    return text
 
 
 def snapshots_html(data: RunData) -> str:
@@ -171,26 +173,23 @@ def snapshots_html(data: RunData) -> str:
     found = samples(data)
     if not found:
         return ""
-    parts = [
-        f"<p class='note'>{_method_note(data)} Each cell: bytes of the relation in shared_buffers"
-        " / in the OS page cache, medians over the point's repetitions. <b>In both</b> cannot be"
-        " counted from per-relation totals: it is estimated as if the two caches held pages"
-        " independently (B × O / size), within its bounds in brackets (at least B + O − size,"
-        " at most the smaller of B and O); the other three columns follow from it. Pages read"
-        " into shared_buffers went through the OS cache, so right after reads the true overlap"
-        " is nearer the upper bound. The OS cache is read (mincore) for the relations in"
-        " shared_buffers and for every user relation; a catalog relation counts only while it"
-        " has a buffer.</p>"
-    ]
     labels_by_point = {p.point.point_index: p.point.label for p in data.points}
-    for point_index in sorted({s.point_index for s in found}):
-        mine = [s for s in found if s.point_index == point_index]
-        parts.append(_point_html(f"#{point_index}: {labels_by_point.get(point_index, '')}", mine))
-    return "".join(parts)
+    points = [
+        _point_tables(
+            f"#{point_index}: {labels_by_point.get(point_index, '')}",
+            [s for s in found if s.point_index == point_index],
+        )
+        for point_index in sorted({s.point_index for s in found})
+    ]
+    return render(
+        "snapshots.html.j2",
+        method_note=_method_note(data),
+        points=[point for point in points if point is not None],
+    )
 
 
-def cache_composition_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """The composition plot and the before/after tables; nothing without snapshots."""
+def cache_composition_section(data: RunData, out_dir: Path) -> Section:
+    """The composition plot and the before/after tables; empty without snapshots."""
     if not samples(data):
-        return [], ""
-    return composition_plot(data, out_dir), snapshots_html(data)
+        return Section(TITLE)
+    return Section(TITLE, Markup(snapshots_html(data)), composition_plot(data, out_dir))

@@ -15,6 +15,7 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 from matplotlib import cbook  # noqa: E402
 
 from pgcachelab.analysis.cache_split import (  # noqa: E402
@@ -37,8 +38,10 @@ from pgcachelab.analysis.summary import hit_ratio, summarise  # noqa: E402
 from pgcachelab.report.cache_composition import samples as snapshot_samples  # noqa: E402
 from pgcachelab.report.dataset import RunData, repetitions  # noqa: E402
 from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank  # noqa: E402
+from pgcachelab.report.render import Section, table  # noqa: E402
 from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
 
+TITLE = "Cache wash: idx1, the scan, idx2"
 PHASE_TITLES = {
     "idx1": "idx1: index lookups before the scan",
     "seq": "seq: one sequential scan of the table",
@@ -164,19 +167,8 @@ def _ms(summary) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
-    """An HTML table, every cell escaped; the first `text_columns` columns are left-aligned."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="text">{html.escape(c)}</td>' if i < text_columns
-            else f"<td>{html.escape(c)}</td>"
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )  # fmt: skip
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    """The first `text_columns` columns are left-aligned."""
+    return table(headers, rows, range(text_columns))
 
 
 def _mode_label(mode: str) -> str:
@@ -489,11 +481,11 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
     return "".join(parts)
 
 
-def cache_wash_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """Plots and the findings; nothing when the run is not a cache-wash run."""
+def cache_wash_section(data: RunData, out_dir: Path) -> Section:
+    """Plots and the findings; empty when the run is not a cache-wash run."""
     reps = repetitions(data)
     if not reps:
-        return [], ""
+        return Section(TITLE)
     plots = box_plots(reps, data, out_dir) + phase_cache_plot(data, out_dir)
     plots += scan_residency_plot(data, out_dir)
-    return plots, findings_html(reps, data)
+    return Section(TITLE, Markup(findings_html(reps, data)), plots)

@@ -54,6 +54,11 @@ class PointResult:
     def failures(self) -> list[Measurement]:
         return [m for m in self.measurements if m.status != "ok"]
 
+    @property
+    def failure_reasons(self) -> list[str]:
+        """Each reason once, sorted."""
+        return sorted({m.reason or "" for m in self.failures})
+
 
 @dataclass
 class RunData:
@@ -95,6 +100,11 @@ class RunData:
     def memory_available_bytes(self) -> float | None:
         """The emulated machine's memory when a limit was set, else the machine's RAM."""
         return self.memory_limit_bytes or self.run.environment.get("memory_total_bytes")
+
+
+def swept_text(cell: tuple) -> str:
+    """A cell, the (key, value) pairs of the swept keys that hold it: "mode=rw, clients=8"."""
+    return ", ".join(f"{k}={v}" for k, v in cell)
 
 
 def schedule_of(run: Run) -> dict:

@@ -2,7 +2,6 @@
 shared_buffers, and the accuracy of fast against consistent. Shown when a run sweeps
 `inspect_method`."""
 
-import html
 import statistics
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 
 from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
     BASELINE,
@@ -38,7 +38,10 @@ from pgcachelab.report.overhead_sags import (  # noqa: E402
     window_length_s,
 )
 from pgcachelab.report.plots import save_figure  # noqa: E402
+from pgcachelab.report.render import ALL_COLUMNS, Section, escaped, table  # noqa: E402
 from pgcachelab.units import format_bytes  # noqa: E402
+
+TITLE = "The cost of looking inside shared_buffers"
 
 
 def _times_ms(data: RunData, point_index: int) -> list[float]:
@@ -73,16 +76,8 @@ def _sag_cells(sag) -> list[str]:
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
-    """Every cell escaped; the first two columns (cell, method) are text."""
-    body = "".join(
-        "<tr>" + "".join(
-            f'<td class="text">{html.escape(c)}</td>' if i < 2 else f"<td>{html.escape(c)}</td>"
-            for i, c in enumerate(row)
-        ) + "</tr>"
-        for row in rows
-    )  # fmt: skip
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+    """The first two columns (cell, method) are text."""
+    return table(head, rows, range(2))
 
 
 def sag_table(data: RunData) -> str:
@@ -182,8 +177,7 @@ def accuracy_table(data: RunData) -> str:
             f"{statistics.median(e.largest_material for e in errors) * 100:.2f}",
             _error_text(worst_material.largest_material, worst_material.relation_material),
         ]  # fmt: skip
-        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>'
-                                     for c in figures) + "</tr>")  # fmt: skip
+        rows.append(figures)
     if not rows:
         return ""
     head = ["cell", "pairs", "largest error % (median over pairs)", "largest error % (worst)",
@@ -193,8 +187,7 @@ def accuracy_table(data: RunData) -> str:
         "measured), once a second: a fast snapshot and right after it a consistent one. Per "
         "pair, the largest relative error of fast's buffers per relation against consistent's; "
         "it includes what really changed in the few milliseconds between the two.</p>"
-        "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        + table(head, rows, ALL_COLUMNS)
     )  # fmt: skip
 
 
@@ -227,10 +220,10 @@ def time_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "inspect-snapshot-time")
 
 
-def inspect_overhead_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """Plots and tables; nothing when the run does not sweep inspect_method."""
+def inspect_overhead_section(data: RunData, out_dir: Path) -> Section:
+    """Plots and tables; empty when the run does not sweep inspect_method."""
     if KEY not in data.swept_keys:
-        return [], ""
+        return Section(TITLE)
     accuracy = accuracy_table(data)
     body = versions_note(data) + "<h3>tps sag and snapshot time</h3>" + sag_table(data)
     waits = wait_events_table(data)
@@ -238,7 +231,7 @@ def inspect_overhead_section(data: RunData, out_dir: Path) -> tuple[list[Path], 
         body += "<h3>Wait events while polling and while not</h3>" + waits
     if accuracy:
         body += "<h3>Accuracy of fast against consistent</h3>" + accuracy
-    return time_plot(data, out_dir), body
+    return Section(TITLE, Markup(body), time_plot(data, out_dir))
 
 
 # Seed 003's lock, as PostgreSQL's history records its removal (issue 22).
@@ -314,9 +307,9 @@ def versions_note(data: RunData) -> str:
                 above = interval_above(_interval(excess[old]), _interval(excess[new]))
                 line += f"; buffer-mapping waits added {VERDICTS[above]}"
             verdicts.append(line)
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in figures + verdicts)
+    items = "".join(f"<li>{escaped(line)}</li>" for line in figures + verdicts)
     return (
-        f"<p class='note'>{html.escape(LOCKS_REMOVED_NOTE)}</p><p class='note'>The grouped "
+        f"<p class='note'>{escaped(LOCKS_REMOVED_NOTE)}</p><p class='note'>The grouped "
         "pg_buffercache view per version: the sag within runs, the view's time, and the mean "
         "number of backends "
         "waiting on buffer mapping in a polled window minus its quiet neighbour (95% "

@@ -10,7 +10,7 @@ from pgcachelab.analysis.inspect_overhead import (
     paired_sag,
     sag_of_ratios,
 )
-from pgcachelab.report.dataset import PointResult, RunData
+from pgcachelab.report.dataset import PointResult, RunData, swept_text
 
 KEY = "inspect_method"
 METHOD_NAMES = {"none": "none (baseline)", "pg_buffercache": "pg_buffercache view, grouped",
@@ -49,7 +49,7 @@ def cells(data: RunData) -> dict[tuple, dict[str, PointResult]]:
 
 
 def cell_text(cell: tuple) -> str:
-    return ", ".join(f"{k}={v}" for k, v in cell) or "all points"
+    return swept_text(cell) or "all points"
 
 
 def window_length_s(data: RunData) -> float:

@@ -1,10 +1,9 @@
 """The regimes section of a pgbench report over data sizes (seed 004): where the data lived,
 and what that did to the throughput."""
 
-from html import escape
-
 from pgcachelab.analysis.regimes import DISK, drop_past_memory, regimes
 from pgcachelab.report.dataset import RunData
+from pgcachelab.report.render import table
 from pgcachelab.units import format_bytes
 
 
@@ -35,12 +34,16 @@ def regimes_html(data: RunData) -> str:
     if not found:
         return ""
     plateau_drop = drop_past_memory(found)
-    rows = "".join(
-        f"<tr><th>{escape(r.name if r.name != DISK else 'disk: ' + disk_label(data))}</th>"
-        f"<td>{format_bytes(r.smallest_bytes)} .. {format_bytes(r.largest_bytes)}</td>"
-        f"<td>{len(r.points)}</td><td>{r.median_tps:,.0f}</td></tr>"
+    rows = [
+        [
+            r.name if r.name != DISK else "disk: " + disk_label(data),
+            f"{format_bytes(r.smallest_bytes)} .. {format_bytes(r.largest_bytes)}",
+            len(r.points),
+            f"{r.median_tps:,.0f}",
+        ]
         for r in found
-    )
+    ]
+    head = ["where the data lives", "database sizes", "points", "median tps"]
     drop = (
         f"<p>Past the memory limit the median throughput is <b>{plateau_drop:.1f}× lower</b> "
         "than on the in-memory plateau.</p>"
@@ -51,7 +54,5 @@ def regimes_html(data: RunData) -> str:
         "<p class='note'>Each point is placed by its measured database size against "
         "shared_buffers and the memory available to the server (the markers in the plots); a "
         "regime's tps is the median of its points' medians. Points near a boundary are partly "
-        "in both.</p>"
-        "<table><thead><tr><th>where the data lives</th><th>database sizes</th><th>points</th>"
-        f"<th>median tps</th></tr></thead><tbody>{rows}</tbody></table>{drop}"
+        "in both.</p>" + table(head, rows, row_headers=True) + drop
     )

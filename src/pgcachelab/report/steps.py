@@ -1,7 +1,7 @@
 """The steps section of a pgbench report over data sizes (seed 004): where tps drops, by how
 much, and which boundary each step matches; or, plainly, that there is none."""
 
-from html import escape
+from markupsafe import Markup
 
 from pgcachelab.analysis.steps import (
     DISK,
@@ -16,6 +16,7 @@ from pgcachelab.analysis.steps import (
 )
 from pgcachelab.report.dataset import PointResult, RunData
 from pgcachelab.report.regimes import disk_label
+from pgcachelab.report.render import escaped, table
 from pgcachelab.units import format_bytes
 
 
@@ -58,21 +59,22 @@ def _interval(step: Step) -> str:
 
 def _between(step: Step) -> str:
     return (
-        f"{escape(step.before.points[-1].label)} ({format_bytes(step.last_size_before)}) → "
-        f"{escape(step.after.points[0].label)} ({format_bytes(step.first_size_after)})"
+        f"{step.before.points[-1].label} ({format_bytes(step.last_size_before)}) → "
+        f"{step.after.points[0].label} ({format_bytes(step.first_size_after)})"
     )
 
 
-def boundary_text(name: str, size_bytes: float | None, data: RunData) -> str:
+def boundary_text(name: str, size_bytes: float | None, data: RunData) -> Markup:
+    # Markup, so that the page keeps the apostrophe of "the machine's RAM" as it is
     if name == SHARED_BUFFERS:
-        return f"shared_buffers ({format_bytes(size_bytes)})"
+        return Markup(f"shared_buffers ({format_bytes(size_bytes)})")
     if name == MEMORY:
         if data.memory_limit_bytes:
-            return f"the memory limit ({format_bytes(size_bytes)})"
-        return f"the machine's RAM ({format_bytes(size_bytes)})"
+            return Markup(f"the memory limit ({format_bytes(size_bytes)})")
+        return Markup(f"the machine's RAM ({format_bytes(size_bytes)})")
     if name == DISK:
-        return f"past memory: {escape(disk_label(data))} decides"
-    return "no boundary of this run"
+        return Markup("past memory: ") + escaped(disk_label(data)) + Markup(" decides")
+    return Markup("no boundary of this run")
 
 
 def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData) -> str:
@@ -93,25 +95,22 @@ def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData
     return f"{measured}: sweep scale factors on both sides of it."
 
 
-def _boundary_rows(finding: StepFinding, data: RunData) -> str:
+def _boundary_table(finding: StepFinding, data: RunData) -> str:
     rows = []
     for boundary in finding.boundaries:
         if boundary.step is not None:
             index = finding.steps.index(boundary.step) + 1
             what = f"step {index}: ×{boundary.step.ratio:.2f} ({_interval(boundary.step)})"
         elif boundary.spanned:
-            what = (
+            what = Markup(
                 "<b>no significant step</b> within a factor of "
                 f"{MATCH_FACTOR:g} of it, although the run measured databases around it"
             )
         else:
-            what = "<b>could not appear</b>: " + _not_shown(
-                boundary.name, boundary.size_bytes, finding, data
+            what = Markup("<b>could not appear</b>: ") + Markup(
+                _not_shown(boundary.name, boundary.size_bytes, finding, data)
             )
-        rows.append(
-            f"<tr><th>{boundary_text(boundary.name, boundary.size_bytes, data)}</th>"
-            f"<td class='text'>{what}</td></tr>"
-        )
+        rows.append([boundary_text(boundary.name, boundary.size_bytes, data), what])
     memory = next((b for b in finding.boundaries if b.name == MEMORY), None)
     disk_steps = [i + 1 for i, s in enumerate(finding.steps) if s.boundary == DISK]
     further = (
@@ -127,15 +126,14 @@ def _boundary_rows(finding: StepFinding, data: RunData) -> str:
     elif memory is not None and memory.spanned:
         what = f"no significant step past memory{further}{host_disk}"
     elif emulated_disk(data):
-        what = "<b>could not appear</b>: no database measured was larger than memory"
+        what = Markup("<b>could not appear</b>: no database measured was larger than memory")
     else:
-        what = (
+        what = Markup(
             "<b>could not appear</b>: no database measured was larger than memory, and no "
             "emulated disk (<code>[machine] disk</code>, root) in this run"
         )
-    rows.append(f"<tr><th>the disk: {escape(disk_label(data))}</th><td class='text'>{what}"
-                "</td></tr>")  # fmt: skip
-    return "".join(rows)
+    rows.append([Markup("the disk: ") + escaped(disk_label(data)), what])
+    return table(None, rows, {1}, row_headers=True)
 
 
 def _summary(finding: StepFinding) -> str:
@@ -168,27 +166,26 @@ def steps_html(data: RunData) -> str:
     finding = run_steps(data)
     if finding is None:
         return ""
-    rows = "".join(
-        f"<tr><td>{index}</td><td class='text'>{_between(step)}</td>"
-        f"<td>{format_bytes(step.location_bytes)}</td>"
-        f"<td>{step.before.geometric_mean_tps:,.0f} → {step.after.geometric_mean_tps:,.0f}</td>"
-        f"<td><b>×{step.ratio:.2f}</b></td><td>{_interval(step)}</td>"
-        f"<td class='text'>{boundary_text(step.boundary, step.boundary_bytes, data)}</td></tr>"
+    rows = [
+        [
+            index,
+            _between(step),
+            format_bytes(step.location_bytes),
+            f"{step.before.geometric_mean_tps:,.0f} → {step.after.geometric_mean_tps:,.0f}",
+            Markup("<b>×{:.2f}</b>").format(step.ratio),
+            _interval(step),
+            boundary_text(step.boundary, step.boundary_bytes, data),
+        ]
         for index, step in enumerate(finding.steps, start=1)
-    )
-    table = (
-        "<table><thead><tr><th>step</th><th>between the points</th><th>at</th>"
-        "<th>tps of the plateaus either side (geometric means)</th><th>drop</th>"
-        "<th>95% interval</th><th>matches</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-        if rows
-        else ""
-    )
+    ]
+    head = ["step", "between the points", "at",
+            "tps of the plateaus either side (geometric means)", "drop", "95% interval",
+            "matches"]  # fmt: skip
     return (
         _summary(finding)
-        + table
+        + (table(head, rows, {1, 6}) if rows else "")
         + "<h3>Where seed 004 expects steps</h3>"
-        + f"<table><tbody>{_boundary_rows(finding, data)}</tbody></table>"
+        + _boundary_table(finding, data)
         + "<p class='note'>Steps are found from the data alone: neighbouring points (in database "
         "size order) are merged into plateaus, least distinguishable first, until every break "
         f"left is a drop of at least {MIN_STEP_RATIO:.1f}× whose 95% Welch interval on log tps, "

@@ -47,7 +47,7 @@ def run_table(store: ResultStore, run_id: str) -> str:
         if tps and tps.median_low is not None:
             ci = f"{_number(tps.median_low)}..{_number(tps.median_high)}"
             ci += "" if tps.median_coverage >= 0.95 else f" ({tps.median_coverage:.0%})"
-        reasons = "; ".join(sorted({m.reason or "" for m in result.failures}))
+        reasons = "; ".join(result.failure_reasons)
         rows.append([
             result.point.point_index, result.point.label,
             f"{len(result.ok)}/{len(result.measurements)}",
@@ -69,7 +69,7 @@ def _cache_wash_table(data) -> str:
     rows = []
     for result in data.points:
         medians = result.phase_medians_ms or {}
-        reasons = "; ".join(sorted({m.reason or "" for m in result.failures}))
+        reasons = "; ".join(result.failure_reasons)
         rows.append([
             result.point.point_index, result.point.label,
             f"{len(result.ok)}/{len(result.measurements)}",

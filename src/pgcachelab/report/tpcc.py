@@ -2,7 +2,6 @@
 repetitions' spread, each step's settings diff and warnings, the tpmC series over each run, and
 latencies per transaction type."""
 
-import html
 import itertools
 import statistics
 from pathlib import Path
@@ -11,12 +10,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
+from pgcachelab.report.render import ALL_COLUMNS, Section, render, table  # noqa: E402
 from pgcachelab.report.tpcc_steps import (  # noqa: E402
     figure,
     is_tpcc_run,
@@ -150,10 +151,8 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
             figure(_median([run.get("failed") for run in runs])),
             figure(_median([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
         ]
-        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
-                    + "</tr>")  # fmt: skip
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        rows.append(cells)
+    return table(header, rows, ALL_COLUMNS)
 
 
 def _latency_table(data: RunData) -> str:
@@ -171,42 +170,20 @@ def _latency_table(data: RunData) -> str:
                 for q in ("p50", "p90", "p99")
             ]  # fmt: skip
             cells.append(" / ".join(figure(q, 1) for q in quantiles))
-        rows.append("<tr>" + "".join(f'<td class="text">{html.escape(c)}</td>' for c in cells)
-                    + "</tr>")  # fmt: skip
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        rows.append(cells)
+    return table(header, rows, ALL_COLUMNS)
 
 
-def _step_notes(results: list[StepResult]) -> str:
-    items = []
-    for result in results:
-        lines = []
-        if result.description:
-            lines.append(html.escape(result.description))
-        changed = [f"{n} {b if b is not None else '(default)'} → {v}" for n, b, v in result.changes]
-        lines.append("changes: " + html.escape("; ".join(changed) if changed else "none"))
-        for setting, value, why in result.risks:
-            lines.append(
-                f"<strong>warning:</strong> {html.escape(setting)} = {html.escape(value)}"
-                f" trades safety for speed: {html.escape(why)}. Never on a database you keep."
-            )
-        if result.rate_limited:
-            lines.append(
-                f"<strong>warning:</strong> {result.rate_limited} of {result.n} repetitions reached"
-                " their rate limit (BenchmarkSQL's limitTxnsPerMin): the figure is the limit,"
-                " not the server"
-            )
-        for reason in result.failures:
-            lines.append(f"<strong>failed:</strong> {html.escape(reason)}")
-        items.append(f"<li><strong>{html.escape(result.name)}</strong><br>"
-                     + "<br>".join(lines) + "</li>")  # fmt: skip
-    return f"<ul>{''.join(items)}</ul>"
+def _changes_text(result: StepResult) -> str:
+    changed = [f"{n} {b if b is not None else '(default)'} → {v}" for n, b, v in result.changes]
+    return "; ".join(changed) if changed else "none"
 
 
-def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
-    """Plots and the section's HTML; nothing for runs that are not TPC-C."""
+def tpcc_section(data: RunData, out_dir: Path) -> Section:
+    """Plots and the section's HTML, which stand for the generic plots; empty for runs that
+    are not TPC-C."""
     if not is_tpcc_run(data):
-        return [], ""
+        return Section("TPC-C")
     results = ladder_results(step_samples(data))
     plots = tpmc_plot(data, results, out_dir) + series_plot(data, out_dir)
     checks = {
@@ -222,19 +199,13 @@ def tpcc_section(data: RunData, out_dir: Path) -> tuple[list[Path], str]:
         if not checks
         else "FAILED consistency checks: " + "; ".join(f"{k} ({v})" for k, v in checks.items())
     )
-    body = (
-        f"<p><strong>This is {DISCLAIMER}.</strong> Differences from the specification: "
-        + html.escape("; ".join(DIFFERENCES))
-        + ".</p>"
-        + "<p class='note'>tpmC counts New-Orders that completed, the 1% that roll back on an"
-        " unused item included (clause 5.4.2); each step is compared with the step before as a"
-        " ratio of geometric means with Welch's 95% interval on the logarithms. "
-        + html.escape(checks_text)
-        + ".</p>"
-        + _step_table(data, results)
-        + "<h3>What each step changed</h3>"
-        + _step_notes(results)
-        + "<h3>Latency per transaction type</h3>"
-        + _latency_table(data)
+    body = render(
+        "tpcc.html.j2",
+        disclaimer=DISCLAIMER,
+        differences="; ".join(DIFFERENCES),
+        checks=checks_text,
+        step_table=Markup(_step_table(data, results)),
+        steps=[(result, _changes_text(result)) for result in results],
+        latency_table=Markup(_latency_table(data)),
     )
-    return plots, body
+    return Section("TPC-C", Markup(body), plots, generic_plots=False)

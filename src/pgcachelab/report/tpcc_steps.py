@@ -50,7 +50,7 @@ def step_samples(data: RunData) -> list[StepSamples]:
                 tpmc=[run["tpmc"] for run in runs],
                 settings={**result.point.settings, **workload},
                 rate_limited=sum(1 for run in runs if run.get("rate_limited")),
-                failures=sorted({m.reason or "" for m in result.failures}),
+                failures=result.failure_reasons,
                 description=descriptions.get(step_name(result), ""),
             )
         )
