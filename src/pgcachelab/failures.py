@@ -55,5 +55,7 @@ def store_error_line(error: Exception, store_location: str | None) -> tuple[str,
 
 def decode_error_line(error: UnicodeDecodeError, path: str | None) -> tuple[str, str]:
     where = f"{path}: " if path else ""
-    return (f"{where}not a text file ({error.reason} at byte {error.start})",
-            "give a TOML experiment spec")  # fmt: skip
+    return (
+        f"{where}not a text file ({error.reason} at byte {error.start})",
+        "give a TOML experiment spec",
+    )

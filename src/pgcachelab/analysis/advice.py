@@ -46,8 +46,10 @@ def repetition_caveats(summaries: dict) -> list[str]:
     if fewest < 2:
         return [f"only {fewest} repetition for some values: no interval, nothing can be ranked"]
     if fewest < MIN_REPETITIONS:
-        return [f"only {fewest} repetitions for some values: intervals are wide; use "
-                f"repetitions = {MIN_REPETITIONS} or more"]  # fmt: skip
+        return [
+            f"only {fewest} repetitions for some values: intervals are wide; use "
+            f"repetitions = {MIN_REPETITIONS} or more"
+        ]
     return []
 
 

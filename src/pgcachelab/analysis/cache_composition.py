@@ -155,8 +155,10 @@ def composition(samples: list[Sample], count: int = 8) -> Composition:
         segments.setdefault((sample.point_index, sample.repetition), []).append(sample)
     ordered = sorted(segments.values(), key=lambda members: members[0].seconds)
     knows_os = any(os_cache_known(s.data) for s in samples)
-    series = {"shared_buffers": {n: [] for n in [*names, OTHER]},
-              "os_cache": {n: [] for n in [*names, OTHER]}}  # fmt: skip
+    series = {
+        "shared_buffers": {n: [] for n in [*names, OTHER]},
+        "os_cache": {n: [] for n in [*names, OTHER]},
+    }
     totals = []
     for members in ordered:
         for sample in members:
@@ -210,8 +212,10 @@ def point_table(samples: list[Sample], count: int = 10) -> tuple[list[str], dict
                 for s in labelled
                 if s.label == label
             ]
-            rows = [(r, s) for r, s in zip(found, [s for s in labelled if s.label == label],
-                                           strict=True)]  # fmt: skip
+            rows = [
+                (r, s)
+                for r, s in zip(found, [s for s in labelled if s.label == label], strict=True)
+            ]
             sb = [r["buffers"] * s.data["block_size"] if r else 0 for r, s in rows]
             if not sb:
                 continue
@@ -224,7 +228,8 @@ def point_table(samples: list[Sample], count: int = 10) -> tuple[list[str], dict
             table[name][label] = RelationAt(
                 shared_buffers_bytes=statistics.median(sb),
                 os_cached_bytes=(statistics.median(os_values) if os_values else 0)
-                if knows_os else None,
+                if knows_os
+                else None,
                 size_bytes=statistics.median(sizes) if sizes else None,
-            )  # fmt: skip
+            )
     return labels, table

@@ -238,13 +238,22 @@ def compare_point(key: tuple, tps_a: list[float], tps_b: list[float]) -> PointCo
     median_a = statistics.median(a) if a else None
     median_b = statistics.median(b) if b else None
     if not a or not b:
-        return PointComparison(key, len(a), len(b), median_a, median_b, None, None, None, None,
-                               None)  # fmt: skip
+        return PointComparison(
+            key, len(a), len(b), median_a, median_b, None, None, None, None, None
+        )
     ratio, low, high = welch_log_ratio(a, b)
     return PointComparison(
-        key, len(a), len(b), median_a, median_b, ratio, low, high, median_b / median_a,
+        key,
+        len(a),
+        len(b),
+        median_a,
+        median_b,
+        ratio,
+        low,
+        high,
+        median_b / median_a,
         mann_whitney_u(a, b),
-    )  # fmt: skip
+    )
 
 
 # -- context -------------------------------------------------------------------------------------
@@ -298,11 +307,15 @@ def context_differences(a: RunSide, b: RunSide, matching: Matching) -> list[Cont
             found.append(ContextDifference(what, _text(value_a), _text(value_b), serious))
     limit_a, limit_b = a.target.get("memory_limit_bytes"), b.target.get("memory_limit_bytes")
     if limit_a != limit_b:
-        found.append(ContextDifference("memory limit (bytes)", _text(limit_a), _text(limit_b),
-                                       True))  # fmt: skip
+        found.append(
+            ContextDifference("memory limit (bytes)", _text(limit_a), _text(limit_b), True)
+        )
     if a.target.get("kind") != b.target.get("kind"):
-        found.append(ContextDifference("server kind", _text(a.target.get("kind")),
-                                       _text(b.target.get("kind")), True))  # fmt: skip
+        found.append(
+            ContextDifference(
+                "server kind", _text(a.target.get("kind")), _text(b.target.get("kind")), True
+            )
+        )
     load = load_difference(a.load_average, b.load_average, a.environment.get("cores"))
     if load is not None:
         found.append(load)

@@ -75,8 +75,9 @@ def pair_error(fast: dict, consistent: dict) -> PairError:
             largest, relation = error, name
         if reference >= MATERIAL_SHARE * used and error > largest_material:
             largest_material, relation_material = error, name
-    return PairError(largest, relation, largest_material, relation_material,
-                     len(consistent_buffers))  # fmt: skip
+    return PairError(
+        largest, relation, largest_material, relation_material, len(consistent_buffers)
+    )
 
 
 def pairs(snapshots: list) -> list[tuple[dict, dict]]:

@@ -273,9 +273,10 @@ def tps_deviations(seconds: list[float], tps: list[float]) -> Deviations | None:
     spread = 1.4826 * statistics.median(abs(y - middle) for y in tps)
     limit = max(DEVIATION_MADS * spread, DEVIATION_MIN_SHARE * middle)
     dips = [
-        t for t, y in zip(seconds, tps, strict=True)
+        t
+        for t, y in zip(seconds, tps, strict=True)
         if y < middle - limit or y < STALL_SHARE * middle
-    ]  # fmt: skip
+    ]
     spikes = [t for t, y in zip(seconds, tps, strict=True) if y > middle + limit]
     return Deviations(dips, spikes, middle, min(tps))
 
@@ -312,14 +313,17 @@ def repetitions_warning(counts: dict[str, int]) -> StabilityWarning | None:
     coverage = order_statistic_coverage(fewest, 1)
     where = "every point" if len(few) == len(counts) else f"{len(few)} of {len(counts)} points"
     return StabilityWarning(
-        "run", f"{where} with fewer than {MIN_EXACT_95} repetitions (fewest {fewest}): their "
+        "run",
+        f"{where} with fewer than {MIN_EXACT_95} repetitions (fewest {fewest}): their "
         f"medians' intervals are min..max and cover as little as {coverage:.0%}, not 95%",
-        f"repetitions = {MIN_EXACT_95} or more, or repetitions = \"auto\"", "repetitions",
-    )  # fmt: skip
+        f'repetitions = {MIN_EXACT_95} or more, or repetitions = "auto"',
+        "repetitions",
+    )
 
 
-def point_warnings(label: str, values: list[float], target: float | None = None,
-                   what: str = "repetitions") -> list:  # fmt: skip
+def point_warnings(
+    label: str, values: list[float], target: float | None = None, what: str = "repetitions"
+) -> list:
     """Warnings about one point's repetitions: spread too wide, interval wider than the
     precision the spec asked for."""
     warnings = []
@@ -327,17 +331,24 @@ def point_warnings(label: str, values: list[float], target: float | None = None,
         return warnings
     cv = coefficient_of_variation(values)
     if cv is not None and cv > WIDE_SPREAD_CV:
-        warnings.append(StabilityWarning(
-            label, f"{what} spread widely (CV {cv:.0%})",
-            "more repetitions, a longer duration, order = \"interleaved\", or a quieter machine",
-            "spread",
-        ))  # fmt: skip
+        warnings.append(
+            StabilityWarning(
+                label,
+                f"{what} spread widely (CV {cv:.0%})",
+                'more repetitions, a longer duration, order = "interleaved", or a quieter machine',
+                "spread",
+            )
+        )
     if target is not None and not settled(values, target):
         width = relative_half_width(statistics.median(values), median_interval(values))
-        warnings.append(StabilityWarning(
-            label, f"never settled: the median is known to ±{width:.1%}, target ±{target:.1%}",
-            "a larger max_repetitions, a longer duration, or a looser target_ci", "unsettled",
-        ))  # fmt: skip
+        warnings.append(
+            StabilityWarning(
+                label,
+                f"never settled: the median is known to ±{width:.1%}, target ±{target:.1%}",
+                "a larger max_repetitions, a longer duration, or a looser target_ci",
+                "unsettled",
+            )
+        )
     return warnings
 
 
@@ -347,26 +358,38 @@ def progress_warnings(label: str, seconds: list[float], tps: list[float], writes
     trend = tps_trend(seconds, tps)
     if trend is not None and trend.significant:
         direction = "rises" if trend.relative_change > 0 else "falls"
-        warnings.append(StabilityWarning(
-            label, f"tps {direction} by {abs(trend.relative_change):.0%} over the measurement "
-            "(a significant trend: the run had not reached a steady state)",
-            "a longer warmup or duration; for read-write runs, checkpoint settings "
-            "(max_wal_size, checkpoint_timeout) and autovacuum", "trend",
-        ))  # fmt: skip
+        warnings.append(
+            StabilityWarning(
+                label,
+                f"tps {direction} by {abs(trend.relative_change):.0%} over the measurement "
+                "(a significant trend: the run had not reached a steady state)",
+                "a longer warmup or duration; for read-write runs, checkpoint settings "
+                "(max_wal_size, checkpoint_timeout) and autovacuum",
+                "trend",
+            )
+        )
     deviations = tps_deviations(seconds, tps)
     if deviations is not None and deviations.dips_s:
         cause = "a checkpoint or a lock?" if writes else "other load on the machine?"
-        warnings.append(StabilityWarning(
-            label, f"{len(deviations.dips_s)} second(s) with tps far below the median "
-            f"{deviations.median_tps:,.0f} (lowest {deviations.lowest_tps:,.0f}, at "
-            f"{', '.join(f'{t:g}' for t in deviations.dips_s[:5])} s; {cause})",
-            "checkpoint settings (max_wal_size, checkpoint_completion_target) for writes, "
-            "a longer duration, or a quieter machine", "dips",
-        ))  # fmt: skip
+        warnings.append(
+            StabilityWarning(
+                label,
+                f"{len(deviations.dips_s)} second(s) with tps far below the median "
+                f"{deviations.median_tps:,.0f} (lowest {deviations.lowest_tps:,.0f}, at "
+                f"{', '.join(f'{t:g}' for t in deviations.dips_s[:5])} s; {cause})",
+                "checkpoint settings (max_wal_size, checkpoint_completion_target) for writes, "
+                "a longer duration, or a quieter machine",
+                "dips",
+            )
+        )
     if deviations is not None and deviations.spikes_s:
-        warnings.append(StabilityWarning(
-            label, f"{len(deviations.spikes_s)} second(s) with tps far above the median "
-            f"{deviations.median_tps:,.0f}",
-            "a longer warmup (caches still filling) or a longer duration", "spikes",
-        ))  # fmt: skip
+        warnings.append(
+            StabilityWarning(
+                label,
+                f"{len(deviations.spikes_s)} second(s) with tps far above the median "
+                f"{deviations.median_tps:,.0f}",
+                "a longer warmup (caches still filling) or a longer duration",
+                "spikes",
+            )
+        )
     return warnings

@@ -205,8 +205,9 @@ def find_steps(
     breaks = []
     for before, after in zip(segments, segments[1:], strict=False):
         # welch_from_moments(x, y) is y / x: here before / after, so 2.0 means half the tps
-        breaks.append(Step(before, after, *welch_from_moments(after.log_moments,
-                                                              before.log_moments)))  # fmt: skip
+        breaks.append(
+            Step(before, after, *welch_from_moments(after.log_moments, before.log_moments))
+        )
     significant = [step for step in breaks if step.significant]
     expected = {SHARED_BUFFERS: shared_buffers_bytes, MEMORY: memory_bytes}
     expected = {name: size for name, size in expected.items() if size}

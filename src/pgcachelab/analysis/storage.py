@@ -39,8 +39,16 @@ def storage_uses(metrics_list: list[dict]) -> list[StorageUse]:
         if entry["profile"]:
             fields = {k: v for k, v in entry["profile"].items() if k != "name"}
             asked = DiskProfile(name, **fields).summary().split(": ", 1)[1]
-        uses.append(StorageUse(name, asked, describe_probe(entry["probe"]), entry["reads"],
-                               entry["syncs"], entry["n"]))  # fmt: skip
+        uses.append(
+            StorageUse(
+                name,
+                asked,
+                describe_probe(entry["probe"]),
+                entry["reads"],
+                entry["syncs"],
+                entry["n"],
+            )
+        )
     return uses
 
 

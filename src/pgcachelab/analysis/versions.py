@@ -192,9 +192,8 @@ def direction_disagreements(
         both += 1
         if (change.ratio > 1) != (twin.ratio > 1):
             disagreeing.append(
-                Disagreement(change.cell, change.previous, change.version, change.ratio,
-                             twin.ratio)
-            )  # fmt: skip
+                Disagreement(change.cell, change.previous, change.version, change.ratio, twin.ratio)
+            )
     return both, disagreeing
 
 

@@ -95,8 +95,11 @@ def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, 
     try:
         conn = psycopg.connect(
             host=settings.get("unix_socket_directories", "").split(",")[0].strip(),
-            port=settings.get("port"), user=LAB_SUPERUSER, dbname=dbname, autocommit=True,
-        )  # fmt: skip
+            port=settings.get("port"),
+            user=LAB_SUPERUSER,
+            dbname=dbname,
+            autocommit=True,
+        )
     except psycopg.OperationalError as error:
         raise UserError(
             f"--work-dir: cannot connect to the cluster in {str(work_dir)!r}: {_reason(error)}",
@@ -132,9 +135,11 @@ def resolve_method(conn: psycopg.Connection, requested: str, mode: str) -> str:
                 "CREATE EXTENSION pg_cachelab (after: pgcachelab extension install),"
                 " or CREATE EXTENSION pg_buffercache",
             )
-        needs = {"extension": "CREATE EXTENSION pg_cachelab (after: pgcachelab extension install)",
-                 "pg_buffercache": "CREATE EXTENSION pg_buffercache",
-                 "summary": "PostgreSQL 16+ and CREATE EXTENSION pg_buffercache"}  # fmt: skip
+        needs = {
+            "extension": "CREATE EXTENSION pg_cachelab (after: pgcachelab extension install)",
+            "pg_buffercache": "CREATE EXTENSION pg_buffercache",
+            "summary": "PostgreSQL 16+ and CREATE EXTENSION pg_buffercache",
+        }
         raise UserError(
             f"--method: {requested!r} is not available in database {database!r}",
             f"it needs {needs[requested]}; or use --method auto",
@@ -214,8 +219,11 @@ def inspect(
                     fill_os_cache(snapshot, data_dir)
                 snapshot.os_cache_note = note
                 if as_json:
-                    data = {"taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **snapshot.to_dict(),
-                            "method_cost": snapshot_cost(snapshot)}  # fmt: skip
+                    data = {
+                        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                        **snapshot.to_dict(),
+                        "method_cost": snapshot_cost(snapshot),
+                    }
                     typer.echo(json.dumps(data, indent=None if watch else 2))
                 else:
                     if watch:

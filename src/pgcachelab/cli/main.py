@@ -151,8 +151,10 @@ def run(
             from pgcachelab.failures import os_error_line
 
             message, hint = os_error_line(error)
-            raise RunFailed(f"the report of run {run_id}: {message}",
-                            f"{hint}; then: pgcachelab report {run_id}") from None  # fmt: skip
+            raise RunFailed(
+                f"the report of run {run_id}: {message}",
+                f"{hint}; then: pgcachelab report {run_id}",
+            ) from None
 
 
 def _memory_option(memory: str | None) -> int | None:

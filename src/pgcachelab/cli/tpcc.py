@@ -36,8 +36,10 @@ def _check_target_options(dsn: str | None, pg_bin: str | None) -> None:
 
 def _check_workers(workers: int) -> None:
     if not 1 <= workers <= 64:
-        raise UserError(f"--workers: invalid value {workers!r}: must be between 1 and 64",
-                        "e.g. --workers 2 (one per core)")  # fmt: skip
+        raise UserError(
+            f"--workers: invalid value {workers!r}: must be between 1 and 64",
+            "e.g. --workers 2 (one per core)",
+        )
 
 
 SetOption = Annotated[
@@ -71,8 +73,10 @@ def check_settings(settings: dict[str, str], target) -> None:
     for name, value in settings.items():
         info = catalogue.get(name)
         if info is None or info.context == "internal":
-            raise UserError(f"--set: unknown or read-only server setting {name!r}",
-                            "see pg_settings for the names")  # fmt: skip
+            raise UserError(
+                f"--set: unknown or read-only server setting {name!r}",
+                "see pg_settings for the names",
+            )
         if contexts is not None and info.context not in contexts:
             raise UserError(
                 f"--set: {name!r} needs a restart or reload of the server given by --dsn,"
@@ -98,8 +102,9 @@ def _apply(target, settings: dict) -> None:
     try:
         target.apply(settings)
     except ClusterError as error:
-        raise UserError(f"--set: the server did not start with {settings}: {error}",
-                        "fix or drop the setting") from None  # fmt: skip
+        raise UserError(
+            f"--set: the server did not start with {settings}: {error}", "fix or drop the setting"
+        ) from None
 
 
 def _first_line(error: Exception) -> str:
@@ -138,8 +143,10 @@ def load_command(
         target = ExistingTarget(dsn)
     else:
         target = _managed_target(pg_bin)
-        typer.echo("tpcc load: into a throwaway cluster, removed at the end (use --dsn to keep"
-                   " the data)", err=True)  # fmt: skip
+        typer.echo(
+            "tpcc load: into a throwaway cluster, removed at the end (use --dsn to keep the data)",
+            err=True,
+        )
     try:
         target.open(lambda work_dir: None)
         _apply(target, {})
@@ -178,7 +185,7 @@ def run_command(
             "--home-warehouse/--any-warehouse",
             help="Bind each terminal to one warehouse (terminalWarehouseFixed).",
         ),
-    ] = True,  # fmt: skip
+    ] = True,
     rate_tpm: Annotated[
         float | None, typer.Option(help="Limit all terminals together to this many per minute.")
     ] = None,
@@ -206,13 +213,19 @@ def run_command(
         parse_weights,
     )
 
-    options = driver.check_run_options(driver.RunOptions(
-        clients=clients, threads=threads, duration_s=parse_duration_option(duration),
-        transactions=transactions,
-        weights=parse_weights(weights),
-        home_warehouse=home_warehouse, rate_tpm=rate_tpm, max_tries=max_tries,
-        warehouses=warehouses,
-    ))  # fmt: skip
+    options = driver.check_run_options(
+        driver.RunOptions(
+            clients=clients,
+            threads=threads,
+            duration_s=parse_duration_option(duration),
+            transactions=transactions,
+            weights=parse_weights(weights),
+            home_warehouse=home_warehouse,
+            rate_tpm=rate_tpm,
+            max_tries=max_tries,
+            warehouses=warehouses,
+        )
+    )
     _check_workers(workers)
     _check_target_options(dsn, pg_bin)
     settings = parse_set_options(set_options)
@@ -237,8 +250,15 @@ def run_command(
             if dsn is None:
                 load_result = loader.load(target.connect, warehouses or 1, workers, progress)
                 progress.note(format_load(load_result))
-            result = driver.run(target, pgbench_for(target), options, progress, where,
-                                random.Random(), settings=settings)  # fmt: skip
+            result = driver.run(
+                target,
+                pgbench_for(target),
+                options,
+                progress,
+                where,
+                random.Random(),
+                settings=settings,
+            )
     except (ConsistencyError, PgbenchError) as error:
         _fail(str(error))
     except psycopg.Error as error:

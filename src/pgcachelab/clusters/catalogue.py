@@ -63,8 +63,15 @@ def install_catalogue(install: PgInstall) -> dict[str, SettingInfo]:
     except (OSError, ValueError, KeyError, TypeError):
         pass  # absent or unreadable: ask the server again
     rows = _rows_from_throwaway_cluster(install)
-    _write_atomically(path, {"format": CACHE_FORMAT, "version": install.version,
-                             "bin_dir": str(install.bin_dir), "rows": rows})  # fmt: skip
+    _write_atomically(
+        path,
+        {
+            "format": CACHE_FORMAT,
+            "version": install.version,
+            "bin_dir": str(install.bin_dir),
+            "rows": rows,
+        },
+    )
     return catalogue_from_pg_settings(rows)
 
 

@@ -97,8 +97,9 @@ class ClusterDisk:
             return True
         self.unmount()
         if profile is not None:
-            fuse = FuseDisk(timings_of(profile), self.backing, self.mountpoint,
-                            self.user.uid, self.user.gid)  # fmt: skip
+            fuse = FuseDisk(
+                timings_of(profile), self.backing, self.mountpoint, self.user.uid, self.user.gid
+            )
             fuse.mount()
             self.fuse = fuse
         self.profile = profile

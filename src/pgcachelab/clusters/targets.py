@@ -94,12 +94,17 @@ class ManagedTarget:
         return None
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "bin_dir": str(self.install.bin_dir),
-                "source": self.install.source, "listen_tcp": self.listen_tcp,
-                "memory_limit_bytes": self.machine.memory_bytes,
-                "keep_data": self.keep_data, "data_checksums": self.data_checksums,
-                "emulated_disk": self.emulated_disk,
-                "disk_override": self.disk_override}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "bin_dir": str(self.install.bin_dir),
+            "source": self.install.source,
+            "listen_tcp": self.listen_tcp,
+            "memory_limit_bytes": self.machine.memory_bytes,
+            "keep_data": self.keep_data,
+            "data_checksums": self.data_checksums,
+            "emulated_disk": self.emulated_disk,
+            "disk_override": self.disk_override,
+        }
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
         """Create and initdb the cluster, telling `record_work_dir` where before initdb runs."""
@@ -107,9 +112,12 @@ class ManagedTarget:
         install = install_usable_by(self.install, user)
         if self._owns_machine:
             self.machine.open()
-        options = {"listen_tcp": self.listen_tcp, "machine": self.machine,
-                   "data_checksums": self.data_checksums,
-                   "emulated_disk": self.emulated_disk}  # fmt: skip
+        options = {
+            "listen_tcp": self.listen_tcp,
+            "machine": self.machine,
+            "data_checksums": self.data_checksums,
+            "emulated_disk": self.emulated_disk,
+        }
         if self.resume_dir is not None:
             self.cluster = ManagedCluster.attach(install, user, self.resume_dir, **options)
         if self.cluster is not None:
@@ -120,9 +128,14 @@ class ManagedTarget:
         parent = kept_data_root() if self.keep_data else None
         first_disk = resolve_disk(self.disks[0]) if self.disks else None
         self.cluster = ManagedCluster.create(
-            install, user, parent_dir=parent, on_work_dir=record_work_dir,
-            disk_profile=first_disk, keep_for_resume=self.keep_data, **options,
-        )  # fmt: skip
+            install,
+            user,
+            parent_dir=parent,
+            on_work_dir=record_work_dir,
+            disk_profile=first_disk,
+            keep_for_resume=self.keep_data,
+            **options,
+        )
 
     def use_disk(self, disk: str | None) -> bool:
         """The point's disk (canonical text; None or "host": the machine's own)."""
@@ -232,9 +245,13 @@ class VersionedTarget:
         from pgcachelab.machine.emulated import EmulatedMachine
 
         self.machine = EmulatedMachine(memory_bytes)
-        self._options = {"listen_tcp": listen_tcp, "data_checksums": data_checksums,
-                         "disks": disks, "disk_override": disk_override,
-                         "machine": self.machine}  # fmt: skip
+        self._options = {
+            "listen_tcp": listen_tcp,
+            "data_checksums": data_checksums,
+            "disks": disks,
+            "disk_override": disk_override,
+            "machine": self.machine,
+        }
         # One per version, never opened: its install and settings catalogue.
         self.targets = {
             version: ManagedTarget(bin_dir, memory_bytes=memory_bytes, **self._options)
@@ -260,13 +277,21 @@ class VersionedTarget:
 
     def describe(self) -> dict:
         versions = {
-            version: {"bin_dir": str(t.install.bin_dir), "source": t.install.source,
-                      "server_version": t.install.version}
+            version: {
+                "bin_dir": str(t.install.bin_dir),
+                "source": t.install.source,
+                "server_version": t.install.version,
+            }
             for version, t in self.targets.items()
-        }  # fmt: skip
-        return {**self.current.describe(), "bin_dir": None, "source": "versions",
-                "versions": versions, "skipped_settings": self.skipped_settings,
-                "clusters": "one per version and data group, stopped between turns"}  # fmt: skip
+        }
+        return {
+            **self.current.describe(),
+            "bin_dir": None,
+            "source": "versions",
+            "versions": versions,
+            "skipped_settings": self.skipped_settings,
+            "clusters": "one per version and data group, stopped between turns",
+        }
 
     def apply(self, settings: dict) -> str:
         skipped = self.skipped_settings.get(self.version, [])
@@ -289,8 +314,7 @@ class VersionedTarget:
         target = self.clusters.get(key)
         if target is None:
             bin_dir = str(self.targets[version].install.bin_dir)
-            target = ManagedTarget(bin_dir, memory_bytes=self.machine.memory_bytes,
-                                   **self._options)  # fmt: skip
+            target = ManagedTarget(bin_dir, memory_bytes=self.machine.memory_bytes, **self._options)
             self.key = None  # the previous cluster is parked: a failed initdb leaves none current
             target.open(self._record_work_dir)  # a failure removes what it made
             target.park()  # initdb left nothing running; its disk is mounted again on use

@@ -31,11 +31,14 @@ def check_thp_enabled(facts: HostFacts) -> Outcome:
         return Skipped(check, facts.missing.get("thp_enabled", "not readable"))
     if facts.thp_enabled == "always":
         return Finding(
-            check, "warning", "transparent huge pages: enabled = always",
+            check,
+            "warning",
+            "transparent huge pages: enabled = always",
             "use madvise or never: khugepaged compaction stalls the server and PostgreSQL's "
             "shared memory gains nothing from THP (it uses explicit huge pages)",
-            THP_SOURCE, "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
-        )  # fmt: skip
+            THP_SOURCE,
+            "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+        )
     return ok(check, f"transparent huge pages: enabled = {facts.thp_enabled}")
 
 
@@ -45,10 +48,13 @@ def check_thp_defrag(facts: HostFacts) -> Outcome:
         return Skipped(check, facts.missing.get("thp_defrag", "not readable"))
     if facts.thp_defrag == "always":
         return Finding(
-            check, "warning", "transparent huge pages: defrag = always",
+            check,
+            "warning",
+            "transparent huge pages: defrag = always",
             "use madvise or defer: synchronous compaction on page faults causes latency spikes",
-            THP_SOURCE, "echo madvise > /sys/kernel/mm/transparent_hugepage/defrag",
-        )  # fmt: skip
+            THP_SOURCE,
+            "echo madvise > /sys/kernel/mm/transparent_hugepage/defrag",
+        )
     return ok(check, f"transparent huge pages: defrag = {facts.thp_defrag}")
 
 
@@ -79,17 +85,24 @@ def check_huge_pages(
     if huge_pages_setting == "off":
         big = shared_buffers_bytes is not None and shared_buffers_bytes >= 8 * 1024**3
         return Finding(
-            check, "warning" if big else "info", found + "; huge_pages = off",
+            check,
+            "warning" if big else "info",
+            found + "; huge_pages = off",
             "huge pages shorten page tables and TLB misses for a large shared_buffers "
             "(seed 000 measured idx lookups faster with them)",
-            f"{SEED_000}; {HUGE_PAGES_DOCS}", fix + "; then huge_pages = try and restart",
-        )  # fmt: skip
+            f"{SEED_000}; {HUGE_PAGES_DOCS}",
+            fix + "; then huge_pages = try and restart",
+        )
     if total < pages_needed:
         return Finding(
-            check, "warning", found + f"; huge_pages = {huge_pages_setting}: normal pages used",
+            check,
+            "warning",
+            found + f"; huge_pages = {huge_pages_setting}: normal pages used",
             "reserve the pages the server needs, then restart it; with 'try' it silently falls "
-            "back to normal pages", HUGE_PAGES_DOCS, fix,
-        )  # fmt: skip
+            "back to normal pages",
+            HUGE_PAGES_DOCS,
+            fix,
+        )
     return ok(check, found)
 
 
@@ -101,18 +114,24 @@ def check_numa(facts: HostFacts) -> Outcome:
     found = f"{facts.numa_nodes} NUMA node(s), vm.zone_reclaim_mode = {mode}"
     if facts.numa_nodes > 1 and mode:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             "set vm.zone_reclaim_mode = 0: reclaiming a node's page cache instead of using "
             "another node's free memory shrinks the OS cache the database relies on",
-            SEED_002, _sysctl_fix("vm.zone_reclaim_mode", 0),
-        )  # fmt: skip
+            SEED_002,
+            _sysctl_fix("vm.zone_reclaim_mode", 0),
+        )
     if facts.numa_nodes > 1:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             "several NUMA nodes: consider interleaving the server's memory (seed 002 ran with "
             "NUMA off) so shared_buffers is not all on one node",
-            SEED_002, "numactl --interleave=all pg_ctl start ...",
-        )  # fmt: skip
+            SEED_002,
+            "numactl --interleave=all pg_ctl start ...",
+        )
     return ok(check, found)
 
 
@@ -126,10 +145,14 @@ def check_swappiness(facts: HostFacts) -> Outcome:
         return ok(check, found + " (no swap configured)")
     if swappiness > SWAPPINESS_MAX:
         return Finding(
-            check, "info", found + f", swap {format_bytes(facts.swap_total_bytes)}",
+            check,
+            "info",
+            found + f", swap {format_bytes(facts.swap_total_bytes)}",
             f"lower it to 1..{SWAPPINESS_MAX} on a database host: swapping out server memory "
-            "is slower than dropping page cache", SEED_002, _sysctl_fix("vm.swappiness", 1),
-        )  # fmt: skip
+            "is slower than dropping page cache",
+            SEED_002,
+            _sysctl_fix("vm.swappiness", 1),
+        )
     return ok(check, found)
 
 
@@ -152,12 +175,14 @@ def check_dirty_background(facts: HostFacts) -> Outcome:
     found = f"background writeback starts at {format_bytes(limit)} of dirty pages"
     if limit > DIRTY_BACKGROUND_MAX_BYTES:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             f"start writeback earlier (at most {format_bytes(DIRTY_BACKGROUND_MAX_BYTES)}): "
             "a large backlog of dirty pages makes checkpoint fsyncs stall",
             f"{SEED_002}; {DOCS}wal-configuration.html",
             _sysctl_fix("vm.dirty_background_bytes", 256 * 1024**2),
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -169,12 +194,14 @@ def check_dirty(facts: HostFacts) -> Outcome:
     found = f"writers are throttled at {format_bytes(limit)} of dirty pages"
     if limit > DIRTY_MAX_BYTES:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             f"lower it (at most {format_bytes(DIRTY_MAX_BYTES)}): a writer may otherwise "
             "block for as long as the disk needs to write that much",
             f"{SEED_002}; {DOCS}wal-configuration.html",
             _sysctl_fix("vm.dirty_bytes", 1024**3),
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -186,11 +213,14 @@ def check_io_scheduler(facts: HostFacts) -> Outcome:
     found = f"{device.name}: IO scheduler {device.scheduler}"
     if device.scheduler in ("cfq", "bfq"):
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             "use mq-deadline (none on NVMe): fairness schedulers add latency under the many "
-            "concurrent reads and fsyncs of a database", SEED_002,
+            "concurrent reads and fsyncs of a database",
+            SEED_002,
             f"echo mq-deadline > /sys/block/{device.name}/queue/scheduler",
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -202,11 +232,14 @@ def check_read_ahead(facts: HostFacts) -> Outcome:
     found = f"{device.name}: read-ahead {device.read_ahead_kb} kB"
     if device.read_ahead_kb < READ_AHEAD_MIN_KB:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             f"raise it to at least {READ_AHEAD_MIN_KB} kB (seed 002 used 2 MB): sequential "
-            "scans and VACUUM read through the OS", SEED_002,
+            "scans and VACUUM read through the OS",
+            SEED_002,
             f"blockdev --setra 4096 /dev/{device.name}",
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -221,16 +254,22 @@ def check_shared_memory_sysctls(facts: HostFacts, shared_memory_type: str | None
     sysv = shared_memory_type == "sysv" and facts.memory_total_bytes
     if sysv and min(shmmax, shmall_bytes) < facts.memory_total_bytes // 2:
         return Finding(
-            check, "warning", found + "; shared_memory_type = sysv",
+            check,
+            "warning",
+            found + "; shared_memory_type = sysv",
             "a System V segment the size of shared_buffers needs shmmax/shmall above it",
-            KERNEL_RESOURCES, _sysctl_fix("kernel.shmmax", facts.memory_total_bytes),
-        )  # fmt: skip
+            KERNEL_RESOURCES,
+            _sysctl_fix("kernel.shmmax", facts.memory_total_bytes),
+        )
     if min(shmmax, shmall_bytes) < 1024**2:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             "PostgreSQL still needs a small System V segment; values this low refuse it",
-            KERNEL_RESOURCES, _sysctl_fix("kernel.shmmax", 18446744073692774399),
-        )  # fmt: skip
+            KERNEL_RESOURCES,
+            _sysctl_fix("kernel.shmmax", 18446744073692774399),
+        )
     return ok(check, found)
 
 
@@ -253,12 +292,15 @@ def check_limits(facts: HostFacts, max_connections: float | None) -> Outcome:
         problems.append(f"processes below {wanted_processes}")
     if problems:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             f"raise the limits ({', '.join(problems)}): every connection is a process with "
-            "its own open files", f"{SEED_002}; {KERNEL_RESOURCES}",
+            "its own open files",
+            f"{SEED_002}; {KERNEL_RESOURCES}",
             "LimitNOFILE=65536 and LimitNPROC=65536 in the server's systemd unit "
             "(or nofile/nproc in /etc/security/limits.d/)",
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -276,10 +318,14 @@ def check_cpu_governor(facts: HostFacts) -> Outcome:
     slow = {"powersave", "conservative", "ondemand"} & set(facts.cpu_governors)
     if slow:
         return Finding(
-            check, "warning" if "powersave" in slow else "info", found,
+            check,
+            "warning" if "powersave" in slow else "info",
+            found,
             "use performance: a clock that ramps up late adds latency to short queries and "
-            "noise to measurements", SEED_002, "cpupower frequency-set --governor performance",
-        )  # fmt: skip
+            "noise to measurements",
+            SEED_002,
+            "cpupower frequency-set --governor performance",
+        )
     return ok(check, found)
 
 
@@ -293,12 +339,14 @@ def check_memory_cgroup(facts: HostFacts, whose: str) -> Outcome:
     found = f"{whose} is in cgroup {facts.cgroup_path} limited to {format_bytes(limit)}"
     if facts.memory_total_bytes and limit < facts.memory_total_bytes:
         return Finding(
-            check, "info", found + f" of {format_bytes(facts.memory_total_bytes)} RAM",
+            check,
+            "info",
+            found + f" of {format_bytes(facts.memory_total_bytes)} RAM",
             "size shared_buffers, work_mem and effective_cache_size from the limit, not from "
             "RAM: the page cache of the server's files counts against it too",
             f"{SEED_000}; {DOCS}runtime-config-resource.html",
             "systemctl set-property <server unit> MemoryMax=... (or size the settings down)",
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 

@@ -31,10 +31,14 @@ def as_json(diagnosis: Diagnosis) -> str:
     findings = [o.as_dict() for o in _ordered(diagnosis) if isinstance(o, Finding)]
     skipped = [o.as_dict() for o in diagnosis.outcomes if isinstance(o, Skipped)]
     return json.dumps(
-        {"format": JSON_FORMAT_VERSION, "context": diagnosis.context, "findings": findings,
-         "skipped": skipped},
+        {
+            "format": JSON_FORMAT_VERSION,
+            "context": diagnosis.context,
+            "findings": findings,
+            "skipped": skipped,
+        },
         indent=2,
-    )  # fmt: skip
+    )
 
 
 def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) -> None:

@@ -32,19 +32,33 @@ def check_durability(facts: ServerFacts) -> list[Outcome]:
     """fsync, full_page_writes, synchronous_commit and autovacuum turned off: loud."""
     outcomes: list[Outcome] = []
     rules = (
-        ("fsync", "critical", "a crash or power loss can corrupt the whole cluster",
-         WAL_DOCS + "#GUC-FSYNC"),
-        ("full_page_writes", "critical",
-         "a crash during a partial page write leaves torn pages WAL replay cannot repair",
-         WAL_DOCS + "#GUC-FULL-PAGE-WRITES"),
-        ("synchronous_commit", "warning",
-         "commits reported to clients can be lost in a crash (no corruption); set it per "
-         "transaction where that loss is acceptable, as seed 002 did for a benchmark",
-         f"{WAL_DOCS}#GUC-SYNCHRONOUS-COMMIT; {SEED_002}"),
-        ("autovacuum", "warning",
-         "dead rows pile up, tables and indexes bloat and transaction id wraparound approaches "
-         "(seed 002 turned it off only for a benchmark)", f"{VACUUM_DOCS}; {SEED_002}"),
-    )  # fmt: skip
+        (
+            "fsync",
+            "critical",
+            "a crash or power loss can corrupt the whole cluster",
+            WAL_DOCS + "#GUC-FSYNC",
+        ),
+        (
+            "full_page_writes",
+            "critical",
+            "a crash during a partial page write leaves torn pages WAL replay cannot repair",
+            WAL_DOCS + "#GUC-FULL-PAGE-WRITES",
+        ),
+        (
+            "synchronous_commit",
+            "warning",
+            "commits reported to clients can be lost in a crash (no corruption); set it per "
+            "transaction where that loss is acceptable, as seed 002 did for a benchmark",
+            f"{WAL_DOCS}#GUC-SYNCHRONOUS-COMMIT; {SEED_002}",
+        ),
+        (
+            "autovacuum",
+            "warning",
+            "dead rows pile up, tables and indexes bloat and transaction id wraparound approaches "
+            "(seed 002 turned it off only for a benchmark)",
+            f"{VACUUM_DOCS}; {SEED_002}",
+        ),
+    )
     for name, severity, why, source in rules:
         check = f"server.{name}"
         value = facts.text(name)
@@ -52,9 +66,15 @@ def check_durability(facts: ServerFacts) -> list[Outcome]:
             outcomes.append(Skipped(check, f"{name} not visible in pg_settings"))
         elif value == "off":
             outcomes.append(
-                Finding(check, severity, f"{name} = off", f"turn it on: {why}", source,
-                        _alter_system(name, "on"))
-            )  # fmt: skip
+                Finding(
+                    check,
+                    severity,
+                    f"{name} = off",
+                    f"turn it on: {why}",
+                    source,
+                    _alter_system(name, "on"),
+                )
+            )
         else:
             outcomes.append(ok(check, f"{name} = {value}"))
     return outcomes
@@ -89,19 +109,26 @@ def check_shared_buffers(
     measure = "measure with experiments/cache-split-quick.toml (seed 000) rather than trust a rule"
     if fraction > SHARED_BUFFERS_HIGH_FRACTION:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             f"more than {SHARED_BUFFERS_HIGH_FRACTION:.0%} rarely helps: the OS cache and "
-            f"work_mem need the rest; {measure}", f"{RESOURCE_DOCS}#GUC-SHARED-BUFFERS; {SEED_000}",
-            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True), cited,
-        )  # fmt: skip
+            f"work_mem need the rest; {measure}",
+            f"{RESOURCE_DOCS}#GUC-SHARED-BUFFERS; {SEED_000}",
+            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True),
+            cited,
+        )
     if fraction < SHARED_BUFFERS_LOW_FRACTION and memory_bytes >= 2 * 1024**3:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             f"the docs start from 25% of memory; seed 000 found the index survives a large scan "
             f"only once shared_buffers holds it; {measure}",
             f"{RESOURCE_DOCS}#GUC-SHARED-BUFFERS; {SEED_000}",
-            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True), cited,
-        )  # fmt: skip
+            _alter_system("shared_buffers", _gb_string(memory_bytes * 0.25), restart=True),
+            cited,
+        )
     return Finding(check, "ok", found, evidence=cited)
 
 
@@ -115,14 +142,17 @@ def _shared_buffers_as_measured(
     best = format_bytes(evidence.best_shared_buffers_bytes)
     measured = evidence.measured(shared_buffers)
     return Finding(
-        check, "info", found,
+        check,
+        "info",
+        found,
         f"the lab measured shared_buffers = {best} fastest for index lookups after a large "
         f"scan with this memory on this host (seed 000's question), "
         f"{'faster than' if measured else 'and did not measure'} {format_bytes(shared_buffers)}"
         f"; your workload may differ",
         f"{SEED_000}; {RESOURCE_DOCS}#GUC-SHARED-BUFFERS",
-        _alter_system("shared_buffers", best, restart=True), evidence.text(),
-    )  # fmt: skip
+        _alter_system("shared_buffers", best, restart=True),
+        evidence.text(),
+    )
 
 
 def check_effective_cache_size(facts: ServerFacts, memory_bytes: int | None) -> Outcome:
@@ -137,18 +167,24 @@ def check_effective_cache_size(facts: ServerFacts, memory_bytes: int | None) -> 
     wanted = _gb_string(memory_bytes * 0.6)
     if cache > memory_bytes:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             "no more than the memory: the planner then assumes index pages are cached that "
-            "cannot be", QUERY_DOCS + "#GUC-EFFECTIVE-CACHE-SIZE",
+            "cannot be",
+            QUERY_DOCS + "#GUC-EFFECTIVE-CACHE-SIZE",
             _alter_system("effective_cache_size", wanted),
-        )  # fmt: skip
+        )
     if cache < memory_bytes * 0.25:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             "about shared_buffers plus the OS cache (half to three quarters of memory): too "
-            "low makes the planner avoid index scans", f"{QUERY_DOCS}#GUC-EFFECTIVE-CACHE-SIZE",
+            "low makes the planner avoid index scans",
+            f"{QUERY_DOCS}#GUC-EFFECTIVE-CACHE-SIZE",
             _alter_system("effective_cache_size", wanted),
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -165,12 +201,14 @@ def check_work_mem(facts: ServerFacts, memory_bytes: int | None) -> Outcome:
     )
     if total > memory_bytes:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             "every sort or hash of every connection may take work_mem (several per query): "
             "lower it, or max_connections with a pooler in front",
             RESOURCE_DOCS + "#GUC-WORK-MEM",
             _alter_system("work_mem", _gb_string(memory_bytes / 4 / connections)),
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -188,18 +226,24 @@ def check_maintenance_work_mem(facts: ServerFacts, memory_bytes: int | None) -> 
     )
     if per_worker * workers > memory_bytes * 0.25:
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             "the autovacuum workers together may take more than a quarter of memory: set "
-            "autovacuum_work_mem lower", RESOURCE_DOCS + "#GUC-AUTOVACUUM-WORK-MEM",
+            "autovacuum_work_mem lower",
+            RESOURCE_DOCS + "#GUC-AUTOVACUUM-WORK-MEM",
             _alter_system("autovacuum_work_mem", _gb_string(memory_bytes * 0.05 / workers)),
-        )  # fmt: skip
+        )
     if maintenance < 64 * 1024**2 and memory_bytes >= 4 * 1024**3:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             "raise it (seed 002 did): VACUUM and CREATE INDEX run faster with more memory, "
-            "and few run at once", f"{RESOURCE_DOCS}#GUC-MAINTENANCE-WORK-MEM; {SEED_002}",
+            "and few run at once",
+            f"{RESOURCE_DOCS}#GUC-MAINTENANCE-WORK-MEM; {SEED_002}",
             _alter_system("maintenance_work_mem", _gb_string(min(memory_bytes / 16, 2 * 1024**3))),
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -227,11 +271,14 @@ def check_checkpoints(facts: ServerFacts) -> Outcome:
         max_wal = facts.number("max_wal_size")
         wanted = _gb_string(max_wal * 4) if max_wal else "4GB"
         return Finding(
-            check, "warning", found,
+            check,
+            "warning",
+            found,
             "raise max_wal_size so checkpoints come from checkpoint_timeout: WAL volume forces "
             "them early, and each one rewrites full pages into the WAL",
-            f"{WAL_CONFIGURATION}; {SEED_002}", _alter_system("max_wal_size", wanted),
-        )  # fmt: skip
+            f"{WAL_CONFIGURATION}; {SEED_002}",
+            _alter_system("max_wal_size", wanted),
+        )
     return ok(check, found)
 
 
@@ -243,11 +290,13 @@ def check_checkpoint_completion(facts: ServerFacts) -> Outcome:
     found = f"checkpoint_completion_target = {target:g}"
     if target < 0.9:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             "0.9 (the default since 14) spreads checkpoint writes over the interval",
             f"{WAL_CONFIGURATION}; {SEED_002}",
             _alter_system("checkpoint_completion_target", "0.9"),
-        )  # fmt: skip
+        )
     return ok(check, found)
 
 
@@ -268,11 +317,14 @@ def check_bgwriter(facts: ServerFacts) -> Outcome:
         found += f"; {backend_writes} buffers written by backends"
     if stops > 0 and cleaned > 0 and stops * 100 > cleaned:
         return Finding(
-            check, "info", found,
+            check,
+            "info",
+            found,
             "the writer often stops at its page limit: raise bgwriter_lru_maxpages (seed 002 "
-            "used 1000, with bgwriter_delay = 10ms)", f"{RESOURCE_DOCS}#RUNTIME-CONFIG-RESOURCE-"
-            f"BACKGROUND-WRITER; {SEED_002}", _alter_system("bgwriter_lru_maxpages", "1000"),
-        )  # fmt: skip
+            "used 1000, with bgwriter_delay = 10ms)",
+            f"{RESOURCE_DOCS}#RUNTIME-CONFIG-RESOURCE-BACKGROUND-WRITER; {SEED_002}",
+            _alter_system("bgwriter_lru_maxpages", "1000"),
+        )
     return ok(check, found)
 
 

@@ -60,19 +60,36 @@ def uncached_relations(rows: list[tuple], present: set[str]) -> list[RelationCac
             continue
         relations.append(
             RelationCache(
-                database=None, database_oid=0, tablespace_oid=int(tablespace_oid),
-                relfilenode=int(relfilenode or 0), fork="main", buffers=0, dirty=0, pinned=0,
-                usage_counts=[0] * 6, schema=schema, name=name,
-                kind=relation_kind(relkind, schema), size_bytes=int(size_bytes),
+                database=None,
+                database_oid=0,
+                tablespace_oid=int(tablespace_oid),
+                relfilenode=int(relfilenode or 0),
+                fork="main",
+                buffers=0,
+                dirty=0,
+                pinned=0,
+                usage_counts=[0] * 6,
+                schema=schema,
+                name=name,
+                kind=relation_kind(relkind, schema),
+                size_bytes=int(size_bytes),
                 file_path=file_path,
             )
-        )  # fmt: skip
+        )
     return relations
 
 
 class CacheSampler:
-    def __init__(self, conn, method: str, mode: str, options: InspectOptions, data_dir, note,
-                 backend_pid: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        conn,
+        method: str,
+        mode: str,
+        options: InspectOptions,
+        data_dir,
+        note,
+        backend_pid: int | None = None,
+    ):
         self.conn = conn
         self.backend_pid = backend_pid  # the server process of `conn`, when it runs here
         self.method, self.mode = method, mode
@@ -113,8 +130,15 @@ class CacheSampler:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, method, mode if method == "extension" else "consistent", options,
-                   data_dir, note, backend_pid)  # fmt: skip
+        return cls(
+            conn,
+            method,
+            mode if method == "extension" else "consistent",
+            options,
+            data_dir,
+            note,
+            backend_pid,
+        )
 
     def take(self, label: str, mode: str | None = None, os_cache: bool = True) -> None:
         """One snapshot now, labelled; its failure is recorded, not raised."""
@@ -138,9 +162,19 @@ class CacheSampler:
             except (psycopg.Error, OSError) as failure:
                 error = reason(failure)
             self.snapshots.append(
-                StoredSnapshot(0, 0, len(self.snapshots), taken_at, label, self.method, mode,
-                               elapsed_ms, error, data)
-            )  # fmt: skip
+                StoredSnapshot(
+                    0,
+                    0,
+                    len(self.snapshots),
+                    taken_at,
+                    label,
+                    self.method,
+                    mode,
+                    elapsed_ms,
+                    error,
+                    data,
+                )
+            )
 
     def _server_cpu(self) -> float | None:
         return None if self.backend_pid is None else cpu_seconds(self.backend_pid)

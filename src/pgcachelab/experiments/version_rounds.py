@@ -28,8 +28,14 @@ def group_of(point: Point) -> tuple:
 
 
 def group_text(point: Point) -> str:
-    return ", ".join(f"{key}={point.swept[key]}" for key in DATA_KEYS
-                     if key in point.swept and key != "version") or "all"  # fmt: skip
+    return (
+        ", ".join(
+            f"{key}={point.swept[key]}"
+            for key in DATA_KEYS
+            if key in point.swept and key != "version"
+        )
+        or "all"
+    )
 
 
 def _writes_last(indexes: list[int], points: list[Point]) -> list[int]:

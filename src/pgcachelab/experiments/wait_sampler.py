@@ -30,8 +30,9 @@ class WaitSampler:
         self.failed = 0
         self.first_error: str | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=WAIT_SAMPLER_APPLICATION_NAME,
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._loop, name=WAIT_SAMPLER_APPLICATION_NAME, daemon=True
+        )
 
     @classmethod
     def start(cls, target, settings: dict, options) -> "WaitSampler | None":
@@ -75,6 +76,10 @@ class WaitSampler:
         self._stop.set()
         self._thread.join()
         self.conn.close()
-        return {"interval_s": SAMPLE_INTERVAL_S, "server_version_num": self.server_version_num,
-                "samples": self.samples, "failed": self.failed,
-                "first_error": self.first_error}  # fmt: skip
+        return {
+            "interval_s": SAMPLE_INTERVAL_S,
+            "server_version_num": self.server_version_num,
+            "samples": self.samples,
+            "failed": self.failed,
+            "first_error": self.first_error,
+        }

@@ -133,7 +133,7 @@ PRESETS: dict[str, DiskProfile] = {
             'random IOPS) decides"',
             source="seed 004 (shared/SEEDS.md): 100-200 random IOPS; 150 IOPS is ~6.5 ms a read",
         ),
-    )  # fmt: skip
+    )
 }
 
 
@@ -176,10 +176,14 @@ def resolve_disk(text: str | None) -> DiskProfile | None:
     if text.startswith(CUSTOM_PREFIX):
         profile = _custom_profile(_parse_custom_text(text))
         return DiskProfile(
-            canonical_disk(text), profile.read_latency_s, profile.write_latency_s,
-            profile.sync_latency_s, profile.iops, profile.bandwidth_bytes_s,
+            canonical_disk(text),
+            profile.read_latency_s,
+            profile.write_latency_s,
+            profile.sync_latency_s,
+            profile.iops,
+            profile.bandwidth_bytes_s,
             stands_for="a custom device",
-        )  # fmt: skip
+        )
     raise DiskProfileError(f"unknown disk {text!r}")
 
 
@@ -246,8 +250,14 @@ def _custom_profile(table: dict) -> DiskProfile:
             ) from None
         if bandwidth < 1024 * 1024:
             raise DiskProfileError(f"bandwidth: {raw!r} is below 1MB per second")
-    return DiskProfile("custom", latencies["read_latency"], latencies["write_latency"],
-                       latencies["sync_latency"], iops, bandwidth)  # fmt: skip
+    return DiskProfile(
+        "custom",
+        latencies["read_latency"],
+        latencies["write_latency"],
+        latencies["sync_latency"],
+        iops,
+        bandwidth,
+    )
 
 
 def _positive_int(key: str, value) -> int:

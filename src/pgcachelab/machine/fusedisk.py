@@ -85,10 +85,13 @@ class DiskTimings:
     def daemon_args(self) -> list[str]:
         """The daemon's command-line options for these timings (latencies in whole µs)."""
         args = [
-            "--read-latency-us", str(_microseconds(self.read_latency_s)),
-            "--write-latency-us", str(_microseconds(self.write_latency_s)),
-            "--sync-latency-us", str(_microseconds(self.sync_latency_s)),
-        ]  # fmt: skip
+            "--read-latency-us",
+            str(_microseconds(self.read_latency_s)),
+            "--write-latency-us",
+            str(_microseconds(self.write_latency_s)),
+            "--sync-latency-us",
+            str(_microseconds(self.sync_latency_s)),
+        ]
         if self.iops is not None:
             args += ["--iops", str(self.iops)]
         if self.bandwidth_bytes_s is not None:
@@ -314,20 +317,37 @@ class FuseDisk:
         binary = ensure_built()
         # The daemon writes its stats after becoming the server user: a directory of its own.
         self._private_dir = Path(tempfile.mkdtemp(prefix=f"{self.fsname}-"))
-        self._owned_entry = owned.record("mount", self.mountpoint, fsname=self.fsname,
-                                         private_dir=str(self._private_dir))  # fmt: skip
+        self._owned_entry = owned.record(
+            "mount", self.mountpoint, fsname=self.fsname, private_dir=str(self._private_dir)
+        )
         os.chown(self._private_dir, self.uid, self.gid)
         self._write_timings(self.timings)
-        command = [str(binary), str(self.backing), str(self.mountpoint),
-                   *self.timings.daemon_args(), "--uid", str(self.uid), "--gid", str(self.gid),
-                   "--stats", str(self._stats_path), "--timings", str(self._timings_path),
-                   "--name", self.fsname]  # fmt: skip
+        command = [
+            str(binary),
+            str(self.backing),
+            str(self.mountpoint),
+            *self.timings.daemon_args(),
+            "--uid",
+            str(self.uid),
+            "--gid",
+            str(self.gid),
+            "--stats",
+            str(self._stats_path),
+            "--timings",
+            str(self._timings_path),
+            "--name",
+            self.fsname,
+        ]
         # stderr goes to a file: nobody reads a pipe once the daemon runs.
         with open(self._private_dir / "daemon.log", "wb") as log:
             self.process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                start_new_session=True, preexec_fn=_die_with_parent,
-            )  # fmt: skip
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         try:
             self._wait_until_ready()
             if not any(mount.mount_point == self.mountpoint for mount in self._own_mounts()):

@@ -26,8 +26,12 @@ class HugePagesUnavailable(Exception):
 
 def parse_meminfo_hugepages(text: str) -> dict:
     """HugePages_Total/Free/Rsvd/Surp and the page size from /proc/meminfo."""
-    wanted = {"HugePages_Total": "total", "HugePages_Free": "free", "HugePages_Rsvd": "reserved",
-              "HugePages_Surp": "surplus"}  # fmt: skip
+    wanted = {
+        "HugePages_Total": "total",
+        "HugePages_Free": "free",
+        "HugePages_Rsvd": "reserved",
+        "HugePages_Surp": "surplus",
+    }
     values = {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")

@@ -79,8 +79,13 @@ class Entry:
     file: Path
 
     def record(self) -> dict:
-        return {"kind": self.kind, "path": self.path, "pid": self.owner.pid,
-                "start_time": self.owner.start_time, "details": self.details}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "pid": self.owner.pid,
+            "start_time": self.owner.start_time,
+            "details": self.details,
+        }
 
 
 def parse_entry(text: str, file: Path) -> Entry | None:
@@ -88,8 +93,9 @@ def parse_entry(text: str, file: Path) -> Entry | None:
     try:
         data = json.loads(text)
         owner = Owner(int(data["pid"]), int(data["start_time"]))
-        return Entry(str(data["kind"]), str(data["path"]), owner, dict(data.get("details") or {}),
-                     file)  # fmt: skip
+        return Entry(
+            str(data["kind"]), str(data["path"]), owner, dict(data.get("details") or {}), file
+        )
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -104,8 +110,13 @@ def record(kind: str, path, **details) -> Path:
     owner = Owner.me()
     entry_file = directory / f"{owner.pid}-{owner.start_time}-{kind}-{uuid.uuid4().hex[:8]}.json"
     partial = entry_file.with_suffix(".partial")
-    data = {"kind": kind, "path": str(path), "pid": owner.pid, "start_time": owner.start_time,
-            "details": details}  # fmt: skip
+    data = {
+        "kind": kind,
+        "path": str(path),
+        "pid": owner.pid,
+        "start_time": owner.start_time,
+        "details": details,
+    }
     partial.write_text(json.dumps(data))
     partial.rename(entry_file)
     return entry_file

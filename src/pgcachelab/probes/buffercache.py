@@ -19,8 +19,15 @@ from psycopg import sql
 METHODS = ("extension", "pg_buffercache", "summary")
 USAGE_COUNTS = 6  # 0..BM_MAX_USAGE_COUNT
 FORK_NAMES = {0: "main", 1: "fsm", 2: "vm", 3: "init"}
-RELATION_KINDS = {"r": "table", "i": "index", "t": "toast", "m": "materialized view",
-                  "S": "sequence", "p": "partitioned table", "I": "partitioned index"}  # fmt: skip
+RELATION_KINDS = {
+    "r": "table",
+    "i": "index",
+    "t": "toast",
+    "m": "materialized view",
+    "S": "sequence",
+    "p": "partitioned table",
+    "I": "partitioned index",
+}
 MODES = ("consistent", "fast")
 # The connection of the lab's cache sampler (experiments/cache_sampler.py). Workloads that wait
 # for the other sessions of the database to end (cache-wash waits for the statistics of
@@ -147,8 +154,7 @@ def relation_kind(relkind: str | None, schema: str | None) -> str | None:
 
 def relation_from_row(row: tuple) -> RelationCache:
     """One row of the naming query (see _NAMED_ROWS for the column order)."""
-    (database_oid, tablespace_oid, relfilenode, fork_number, buffers, dirty, pinned,
-     *rest) = row  # fmt: skip
+    (database_oid, tablespace_oid, relfilenode, fork_number, buffers, dirty, pinned, *rest) = row
     usage_counts = [int(count) for count in rest[:USAGE_COUNTS]]
     database, schema, name, relkind, size_bytes, file_path = rest[USAGE_COUNTS:]
     return RelationCache(

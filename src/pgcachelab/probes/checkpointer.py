@@ -17,8 +17,14 @@ class CheckpointerProbe:
             writer = conn.execute(
                 "select buffers_clean, maxwritten_clean, buffers_alloc from pg_stat_bgwriter"
             ).fetchone()
-            names = ("checkpoints_timed", "checkpoints_requested", "buffers_checkpoint",
-                     "buffers_clean", "maxwritten_clean", "buffers_alloc")  # fmt: skip
+            names = (
+                "checkpoints_timed",
+                "checkpoints_requested",
+                "buffers_checkpoint",
+                "buffers_clean",
+                "maxwritten_clean",
+                "buffers_alloc",
+            )
             return dict(zip(names, (int(v) for v in checkpoints + writer), strict=True))
         row = conn.execute(
             "select checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean,"

@@ -2,8 +2,18 @@
 
 import psycopg
 
-COUNTERS = ("xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned",
-            "tup_fetched", "tup_inserted", "tup_updated", "tup_deleted", "temp_bytes")  # fmt: skip
+COUNTERS = (
+    "xact_commit",
+    "xact_rollback",
+    "blks_read",
+    "blks_hit",
+    "tup_returned",
+    "tup_fetched",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+    "temp_bytes",
+)
 
 
 class DatabaseProbe:

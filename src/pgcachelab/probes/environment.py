@@ -35,8 +35,10 @@ def _git_commit() -> str | None:
     try:
         result = subprocess.run(
             ["git", "-C", str(source_dir), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() or None if result.returncode == 0 else None

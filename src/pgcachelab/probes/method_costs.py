@@ -11,8 +11,9 @@ PARTITION_LOCKS_DROPPED = 100000  # server_version_num of PostgreSQL 10
 SUMMARY_SINCE = 160000  # pg_buffercache_summary()
 
 
-def method_cost(method: str, mode: str | None, server_version_num: int,
-                elapsed_ms: float | None) -> str:  # fmt: skip
+def method_cost(
+    method: str, mode: str | None, server_version_num: int, elapsed_ms: float | None
+) -> str:
     """One sentence: what `method` does to this server while it runs; `elapsed_ms`, the
     snapshot's time, bounds how long the pre-10 view keeps its locks."""
     if method == "summary":

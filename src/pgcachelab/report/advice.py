@@ -82,8 +82,10 @@ def _all_tied(choice: Choice) -> bool:
 def _headline(choice: Choice, claim: str, unit: str, show=str) -> str:
     figure = format_interval(choice.best_summary, unit)
     if _all_tied(choice):
-        return (f"no clear difference: {show(choice.best)} has the best median ({figure}), but "
-                "every other value's interval overlaps it")  # fmt: skip
+        return (
+            f"no clear difference: {show(choice.best)} has the best median ({figure}), but "
+            "every other value's interval overlaps it"
+        )
     return f"{claim} ({figure})" + _tied_text(choice, show)
 
 
@@ -114,14 +116,19 @@ def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
     row = next((r for r in rows if r.shared_buffers_bytes == size), rows[-1])
     geometric = row.geometric
     interval = ratio_interval(geometric.ci_low, geometric.ci_high)
-    figure = (f"idx2/idx1 {geometric.ratio:.2f} ({interval}) at "
-              f"{format_bytes(row.shared_buffers_bytes)}")  # fmt: skip
+    figure = (
+        f"idx2/idx1 {geometric.ratio:.2f} ({interval}) at {format_bytes(row.shared_buffers_bytes)}"
+    )
     if size is None:
-        recommendation = (f"no shared_buffers measured keeps idx2 (the lookups after the scan) "
-                          f"{within}: {figure}, the largest")  # fmt: skip
+        recommendation = (
+            f"no shared_buffers measured keeps idx2 (the lookups after the scan) "
+            f"{within}: {figure}, the largest"
+        )
     else:
-        recommendation = (f"idx2 stays {within} (the index survives the scan) from "
-                          f"shared_buffers = {format_bytes(size)}: {figure}")  # fmt: skip
+        recommendation = (
+            f"idx2 stays {within} (the index survives the scan) from "
+            f"shared_buffers = {format_bytes(size)}: {figure}"
+        )
     caveats = []
     if size is not None and row.verdict != "yes":
         caveats.append(
@@ -133,8 +140,9 @@ def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
         f"({ratio_interval(r.geometric.ci_low, r.geometric.ci_high)}), {r.verdict}"
         for r in rows
     )
-    return Advice("shared_buffers", cell, recommendation, "idx2/idx1 per point: " + evidence,
-                  caveats)  # fmt: skip
+    return Advice(
+        "shared_buffers", cell, recommendation, "idx2/idx1 per point: " + evidence, caveats
+    )
 
 
 def _huge_pages_advice(reps: list) -> Advice | None:
@@ -146,8 +154,9 @@ def _huge_pages_advice(reps: list) -> Advice | None:
     significant = {phase: e for phase, e in effects.items() if e.significant}
 
     def text(phase, effect) -> str:
-        return (f"{phase} on/off ×{effect.ratio:.2f} "
-                f"({ratio_interval(effect.ci_low, effect.ci_high)})")  # fmt: skip
+        return (
+            f"{phase} on/off ×{effect.ratio:.2f} ({ratio_interval(effect.ci_low, effect.ci_high)})"
+        )
 
     if significant:
         recommendation = "huge pages change the latency: " + "; ".join(
@@ -186,13 +195,20 @@ def cache_wash_advice(data: RunData) -> list[Advice]:
             )
         advice.append(
             Advice(
-                "shared_buffers", cell,
-                _headline(choice, f"shared_buffers = {format_bytes(choice.best)} gives the "
-                          "fastest index lookups after a large scan, idx2", " ms", format_bytes),
+                "shared_buffers",
+                cell,
+                _headline(
+                    choice,
+                    f"shared_buffers = {format_bytes(choice.best)} gives the "
+                    "fastest index lookups after a large scan, idx2",
+                    " ms",
+                    format_bytes,
+                ),
                 f"idx2 median {format_interval(choice.best_summary, ' ms')}"
-                + (f"; others: {others}" if others else ""), caveats,
+                + (f"; others: {others}" if others else ""),
+                caveats,
             )
-        )  # fmt: skip
+        )
     huge_pages = _huge_pages_advice(reps)
     return advice + ([huge_pages] if huge_pages else [])
 
@@ -212,12 +228,14 @@ def best_value_advice(data: RunData, topic: str, what: str) -> list[Advice]:
         others = _others(choice, " tps")
         advice.append(
             Advice(
-                topic, swept_text(cell),
+                topic,
+                swept_text(cell),
                 _headline(choice, f"{topic} = {choice.best} {what}", " tps"),
                 f"{format_interval(choice.best_summary, ' tps')}"
-                + (f"; others: {others}" if others else ""), choice.caveats,
+                + (f"; others: {others}" if others else ""),
+                choice.caveats,
             )
-        )  # fmt: skip
+        )
     return advice
 
 
@@ -230,16 +248,27 @@ def control_advice(data: RunData) -> list[Advice]:
         return []
     share = f"{verdict.significant} of {verdict.cells} cells ({verdict.share:.0%})"
     if verdict.trustworthy:
-        return [Advice("control", "", "the A/A control holds: identical clusters were told "
-                       "apart no more often than chance", f"significant in {share}; the limit "
-                       f"is {CONTROL_SIGNIFICANT_LIMIT:.0%}", [])]  # fmt: skip
+        return [
+            Advice(
+                "control",
+                "",
+                "the A/A control holds: identical clusters were told "
+                "apart no more often than chance",
+                f"significant in {share}; the limit is {CONTROL_SIGNIFICANT_LIMIT:.0%}",
+                [],
+            )
+        ]
     return [
-        Advice("control", "", "UNTRUSTWORTHY RUN: do not act on its version differences; "
-               "repeat it on a quieter machine or with more repetitions",
-               f"the A/A control (one version on two clusters) is significant in {share}, "
-               f"more than the {CONTROL_SIGNIFICANT_LIMIT:.0%} chance allows",
-               ["differences between versions of the size the control shows may be noise"])
-    ]  # fmt: skip
+        Advice(
+            "control",
+            "",
+            "UNTRUSTWORTHY RUN: do not act on its version differences; "
+            "repeat it on a quieter machine or with more repetitions",
+            f"the A/A control (one version on two clusters) is significant in {share}, "
+            f"more than the {CONTROL_SIGNIFICANT_LIMIT:.0%} chance allows",
+            ["differences between versions of the size the control shows may be noise"],
+        )
+    ]
 
 
 # -- data sizes (seed 004): the report's steps ---------------------------------------------------
@@ -267,37 +296,53 @@ def _steps_of_cell(results: list[PointResult], cell: tuple, data: RunData) -> li
     if finding is None:
         return []
     where = swept_text(cell)
-    caveats = repetition_caveats({r.point.label: summarise([m.tps for m in r.ok if m.tps])
-                                  for r in results if r.ok}) if results else []  # fmt: skip
+    caveats = (
+        repetition_caveats(
+            {r.point.label: summarise([m.tps for m in r.ok if m.tps]) for r in results if r.ok}
+        )
+        if results
+        else []
+    )
     measured = f"{format_bytes(finding.smallest_bytes)} .. {format_bytes(finding.largest_bytes)}"
     advice = []
     if not finding.steps:
-        advice.append(Advice(
-            "scale", where,
-            f"no clear step: from {measured} of data no drop in tps is both "
-            f"{MIN_STEP_RATIO:.1f}× or more and outside the noise of the repetitions",
-            "plateau: " + ", ".join(s.points[0].label for s in finding.segments)
-            + f" ({len(finding.segments)} segment(s) after merging)", caveats,
-        ))  # fmt: skip
+        advice.append(
+            Advice(
+                "scale",
+                where,
+                f"no clear step: from {measured} of data no drop in tps is both "
+                f"{MIN_STEP_RATIO:.1f}× or more and outside the noise of the repetitions",
+                "plateau: "
+                + ", ".join(s.points[0].label for s in finding.segments)
+                + f" ({len(finding.segments)} segment(s) after merging)",
+                caveats,
+            )
+        )
     for step in finding.steps:
         before, after = step.before.points[-1], step.after.points[0]
-        advice.append(Advice(
-            "scale", where,
-            f"tps falls ×{ratio_text(step.ratio)} ({ratio_interval(step.ci_low, step.ci_high)}) "
-            f"from {before.label} ({format_bytes(before.size_bytes)}) to {after.label} "
-            f"({format_bytes(after.size_bytes)}), {_where(step, data)}",
-            f"plateaus either side: {step.before.geometric_mean_tps:,.0f} tps "
-            f"({', '.join(p.label for p in step.before.points)}) → "
-            f"{step.after.geometric_mean_tps:,.0f} tps "
-            f"({', '.join(p.label for p in step.after.points)}), geometric means", caveats,
-        ))  # fmt: skip
+        interval = ratio_interval(step.ci_low, step.ci_high)
+        advice.append(
+            Advice(
+                "scale",
+                where,
+                f"tps falls ×{ratio_text(step.ratio)} ({interval}) "
+                f"from {before.label} ({format_bytes(before.size_bytes)}) to {after.label} "
+                f"({format_bytes(after.size_bytes)}), {_where(step, data)}",
+                f"plateaus either side: {step.before.geometric_mean_tps:,.0f} tps "
+                f"({', '.join(p.label for p in step.before.points)}) → "
+                f"{step.after.geometric_mean_tps:,.0f} tps "
+                f"({', '.join(p.label for p in step.after.points)}), geometric means",
+                caveats,
+            )
+        )
     for boundary in finding.boundaries:
         if boundary.step is not None:
             continue
         named = _boundary_text(boundary.name, boundary.size_bytes, data)
         if boundary.spanned:
-            text = (f"no clear step at {named}, although the run measured databases on both "
-                    "sides of it")  # fmt: skip
+            text = (
+                f"no clear step at {named}, although the run measured databases on both sides of it"
+            )
         else:
             side = "smaller" if finding.largest_bytes <= boundary.size_bytes else "larger"
             text = (
@@ -337,8 +382,10 @@ def version_samples(data: RunData) -> dict[tuple, dict[str, list[float]]]:
 
 
 def _change_text(change: VersionChange) -> str:
-    return (f"×{change.ratio:.2f} ({ratio_interval(change.ci_low, change.ci_high)}) at "
-            f"{swept_text(change.cell) or 'the one cell'}")  # fmt: skip
+    return (
+        f"×{change.ratio:.2f} ({ratio_interval(change.ci_low, change.ci_high)}) at "
+        f"{swept_text(change.cell) or 'the one cell'}"
+    )
 
 
 def version_pair_advice(previous: str, version: str, changes: list[VersionChange]) -> Advice:
@@ -359,8 +406,9 @@ def version_pair_advice(previous: str, version: str, changes: list[VersionChange
         parts = []
         if faster:
             best = max(faster, key=lambda c: c.ratio)
-            parts.append(f"faster in {len(faster)} of {len(changes)} cells (up to "
-                         f"{_change_text(best)})")  # fmt: skip
+            parts.append(
+                f"faster in {len(faster)} of {len(changes)} cells (up to {_change_text(best)})"
+            )
         if slower:
             worst = min(slower, key=lambda c: c.ratio)
             parts.append(f"SLOWER in {len(slower)} (down to {_change_text(worst)})")
@@ -370,10 +418,14 @@ def version_pair_advice(previous: str, version: str, changes: list[VersionChange
     caveats = []
     fewest = min(min(c.samples) for c in changes)
     if fewest < MIN_REPETITIONS:
-        caveats.append(f"only {fewest} repetitions for some cells: intervals are wide; use "
-                       f"repetitions = {MIN_REPETITIONS} or more")  # fmt: skip
-    caveats.append("the versions ran one after another: a change of the machine's load during "
-                   "the run lands on the versions, and these intervals cannot see it")  # fmt: skip
+        caveats.append(
+            f"only {fewest} repetitions for some cells: intervals are wide; use "
+            f"repetitions = {MIN_REPETITIONS} or more"
+        )
+    caveats.append(
+        "the versions ran one after another: a change of the machine's load during "
+        "the run lands on the versions, and these intervals cannot see it"
+    )
     evidence = "tps ratio per cell: " + "; ".join(_change_text(c) for c in changes)
     return Advice("version", "", recommendation, evidence, caveats)
 
@@ -386,8 +438,10 @@ def version_advice(data: RunData) -> list[Advice]:
         pairs.setdefault((change.previous, change.version), []).append(change)
     order = version_order(v for pair in pairs for v in pair)
     ordered = sorted(pairs, key=lambda pair: (order.index(pair[1]), order.index(pair[0])))
-    return [version_pair_advice(previous, version, pairs[(previous, version)])
-            for previous, version in ordered]  # fmt: skip
+    return [
+        version_pair_advice(previous, version, pairs[(previous, version)])
+        for previous, version in ordered
+    ]
 
 
 # -- the cost of looking inside shared_buffers (seed 003): the report's sag table -----------
@@ -410,8 +464,13 @@ def method_advice(method: str, mine: list[MethodSag], floor: list[MethodSag]) ->
     within = any(s.within_runs is not None for s in quoted)
     kind = "tps sag within runs" if within else "tps sag between runs"
     if not quoted:
-        return Advice(method, "", f"polling with {name}: no sag measured (no baseline or no "
-                      "measurement)", "", [])  # fmt: skip
+        return Advice(
+            method,
+            "",
+            f"polling with {name}: no sag measured (no baseline or no measurement)",
+            "",
+            [],
+        )
     costs = [s for s in quoted if s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[0] > 0]
     rest = [s for s in quoted if s not in costs]
     across = all(s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[1] >= 0 for s in rest)
@@ -425,11 +484,12 @@ def method_advice(method: str, mine: list[MethodSag], floor: list[MethodSag]) ->
             )
         recommendation += f" ({kind}, 95% intervals)"
     else:
-        recommendation = (f"polling with {name} once a second: no clear cost, "
-                          + ", ".join(f"{sag_text(s.quoted)} {_at(s)}" for s in rest)
-                          + f" ({kind}; "
-                          + ("every 95% interval includes 0)" if across
-                             else "no 95% interval lies above 0)"))  # fmt: skip
+        recommendation = (
+            f"polling with {name} once a second: no clear cost, "
+            + ", ".join(f"{sag_text(s.quoted)} {_at(s)}" for s in rest)
+            + f" ({kind}; "
+            + ("every 95% interval includes 0)" if across else "no 95% interval lies above 0)")
+        )
     evidence = (
         "sag = 1 − tps(polled window) / tps(the unpolled window next to it)"
         if within
@@ -468,26 +528,39 @@ def comparison_advice(comparison: Comparison) -> list[Advice]:
     """What `compare` found, in the same words as a run's advice."""
     points = [p for p in comparison.points if p.ratio is not None]
     if not points:
-        return [Advice("compare", "", "nothing to compare: no matched point has measurements "
-                       "in both runs", "", [])]  # fmt: skip
+        return [
+            Advice(
+                "compare",
+                "",
+                "nothing to compare: no matched point has measurements in both runs",
+                "",
+                [],
+            )
+        ]
 
     def text(point) -> str:
-        return (f"×{point.ratio:.2f} ({ratio_interval(point.ci_low, point.ci_high)}) at "
-                f"{point.label}")  # fmt: skip
+        return (
+            f"×{point.ratio:.2f} ({ratio_interval(point.ci_low, point.ci_high)}) at {point.label}"
+        )
 
     faster = [p for p in points if p.significant and p.ratio > 1]
     slower = [p for p in points if p.significant and p.ratio < 1]
     unclear = len(points) - len(faster) - len(slower)
     if not faster and not slower:
         low, high = min(p.ratio for p in points), max(p.ratio for p in points)
-        recommendation = (f"B against A: no clear difference at any of the {len(points)} "
-                          f"matched points (tps ratios {low:.2f}–{high:.2f}; no 95% interval "
-                          "excludes 1)")  # fmt: skip
+        recommendation = (
+            f"B against A: no clear difference at any of the {len(points)} "
+            f"matched points (tps ratios {low:.2f}–{high:.2f}; no 95% interval "
+            "excludes 1)"
+        )
     else:
         parts = []
         if faster:
-            parts.append(f"B is faster at {len(faster)} of {len(points)} points ("
-                         + ", ".join(text(p) for p in faster) + ")")  # fmt: skip
+            parts.append(
+                f"B is faster at {len(faster)} of {len(points)} points ("
+                + ", ".join(text(p) for p in faster)
+                + ")"
+            )
         if slower:
             parts.append(f"SLOWER at {len(slower)} (" + ", ".join(text(p) for p in slower) + ")")
         if unclear:
@@ -496,8 +569,10 @@ def comparison_advice(comparison: Comparison) -> list[Advice]:
     caveats = []
     serious = [d.what for d in comparison.context if d.serious]
     if serious:
-        caveats.append(f"the runs differ in {', '.join(serious)}, which can explain a "
-                       "difference in tps by itself")  # fmt: skip
+        caveats.append(
+            f"the runs differ in {', '.join(serious)}, which can explain a "
+            "difference in tps by itself"
+        )
     evidence = "tps ratio B/A per point (geometric means): " + "; ".join(text(p) for p in points)
     return [Advice("compare", "", recommendation, evidence, caveats)]
 
@@ -530,10 +605,15 @@ def run_advice(data: RunData) -> list[Advice]:
     if not advice:
         swept = ", ".join(keys) or "nothing"
         advice.append(
-            Advice("run", "", "no advice: the measurements answer none of the questions advise "
-                   "knows", f"the run swept {swept}; advise knows cache-wash, TPC-C ladder and "
-                   "inspect-overhead runs, and sweeps of clients, scale or version", [])
-        )  # fmt: skip
+            Advice(
+                "run",
+                "",
+                "no advice: the measurements answer none of the questions advise knows",
+                f"the run swept {swept}; advise knows cache-wash, TPC-C ladder and "
+                "inspect-overhead runs, and sweeps of clients, scale or version",
+                [],
+            )
+        )
     failed = sum(len(r.failures) for r in data.points)
     if failed:
         for item in advice:

@@ -26,10 +26,13 @@ def previous_run(store: ResultStore, data: RunData) -> RunData | None:
     if not is_version_run(data):
         return None
     earlier = [
-        run for run in store.runs()
-        if run.name == data.run.name and run.status == "done"
-        and run.created_at < data.run.created_at and run.run_id != data.run.run_id
-    ]  # fmt: skip
+        run
+        for run in store.runs()
+        if run.name == data.run.name
+        and run.status == "done"
+        and run.created_at < data.run.created_at
+        and run.run_id != data.run.run_id
+    ]
     return load_run(store, earlier[-1].run_id) if earlier else None
 
 

@@ -39,8 +39,9 @@ def samples(data: RunData) -> list[Sample]:
 
 def _color_map(names: list[str]) -> dict[str, str]:
     palette = plt.get_cmap("tab10").colors
-    colors = {name: palette[i % len(palette)] for i, name in enumerate(n for n in names
-                                                                      if n != OTHER)}  # fmt: skip
+    colors = {
+        name: palette[i % len(palette)] for i, name in enumerate(n for n in names if n != OTHER)
+    }
     colors[OTHER] = "#bbbbbb"
     return colors
 
@@ -56,8 +57,9 @@ def composition_plot(data: RunData, out_dir: Path) -> list[Path]:
     if comp.os_cache is not None:
         caches.append(("OS page cache (mincore)", comp.os_cache))
     colors = _color_map(comp.names)
-    figure, axes = plt.subplots(len(caches), 1, figsize=(12, 3.6 * len(caches)), sharex=True,
-                                squeeze=False)  # fmt: skip
+    figure, axes = plt.subplots(
+        len(caches), 1, figsize=(12, 3.6 * len(caches)), sharex=True, squeeze=False
+    )
     labels_shown = len(comp.segments) <= 40
     for axis, (title, series) in zip(axes[:, 0], caches, strict=True):
         offset = 0
@@ -68,17 +70,21 @@ def composition_plot(data: RunData, out_dir: Path) -> list[Path]:
             if len(xs) == 1:  # one snapshot: a thin bar instead of an invisible area
                 xs = [xs[0] - 0.5, xs[0] + 0.5]
                 stacks = [values * 2 for values in stacks]
-            axis.stackplot(xs, stacks, colors=[colors[n] for n in comp.names], alpha=0.85,
-                           linewidth=0)  # fmt: skip
+            axis.stackplot(
+                xs, stacks, colors=[colors[n] for n in comp.names], alpha=0.85, linewidth=0
+            )
             if title == "shared_buffers":
                 totals = [v / MIB for v in comp.shared_buffers_total_bytes[offset:end]]
                 axis.plot([s.seconds for s in segment], totals, color="black", linewidth=0.8)
             axis.axvline(segment[0].seconds, color="black", linestyle=":", linewidth=0.7)
             if labels_shown and title == "shared_buffers":
                 axis.annotate(
-                    f"p{segment[0].point_index}", (segment[0].seconds, 1.0),
-                    xycoords=("data", "axes fraction"), fontsize=6, va="bottom",
-                )  # fmt: skip
+                    f"p{segment[0].point_index}",
+                    (segment[0].seconds, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    fontsize=6,
+                    va="bottom",
+                )
             for sample in segment:
                 if sample.label.startswith("after ") and sample.label != "after":
                     axis.axvline(sample.seconds, color="gray", linestyle="-", linewidth=0.3)
@@ -87,8 +93,7 @@ def composition_plot(data: RunData, out_dir: Path) -> list[Path]:
         axis.set_xlabel("seconds since the run started (s)")
         axis.grid(alpha=0.3)
         handles = [plt.Rectangle((0, 0), 1, 1, color=colors[n]) for n in comp.names]
-        axis.legend(handles, comp.names, fontsize=7, loc="upper left",
-                    bbox_to_anchor=(1.01, 1.0))  # fmt: skip
+        axis.legend(handles, comp.names, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.suptitle(
         f"{data.run.name}: cache composition by relation\n(dotted: a measurement starts, pN its"
         " point; thin gray: between phases; black line: shared_buffers size)",
@@ -114,9 +119,11 @@ def _split_cells(at) -> list[str]:
     return [
         f"{_bytes(parts.both_bytes)} ({_bytes(parts.both_low_bytes)}.."
         f"{_bytes(parts.both_high_bytes)})",
-        _bytes(parts.shared_buffers_only_bytes), _bytes(parts.os_cache_only_bytes),
-        _bytes(parts.disk_only_bytes), _bytes(parts.size_bytes),
-    ]  # fmt: skip
+        _bytes(parts.shared_buffers_only_bytes),
+        _bytes(parts.os_cache_only_bytes),
+        _bytes(parts.disk_only_bytes),
+        _bytes(parts.size_bytes),
+    ]
 
 
 def _point_tables(point_label: str, point_samples: list[Sample]) -> dict | None:
@@ -127,26 +134,42 @@ def _point_tables(point_label: str, point_samples: list[Sample]) -> dict | None:
         return None
     last = labels[-1]
     moments = [
-        (name, ["–" if (at := by_label.get(label)) is None
+        (
+            name,
+            [
+                "–"
+                if (at := by_label.get(label)) is None
                 else f"{_bytes(at.shared_buffers_bytes)} / {_bytes(at.os_cached_bytes)}"
-                for label in labels])
+                for label in labels
+            ],
+        )
         for name, by_label in by_relation.items()
-    ]  # fmt: skip
+    ]
     split_rows = [
         (name, _split_cells(by_label.get(last))) for name, by_label in by_relation.items()
     ]
     return {
         "label": point_label,
         "moments": Markup(
-            _table(["relation", *(f"{label}: shared_buffers / OS cache" for label in labels)],
-                   moments)
+            _table(
+                ["relation", *(f"{label}: shared_buffers / OS cache" for label in labels)], moments
+            )
         ),
         "last": last,
         "split": Markup(
-            _table(["relation", "in both (estimate)", "shared_buffers only", "OS cache only",
-                    "disk only", "size"], split_rows)
+            _table(
+                [
+                    "relation",
+                    "in both (estimate)",
+                    "shared_buffers only",
+                    "OS cache only",
+                    "disk only",
+                    "size",
+                ],
+                split_rows,
+            )
         ),
-    }  # fmt: skip
+    }
 
 
 def _method_note(data: RunData) -> str:

@@ -7,8 +7,18 @@ from pgcachelab.units import format_bytes
 
 # "% of relation": how much of the relation fork is in shared_buffers; "% in OS cache": how much
 # of its files the page cache holds (the two may overlap: a page can be in both).
-HEADER = ["relation", "kind", "buffers", "in shared_buffers", "% of shared_buffers",
-          "% of relation", "% in OS cache", "dirty", "pinned", "usage 0/1/2/3/4/5"]  # fmt: skip
+HEADER = [
+    "relation",
+    "kind",
+    "buffers",
+    "in shared_buffers",
+    "% of shared_buffers",
+    "% of relation",
+    "% in OS cache",
+    "dirty",
+    "pinned",
+    "usage 0/1/2/3/4/5",
+]
 
 
 def _percent(part: float | None, whole: float | None) -> str:
@@ -52,8 +62,9 @@ def totals_lines(snapshot: CacheSnapshot) -> list[str]:
 
 
 def snapshot_cost(snapshot: CacheSnapshot) -> str:
-    return method_cost(snapshot.method, snapshot.mode, snapshot.server_version_num,
-                       snapshot.elapsed_ms)  # fmt: skip
+    return method_cost(
+        snapshot.method, snapshot.mode, snapshot.server_version_num, snapshot.elapsed_ms
+    )
 
 
 def cache_table(snapshot: CacheSnapshot, top: int) -> str:

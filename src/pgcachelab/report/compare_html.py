@@ -29,10 +29,13 @@ def ratio_chart_png(comparison: Comparison) -> bytes | None:
         color = ("tab:green" if point.ratio > 1 else "tab:red") if point.significant else "0.35"
         if point.ci_low is not None:
             axis.errorbar(
-                [x], [point.ratio],
+                [x],
+                [point.ratio],
                 yerr=[[point.ratio - point.ci_low], [point.ci_high - point.ratio]],
-                fmt="o", color=color, capsize=4,
-            )  # fmt: skip
+                fmt="o",
+                color=color,
+                capsize=4,
+            )
         else:
             axis.plot([x], [point.ratio], "o", color=color)
     axis.axhline(1.0, color="black", linewidth=1)

@@ -7,8 +7,18 @@ from pgcachelab.analysis.compare import Comparison, PointComparison
 from pgcachelab.report.advice import comparison_advice
 from pgcachelab.report.tables import format_table
 
-HEADER = ["point", "n A", "n B", "median tps A", "median tps B", "B/A", "95% CI",
-          "median B/A", "MWU p", "verdict"]  # fmt: skip
+HEADER = [
+    "point",
+    "n A",
+    "n B",
+    "median tps A",
+    "median tps B",
+    "B/A",
+    "95% CI",
+    "median B/A",
+    "MWU p",
+    "verdict",
+]
 
 
 def method_note(comparison: Comparison) -> str:
@@ -33,9 +43,18 @@ def _ratio(value) -> str:
 def point_row(point: PointComparison) -> list[str]:
     ci = f"{_ratio(point.ci_low)}..{_ratio(point.ci_high)}" if point.ci_low is not None else "–"
     p_value = f"{point.rank_test.p_value:.3g}" if point.rank_test else "–"
-    return [point.label, str(point.n_a), str(point.n_b), _num(point.median_a),
-            _num(point.median_b), _ratio(point.ratio), ci, _ratio(point.median_ratio), p_value,
-            point.verdict]  # fmt: skip
+    return [
+        point.label,
+        str(point.n_a),
+        str(point.n_b),
+        _num(point.median_a),
+        _num(point.median_b),
+        _ratio(point.ratio),
+        ci,
+        _ratio(point.median_ratio),
+        p_value,
+        point.verdict,
+    ]
 
 
 def _runs_line(comparison: Comparison) -> list[str]:

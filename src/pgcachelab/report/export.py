@@ -6,10 +6,24 @@ import json
 from pgcachelab.report.dataset import phase_median_ms
 from pgcachelab.store.records import ResultStore, gc_paused
 
-CSV_COLUMNS = ["run_id", "point_index", "label", "repetition", "status", "reason", "tps",
-               "latency_avg_ms", "latency_stddev_ms", "wall_s", "server_action",
-               "database_size_bytes", "started_at", "idx1_ms_median", "seq_ms",
-               "idx2_ms_median"]  # fmt: skip
+CSV_COLUMNS = [
+    "run_id",
+    "point_index",
+    "label",
+    "repetition",
+    "status",
+    "reason",
+    "tps",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "wall_s",
+    "server_action",
+    "database_size_bytes",
+    "started_at",
+    "idx1_ms_median",
+    "seq_ms",
+    "idx2_ms_median",
+]
 
 
 def _rows(store: ResultStore, run_id: str):
@@ -29,12 +43,25 @@ def export_csv(store: ResultStore, run_id: str, out) -> None:
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS + swept_keys)
     for point, m in _rows(store, run_id):
-        writer.writerow([
-            run_id, m.point_index, point.label, m.repetition, m.status, m.reason or "", m.tps,
-            m.latency_avg_ms, m.latency_stddev_ms, round(m.wall_s, 3), m.server_action,
-            m.metrics.get("database_size_bytes"), m.started_at,
-            *[phase_median_ms(m, phase) for phase in ("idx1", "seq", "idx2")],
-        ] + [point.swept.get(k, "") for k in swept_keys])  # fmt: skip
+        writer.writerow(
+            [
+                run_id,
+                m.point_index,
+                point.label,
+                m.repetition,
+                m.status,
+                m.reason or "",
+                m.tps,
+                m.latency_avg_ms,
+                m.latency_stddev_ms,
+                round(m.wall_s, 3),
+                m.server_action,
+                m.metrics.get("database_size_bytes"),
+                m.started_at,
+                *[phase_median_ms(m, phase) for phase in ("idx1", "seq", "idx2")],
+            ]
+            + [point.swept.get(k, "") for k in swept_keys]
+        )
 
 
 def export_json(store: ResultStore, run_id: str, out) -> None:
@@ -47,16 +74,26 @@ def export_json(store: ResultStore, run_id: str, out) -> None:
     head = {
         "format": "pgcachelab-run/1",
         "run": {
-            "run_id": run.run_id, "name": run.name, "status": run.status,
-            "created_at": run.created_at, "finished_at": run.finished_at,
-            "spec": run.spec_text, "target": run.target, "environment": run.environment,
+            "run_id": run.run_id,
+            "name": run.name,
+            "status": run.status,
+            "created_at": run.created_at,
+            "finished_at": run.finished_at,
+            "spec": run.spec_text,
+            "target": run.target,
+            "environment": run.environment,
         },
         "points": [
-            {"point_index": p.point_index, "label": p.label, "swept": p.swept,
-             "workload": p.workload, "settings": p.settings}
+            {
+                "point_index": p.point_index,
+                "label": p.label,
+                "swept": p.swept,
+                "workload": p.workload,
+                "settings": p.settings,
+            }
             for p in store.points(run_id)
         ],
-    }  # fmt: skip
+    }
     out.write("{\n")
     for key, value in head.items():
         # indented one level deeper; a newline inside a JSON string is escaped, never raw

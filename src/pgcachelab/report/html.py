@@ -45,7 +45,7 @@ def _context_rows(data: RunData) -> list[tuple[str, str]]:
             "machine",
             f"{env.get('cpu_model')}, {env.get('cores')} cores, "
             f"{format_bytes(memory) if memory else '?'} RAM",
-        ),  # fmt: skip
+        ),
         ("memory available to the server", _memory_note(data)),
         ("storage", storage_note(storage_uses([m.metrics for r in data.points for m in r.ok]))),
         ("kernel", env.get("kernel")),
@@ -62,8 +62,10 @@ def _schedule_note(schedule: dict) -> str:
     else:
         text += f" (seed {schedule.get('seed')}, used by random orders only)"
     if schedule.get("repetitions") == "auto":
-        text += (f"; repetitions auto: until the median is known to ±{schedule['target_ci']:.1%} "
-                 f"or {schedule['max_repetitions']} repetitions")  # fmt: skip
+        text += (
+            f"; repetitions auto: until the median is known to ±{schedule['target_ci']:.1%} "
+            f"or {schedule['max_repetitions']} repetitions"
+        )
     else:
         text += f"; {schedule.get('repetitions')} repetitions per point"
     warmup = schedule.get("warmup_repetitions") or 0
@@ -115,39 +117,68 @@ def _memory_note(data: RunData) -> str:
 def _points_table(data: RunData) -> str:
     """tps per point with its interval and spread; failures named."""
     keys = data.swept_keys
-    header = ["#", *keys, "repetitions ok", "tps median", "tps 95% CI of the median", "CV %",
-              "failures"]  # fmt: skip
+    header = [
+        "#",
+        *keys,
+        "repetitions ok",
+        "tps median",
+        "tps 95% CI of the median",
+        "CV %",
+        "failures",
+    ]
     rows = []
     for result in data.points:
         tps = result.tps
         reasons = "; ".join(result.failure_reasons)
-        rows.append(Row([
-            _num(result.point.point_index),
-            *[result.point.swept.get(k) for k in keys],
-            f"{len(result.ok)}/{len(result.measurements)}",
-            _num(tps.median if tps else None),
-            _median_interval_text(tps),
-            _cv_text([m.tps for m in result.ok if m.tps]),
-            reasons,
-        ], "failed" if result.failures else ""))  # fmt: skip
+        rows.append(
+            Row(
+                [
+                    _num(result.point.point_index),
+                    *[result.point.swept.get(k) for k in keys],
+                    f"{len(result.ok)}/{len(result.measurements)}",
+                    _num(tps.median if tps else None),
+                    _median_interval_text(tps),
+                    _cv_text([m.tps for m in result.ok if m.tps]),
+                    reasons,
+                ],
+                "failed" if result.failures else "",
+            )
+        )
     return table(header, rows, text_columns={len(header) - 1})
 
 
 def _points_detail_table(data: RunData) -> str:
     """The secondary figures of each point: range, latency, sizes and cache hits."""
-    header = ["#", "point", "tps min..max", "latency ms (median)", "database size",
-              "shared_buffers", "hit ratio %"]  # fmt: skip
+    header = [
+        "#",
+        "point",
+        "tps min..max",
+        "latency ms (median)",
+        "database size",
+        "shared_buffers",
+        "hit ratio %",
+    ]
     rows = []
     for result in data.points:
         tps, latency = result.tps, result.latency_ms
-        rows.append(Row([
-            _num(result.point.point_index), result.point.label,
-            f"{_num(tps.minimum)}..{_num(tps.maximum)}" if tps else "–",
-            _num(latency.median if latency else None, 3),
-            format_bytes(result.database_size_bytes) if result.database_size_bytes else "–",
-            format_bytes(result.shared_buffers_bytes) if result.shared_buffers_bytes else "–",
-            _num(result.blks_hit_ratio * 100, 2) if result.blks_hit_ratio is not None else "–",
-        ], "failed" if result.failures else ""))  # fmt: skip
+        rows.append(
+            Row(
+                [
+                    _num(result.point.point_index),
+                    result.point.label,
+                    f"{_num(tps.minimum)}..{_num(tps.maximum)}" if tps else "–",
+                    _num(latency.median if latency else None, 3),
+                    format_bytes(result.database_size_bytes) if result.database_size_bytes else "–",
+                    format_bytes(result.shared_buffers_bytes)
+                    if result.shared_buffers_bytes
+                    else "–",
+                    _num(result.blks_hit_ratio * 100, 2)
+                    if result.blks_hit_ratio is not None
+                    else "–",
+                ],
+                "failed" if result.failures else "",
+            )
+        )
     return table(header, rows)
 
 

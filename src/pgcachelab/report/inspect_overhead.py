@@ -45,14 +45,23 @@ TITLE = "The cost of looking inside shared_buffers"
 
 
 def _times_ms(data: RunData, point_index: int) -> list[float]:
-    return [s.elapsed_ms for s in data.snapshots if s.point_index == point_index
-            and s.label == "sample" and s.elapsed_ms is not None]  # fmt: skip
+    return [
+        s.elapsed_ms
+        for s in data.snapshots
+        if s.point_index == point_index and s.label == "sample" and s.elapsed_ms is not None
+    ]
 
 
 def _cpu_ms(data: RunData, point_index: int) -> list[float]:
     """Server CPU time of each periodic snapshot (sampler: /proc of the polling backend)."""
-    return [s.data["server_cpu_ms"] for s in data.snapshots if s.point_index == point_index
-            and s.label == "sample" and s.data and "server_cpu_ms" in s.data]  # fmt: skip
+    return [
+        s.data["server_cpu_ms"]
+        for s in data.snapshots
+        if s.point_index == point_index
+        and s.label == "sample"
+        and s.data
+        and "server_cpu_ms" in s.data
+    ]
 
 
 def cpu_share(cpu_ms: float, elapsed_ms: float | None, cores: int) -> float:
@@ -70,9 +79,11 @@ def _sag_cells(sag) -> list[str]:
     if sag is None:
         return ["–", "–", "–"]
     interval = sag.sag_ci_percent
-    return [_pct(sag.sag_percent),
-            "–" if interval is None else f"{_pct(interval[0])}..{_pct(interval[1])}",
-            str(sag.ratios.n)]  # fmt: skip
+    return [
+        _pct(sag.sag_percent),
+        "–" if interval is None else f"{_pct(interval[0])}..{_pct(interval[1])}",
+        str(sag.ratios.n),
+    ]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -97,29 +108,46 @@ def sag_table(data: RunData) -> str:
         median_ms, cpu_ms = _median(times), _median(_cpu_ms(data, result.point.point_index))
         names = [cell_text(sag.cell), METHOD_NAMES.get(sag.method, sag.method)]
         within = _sag_cells(sag.within_runs)[:2] if window_s else []
-        rows.append([
-            *names, *within, *_sag_cells(sag.between_runs)[:2],
-            "–" if median_ms is None else f"{median_ms:.2f}",
-            "–" if cpu_ms is None else f"{cpu_share(cpu_ms, median_ms, cores):.2f}",
-        ])  # fmt: skip
+        rows.append(
+            [
+                *names,
+                *within,
+                *_sag_cells(sag.between_runs)[:2],
+                "–" if median_ms is None else f"{median_ms:.2f}",
+                "–" if cpu_ms is None else f"{cpu_share(cpu_ms, median_ms, cores):.2f}",
+            ]
+        )
         summary = summary_ms.get(sag.cell)
-        details.append([
-            *names, f"{result.tps.median:,.0f}" if result.tps else "–",
-            *([_sag_cells(sag.within_runs)[2]] if window_s else []),
-            _sag_cells(sag.between_runs)[2],
-            "–" if not times else f"{max(times):.2f}", str(len(times)),
-            "–" if median_ms is None or not summary else f"{median_ms / summary:.2f}",
-            "–" if cpu_ms is None else f"{cpu_ms:.2f}",
-        ])  # fmt: skip
+        details.append(
+            [
+                *names,
+                f"{result.tps.median:,.0f}" if result.tps else "–",
+                *([_sag_cells(sag.within_runs)[2]] if window_s else []),
+                _sag_cells(sag.between_runs)[2],
+                "–" if not times else f"{max(times):.2f}",
+                str(len(times)),
+                "–" if median_ms is None or not summary else f"{median_ms / summary:.2f}",
+                "–" if cpu_ms is None else f"{cpu_ms:.2f}",
+            ]
+        )
     head = ["cell", "method"]
     if window_s:
         head += ["sag % within runs", "95% CI"]
-    head += ["sag % between runs", "95% CI", "snapshot ms (median)",
-             f"CPU % of {cores} cores at 1/s"]  # fmt: skip
+    head += [
+        "sag % between runs",
+        "95% CI",
+        "snapshot ms (median)",
+        f"CPU % of {cores} cores at 1/s",
+    ]
     detail_head = ["cell", "method", "tps median"]
     detail_head += ["window pairs"] if window_s else []
-    detail_head += ["rounds", "snapshot ms (max)", "snapshots", "× summary",
-                    "server CPU ms per snapshot (median)"]  # fmt: skip
+    detail_head += [
+        "rounds",
+        "snapshot ms (max)",
+        "snapshots",
+        "× summary",
+        "server CPU ms per snapshot (median)",
+    ]
     note = (
         "<p class='note'>Every method polls once a second from a session of its own during the "
         "pgbench run; the baseline does not poll. Between runs: sag = 1 − tps(method) / "
@@ -143,12 +171,13 @@ def sag_table(data: RunData) -> str:
             "polls in neither window): its interval shows the noise floor.</p>"
         )
     return (
-        note + _table(head, rows)
+        note
+        + _table(head, rows)
         + "<h3>Each point in detail</h3><p class='note'>How many ratios each sag averages "
         "(window pairs, rounds), and the snapshots behind the snapshot time and CPU share "
         "(× summary: against pg_buffercache_summary() in the same cell).</p>"
         + _table(detail_head, details)
-    )  # fmt: skip
+    )
 
 
 def _error_text(error: float, relation: str | None) -> str:
@@ -171,24 +200,31 @@ def accuracy_table(data: RunData) -> str:
         worst = max(errors, key=lambda e: e.largest)
         worst_material = max(errors, key=lambda e: e.largest_material)
         figures = [
-            cell_text(cell), str(len(errors)),
+            cell_text(cell),
+            str(len(errors)),
             f"{statistics.median(e.largest for e in errors) * 100:.2f}",
             _error_text(worst.largest, worst.relation),
             f"{statistics.median(e.largest_material for e in errors) * 100:.2f}",
             _error_text(worst_material.largest_material, worst_material.relation_material),
-        ]  # fmt: skip
+        ]
         rows.append(figures)
     if not rows:
         return ""
-    head = ["cell", "pairs", "largest error % (median over pairs)", "largest error % (worst)",
-            f"relations ≥ {MATERIAL_SHARE:.0%} of used: median", "… worst"]  # fmt: skip
+    head = [
+        "cell",
+        "pairs",
+        "largest error % (median over pairs)",
+        "largest error % (worst)",
+        f"relations ≥ {MATERIAL_SHARE:.0%} of used: median",
+        "… worst",
+    ]
     return (
         "<p class='note'>During each extension point's warm-up (the same pgbench load, not "
         "measured), once a second: a fast snapshot and right after it a consistent one. Per "
         "pair, the largest relative error of fast's buffers per relation against consistent's; "
         "it includes what really changed in the few milliseconds between the two.</p>"
         + table(head, rows, ALL_COLUMNS)
-    )  # fmt: skip
+    )
 
 
 def time_plot(data: RunData, out_dir: Path) -> list[Path]:
@@ -205,8 +241,13 @@ def time_plot(data: RunData, out_dir: Path) -> list[Path]:
     figure, axis = plt.subplots(figsize=(8, 4.5))
     for method, values in sorted(lines.items()):
         values.sort()
-        axis.plot([x for x, _ in values], [y for _, y in values], "o-", markersize=4,
-                  label=METHOD_NAMES.get(method, method))  # fmt: skip
+        axis.plot(
+            [x for x, _ in values],
+            [y for _, y in values],
+            "o-",
+            markersize=4,
+            label=METHOD_NAMES.get(method, method),
+        )
     sizes = sorted({x for values in lines.values() for x, _ in values})
     axis.set_xscale("log")
     axis.set_yscale("log")
@@ -272,17 +313,22 @@ def _figure(value: float, interval: tuple | None, digits: int) -> str:
     return f"{value:+.{digits}f} ({interval[0]:+.{digits}f}..{interval[1]:+.{digits}f})"
 
 
-VERDICTS = {True: "larger beyond the noise (95% intervals apart)",
-            False: "not larger beyond the noise (95% intervals overlap)",
-            None: "not comparable (no interval)"}  # fmt: skip
+VERDICTS = {
+    True: "larger beyond the noise (95% intervals apart)",
+    False: "not larger beyond the noise (95% intervals overlap)",
+    None: "not comparable (no interval)",
+}
 
 
 def versions_note(data: RunData) -> str:
     """With a version sweep: where the locks went; per version, the grouped view's sag and
     the buffer-mapping waits polling adds; whether each version before 10 is above each later
     one beyond the noise, in both."""
-    points = {_version_of(s.cell): s for s in method_sags(data)
-              if s.method == "pg_buffercache" and _version_of(s.cell) and s.quoted}  # fmt: skip
+    points = {
+        _version_of(s.cell): s
+        for s in method_sags(data)
+        if s.method == "pg_buffercache" and _version_of(s.cell) and s.quoted
+    }
     if not points:
         return ""
     ordered = version_order(points)
@@ -294,9 +340,11 @@ def versions_note(data: RunData) -> str:
         view_ms = _median(_times_ms(data, points[version].result.point.point_index))
         line += "" if view_ms is None else f"; the view took {view_ms:.0f} ms (median)"
         if excess[version] is not None:
-            line += (f"; buffer-mapping waits added while polled "
-                     f"{_figure(excess[version].mean, _interval(excess[version]), 3)} "
-                     "backends")  # fmt: skip
+            line += (
+                f"; buffer-mapping waits added while polled "
+                f"{_figure(excess[version].mean, _interval(excess[version]), 3)} "
+                "backends"
+            )
         figures.append(line)
     verdicts = []
     for old in (v for v in ordered if _takes_the_locks(v)):
@@ -330,14 +378,30 @@ def wait_events_table(data: RunData) -> str:
                 continue
             share = tally.buffer_mapping / tally.active * 100 if tally.active else 0.0
             others = ", ".join(f"{name} {mean:.3f}" for name, mean in tally.top_waits())
-            rows.append([cell_text(sag.cell), METHOD_NAMES.get(sag.method, sag.method), kind,
-                         str(tally.samples), f"{tally.active:.2f}",
-                         f"{tally.buffer_mapping:.3f}", f"{share:.1f}",
-                         others or "–"])  # fmt: skip
+            rows.append(
+                [
+                    cell_text(sag.cell),
+                    METHOD_NAMES.get(sag.method, sag.method),
+                    kind,
+                    str(tally.samples),
+                    f"{tally.active:.2f}",
+                    f"{tally.buffer_mapping:.3f}",
+                    f"{share:.1f}",
+                    others or "–",
+                ]
+            )
     if not rows:
         return ""
-    head = ["cell", "method", "windows", "samples", "active backends",
-            "waiting on buffer mapping", "% of active", "most waited events"]  # fmt: skip
+    head = [
+        "cell",
+        "method",
+        "windows",
+        "samples",
+        "active backends",
+        "waiting on buffer mapping",
+        "% of active",
+        "most waited events",
+    ]
     return (
         "<p class='note'>pg_stat_activity sampled ten times a second during the measured "
         "run (the lab's own sessions left out; client backends only), in the windows whose "

@@ -13,10 +13,14 @@ from pgcachelab.analysis.inspect_overhead import (
 from pgcachelab.report.dataset import PointResult, RunData, swept_text
 
 KEY = "inspect_method"
-METHOD_NAMES = {"none": "none (baseline)", "pg_buffercache": "pg_buffercache view, grouped",
-                "summary": "pg_buffercache_summary()", "extension": "pg_cachelab consistent",
-                "extension/consistent": "pg_cachelab consistent",
-                "extension/fast": "pg_cachelab fast"}  # fmt: skip
+METHOD_NAMES = {
+    "none": "none (baseline)",
+    "pg_buffercache": "pg_buffercache view, grouped",
+    "summary": "pg_buffercache_summary()",
+    "extension": "pg_cachelab consistent",
+    "extension/consistent": "pg_cachelab consistent",
+    "extension/fast": "pg_cachelab fast",
+}
 
 
 @dataclass(frozen=True)

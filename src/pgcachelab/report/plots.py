@@ -112,8 +112,9 @@ def dots_note(data: RunData, what: str = "repetitions") -> str:
     return f"dots: {what}"
 
 
-def _scatter_and_median(axis, xs_of, results: list[PointResult], label: str, color,
-                        dots: int) -> None:  # fmt: skip
+def _scatter_and_median(
+    axis, xs_of, results: list[PointResult], label: str, color, dots: int
+) -> None:
     xs, medians = [], []
     for result in results:
         x = xs_of(result)
@@ -122,8 +123,14 @@ def _scatter_and_median(axis, xs_of, results: list[PointResult], label: str, col
         values = thin_by_rank([m.tps for m in result.ok if m.tps is not None], dots)
         axis.scatter([x] * len(values), values, s=12, color=color, alpha=0.45, linewidths=0)
         if result.tps.median_low is not None:  # the median's order-statistic interval
-            axis.vlines(x, result.tps.median_low, result.tps.median_high, color=color,
-                        linewidth=2.5, alpha=0.5)  # fmt: skip
+            axis.vlines(
+                x,
+                result.tps.median_low,
+                result.tps.median_high,
+                color=color,
+                linewidth=2.5,
+                alpha=0.5,
+            )
         xs.append(x)
         medians.append(result.tps.median)
     axis.plot(xs, medians, marker="o", markersize=4, color=color, label=label)
@@ -146,18 +153,34 @@ def _colors():
 def _boundary_marker(axis, x, text, color, x_limit) -> None:
     if x <= x_limit:
         axis.axvline(x, color=color, linestyle="--", linewidth=1)
-        axis.annotate(text, (x, 1), xycoords=("data", "axes fraction"), rotation=90,
-                      va="top", ha="right", fontsize=8, color=color)  # fmt: skip
+        axis.annotate(
+            text,
+            (x, 1),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=8,
+            color=color,
+        )
     else:
-        axis.annotate(f"{text} →", (1, 0.98), xycoords="axes fraction", ha="right", va="top",
-                      fontsize=8, color=color)  # fmt: skip
+        axis.annotate(
+            f"{text} →",
+            (1, 0.98),
+            xycoords="axes fraction",
+            ha="right",
+            va="top",
+            fontsize=8,
+            color=color,
+        )
 
 
 def throughput_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     figure, axis = plt.subplots(figsize=(8, 4.5))
     for (name, results), color in zip(series(data, x_key).items(), _colors(), strict=False):
-        _scatter_and_median(axis, lambda r: r.point.swept[x_key], results, name, color,
-                            dots_per_point(data))  # fmt: skip
+        _scatter_and_median(
+            axis, lambda r: r.point.swept[x_key], results, name, color, dots_per_point(data)
+        )
     set_x_axis(axis, x_key, [r.point.swept[x_key] for r in data.points])
     axis.set_ylabel(TPS_LABEL)
     axis.set_title(
@@ -227,25 +250,45 @@ def _draw_steps(axis, data: RunData, x_of, draw_plateaus: bool = True) -> None:
             xs = [x_of(point) for point in plateau.points]
             start, end = _padded(axis, min(xs), max(xs))
             label = "plateau (geometric mean)" if index == 0 else None
-            axis.hlines(plateau.geometric_mean_tps, start, end, color="black", linewidth=5,
-                        alpha=0.18, label=label)  # fmt: skip
+            axis.hlines(
+                plateau.geometric_mean_tps,
+                start,
+                end,
+                color="black",
+                linewidth=5,
+                alpha=0.18,
+                label=label,
+            )
     # Adjacent steps share an edge: a colour each keeps them apart.
     colours = itertools.cycle(["tab:orange", "tab:green", "tab:olive"])
     for number, (step, colour) in enumerate(zip(finding.steps, colours, strict=False), start=1):
         start, end = x_of(step.before.points[-1]), x_of(step.after.points[0])
-        axis.axvspan(start, end, color=colour, alpha=0.15, linewidth=0,
-                     label=f"step {number} found in the data")  # fmt: skip
+        axis.axvspan(
+            start,
+            end,
+            color=colour,
+            alpha=0.15,
+            linewidth=0,
+            label=f"step {number} found in the data",
+        )
         interval = (
-            "" if step.ci_low is None
+            ""
+            if step.ci_low is None
             else f" ({_ratio_text(step.ci_low)}–{_ratio_text(step.ci_high)})"
-        )  # fmt: skip
+        )
         where = {SHARED_BUFFERS: "shared_buffers", MEMORY: "memory", DISK: "disk"}.get(
             step.boundary, "no boundary"
         )
-        axis.annotate(f"step {number}: ×{_ratio_text(step.ratio)}{interval}, {where}",
-                      ((start * end) ** 0.5, 0.5), xycoords=("data", "axes fraction"),
-                      rotation=90, ha="center", va="center", fontsize=7,
-                      color="tab:brown")  # fmt: skip
+        axis.annotate(
+            f"step {number}: ×{_ratio_text(step.ratio)}{interval}, {where}",
+            ((start * end) ** 0.5, 0.5),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="tab:brown",
+        )
     axis.set_xlim(left, right)
 
 
@@ -288,8 +331,11 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
         _scatter_and_median(
             axis,
             lambda r: r.database_size_bytes / MIB if r.database_size_bytes else None,
-            results, name, color, dots_per_point(data),
-        )  # fmt: skip
+            results,
+            name,
+            color,
+            dots_per_point(data),
+        )
     axis.set_xscale("log")
     axis.set_xlabel("database size (MiB, log scale)")
     axis.set_ylabel(TPS_LABEL)
@@ -297,8 +343,9 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
     axis.grid(alpha=0.3, which="both")
     title = f"{data.run.name}: throughput against database size"
     thinned = dots_thinned(data)
-    axis.set_title(f"{title}\n{dots_note(data)}" if thinned else title,
-                   fontsize=10 if thinned else None)  # fmt: skip
+    axis.set_title(
+        f"{title}\n{dots_note(data)}" if thinned else title, fontsize=10 if thinned else None
+    )
     if sizes:
         for size, text, color in _boundaries(data):
             _boundary_marker(axis, size / MIB, text, color, max(sizes) * 1.5)
@@ -307,8 +354,16 @@ def size_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "tps-by-size")
 
 
-def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, name: str,
-                  out_dir: Path, boundaries: bool = False) -> list[Path]:  # fmt: skip
+def _median_lines(
+    data: RunData,
+    x_key: str,
+    value_of,
+    title: str,
+    ylabel: str,
+    name: str,
+    out_dir: Path,
+    boundaries: bool = False,
+) -> list[Path]:
     """One line per series of `value_of(point result)` against the swept `x_key`."""
     figure, axis = plt.subplots(figsize=(8, 3.5))
     drawn = False
@@ -316,8 +371,14 @@ def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, 
         points = [(r.point.swept[x_key], value_of(r)) for r in results]
         points = [(x, y) for x, y in points if y is not None]
         drawn = drawn or bool(points)
-        axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=4,
-                  color=color, label=label)  # fmt: skip
+        axis.plot(
+            [x for x, _ in points],
+            [y for _, y in points],
+            marker="o",
+            markersize=4,
+            color=color,
+            label=label,
+        )
     if not drawn:
         plt.close(figure)
         return []
@@ -333,20 +394,28 @@ def _median_lines(data: RunData, x_key: str, value_of, title: str, ylabel: str, 
 
 def latency_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     return _median_lines(
-        data, x_key, lambda r: r.latency_ms.median if r.latency_ms else None,
-        f"latency against {x_key}", "latency average (ms, median of repetitions)",
-        f"latency-by-{x_key}", out_dir,
-    )  # fmt: skip
+        data,
+        x_key,
+        lambda r: r.latency_ms.median if r.latency_ms else None,
+        f"latency against {x_key}",
+        "latency average (ms, median of repetitions)",
+        f"latency-by-{x_key}",
+        out_dir,
+    )
 
 
 def hit_ratio_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     """shared_buffers hit ratio during the measurements: why tps moves where it does."""
     return _median_lines(
-        data, x_key,
+        data,
+        x_key,
         lambda r: r.blks_hit_ratio * 100 if r.blks_hit_ratio is not None else None,
         "blks_hit / (blks_hit + blks_read) during the measurements",
-        "shared_buffers hit ratio (%)", f"hit-ratio-by-{x_key}", out_dir, boundaries=True,
-    )  # fmt: skip
+        "shared_buffers hit ratio (%)",
+        f"hit-ratio-by-{x_key}",
+        out_dir,
+        boundaries=True,
+    )
 
 
 def memory_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
@@ -358,12 +427,26 @@ def memory_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
         return []
     figure, axis = plt.subplots(figsize=(8, 3.5))
     xs = [r.point.swept[x_key] for r in results]
-    axis.plot(xs, [r.cgroup_peak_bytes / MIB for r in results], marker="o", markersize=4,
-              label="peak usage of the server's cgroup")  # fmt: skip
-    axis.plot(xs, [(r.page_cache_bytes or 0) / MIB for r in results], marker="s", markersize=4,
-              label="page cache of the server's files (end of point)")  # fmt: skip
-    axis.axhline(data.memory_limit_bytes / MIB, color="tab:purple", linestyle="--",
-                 label=f"memory limit {format_bytes(data.memory_limit_bytes)}")  # fmt: skip
+    axis.plot(
+        xs,
+        [r.cgroup_peak_bytes / MIB for r in results],
+        marker="o",
+        markersize=4,
+        label="peak usage of the server's cgroup",
+    )
+    axis.plot(
+        xs,
+        [(r.page_cache_bytes or 0) / MIB for r in results],
+        marker="s",
+        markersize=4,
+        label="page cache of the server's files (end of point)",
+    )
+    axis.axhline(
+        data.memory_limit_bytes / MIB,
+        color="tab:purple",
+        linestyle="--",
+        label=f"memory limit {format_bytes(data.memory_limit_bytes)}",
+    )
     set_x_axis(axis, x_key, xs)
     axis.set_ylabel("memory (MiB)")
     axis.set_ylim(bottom=0)
@@ -387,9 +470,13 @@ def progress_plot(data: RunData, out_dir: Path) -> list[Path]:
         if not samples:
             continue
         named = position % every == 0 or position == len(data.points) - 1
-        axis.plot([s["elapsed_s"] for s in samples], [s["tps"] for s in samples],
-                  color=colormap(position / max(1, len(data.points) - 1)), linewidth=1,
-                  label=result.point.label if named else None)  # fmt: skip
+        axis.plot(
+            [s["elapsed_s"] for s in samples],
+            [s["tps"] for s in samples],
+            color=colormap(position / max(1, len(data.points) - 1)),
+            linewidth=1,
+            label=result.point.label if named else None,
+        )
         drawn += 1
     if not drawn:
         plt.close(figure)

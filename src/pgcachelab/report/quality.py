@@ -52,7 +52,7 @@ def group_warnings(warnings: list[StabilityWarning], labels: list[str]) -> list[
                 members[0].try_next,
                 points,
                 members,
-            )  # fmt: skip
+            )
         )
     return found
 

@@ -178,9 +178,15 @@ def steps_html(data: RunData) -> str:
         ]
         for index, step in enumerate(finding.steps, start=1)
     ]
-    head = ["step", "between the points", "at",
-            "tps of the plateaus either side (geometric means)", "drop", "95% interval",
-            "matches"]  # fmt: skip
+    head = [
+        "step",
+        "between the points",
+        "at",
+        "tps of the plateaus either side (geometric means)",
+        "drop",
+        "95% interval",
+        "matches",
+    ]
     return (
         _summary(finding)
         + (table(head, rows, {1, 6}) if rows else "")

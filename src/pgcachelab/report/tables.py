@@ -24,11 +24,16 @@ def runs_table(store: ResultStore) -> str:
     for run in runs:
         measured = store.measurements(run.run_id)
         ok = sum(1 for m in measured if m.status == "ok")
-        rows.append([
-            run.run_id, run.name, "killed" if run.run_id in killed else run.status,
-            time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at)),
-            f"{ok}/{len(measured)}", run.environment.get("server_version", "?"),
-        ])  # fmt: skip
+        rows.append(
+            [
+                run.run_id,
+                run.name,
+                "killed" if run.run_id in killed else run.status,
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at)),
+                f"{ok}/{len(measured)}",
+                run.environment.get("server_version", "?"),
+            ]
+        )
     return format_table(["run", "name", "status", "started", "ok/measured", "server"], rows)
 
 
@@ -48,17 +53,32 @@ def run_table(store: ResultStore, run_id: str) -> str:
             ci = f"{_number(tps.median_low)}..{_number(tps.median_high)}"
             ci += "" if tps.median_coverage >= 0.95 else f" ({tps.median_coverage:.0%})"
         reasons = "; ".join(result.failure_reasons)
-        rows.append([
-            result.point.point_index, result.point.label,
-            f"{len(result.ok)}/{len(result.measurements)}",
-            _number(tps.median if tps else None), ci,
-            _number(latency.median if latency else None, 3),
-            format_bytes(result.database_size_bytes) if result.database_size_bytes else "-",
-            _number(result.blks_hit_ratio * 100 if result.blks_hit_ratio is not None else None, 1),
-            reasons,
-        ])  # fmt: skip
-    header = ["#", "point", "ok", "tps (median)", "95% CI of median", "latency ms", "db size",
-              "hit %", "failures"]  # fmt: skip
+        rows.append(
+            [
+                result.point.point_index,
+                result.point.label,
+                f"{len(result.ok)}/{len(result.measurements)}",
+                _number(tps.median if tps else None),
+                ci,
+                _number(latency.median if latency else None, 3),
+                format_bytes(result.database_size_bytes) if result.database_size_bytes else "-",
+                _number(
+                    result.blks_hit_ratio * 100 if result.blks_hit_ratio is not None else None, 1
+                ),
+                reasons,
+            ]
+        )
+    header = [
+        "#",
+        "point",
+        "ok",
+        "tps (median)",
+        "95% CI of median",
+        "latency ms",
+        "db size",
+        "hit %",
+        "failures",
+    ]
     run = data.run
     title = f"run {run.run_id} ({run.name}, {run.status})"
     return title + "\n" + format_table(header, rows)
@@ -70,14 +90,18 @@ def _cache_wash_table(data) -> str:
     for result in data.points:
         medians = result.phase_medians_ms or {}
         reasons = "; ".join(result.failure_reasons)
-        rows.append([
-            result.point.point_index, result.point.label,
-            f"{len(result.ok)}/{len(result.measurements)}",
-            _number(medians.get("idx1"), 3), _number(medians.get("seq"), 0),
-            _number(medians.get("idx2"), 3),
-            _number(medians["idx2"] / medians["idx1"] if medians.get("idx1") else None, 2),
-            reasons,
-        ])  # fmt: skip
+        rows.append(
+            [
+                result.point.point_index,
+                result.point.label,
+                f"{len(result.ok)}/{len(result.measurements)}",
+                _number(medians.get("idx1"), 3),
+                _number(medians.get("seq"), 0),
+                _number(medians.get("idx2"), 3),
+                _number(medians["idx2"] / medians["idx1"] if medians.get("idx1") else None, 2),
+                reasons,
+            ]
+        )
     header = ["#", "point", "ok", "idx1 ms", "seq ms", "idx2 ms", "idx2/idx1", "failures"]
     run = data.run
     return f"run {run.run_id} ({run.name}, {run.status})\n" + format_table(header, rows)

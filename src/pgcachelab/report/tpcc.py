@@ -50,14 +50,28 @@ def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[P
         values = thin_by_rank(samples.get(result.name) or [], MAX_DOTS)
         axis.scatter([x] * len(values), values, color="black", s=12, zorder=3)
         if result.median:  # above the highest repetition, clear of the whisker
-            axis.annotate(f"{result.median:,.0f}", (x, result.maximum), ha="center", va="bottom",
-                          fontsize=8, xytext=(0, 4), textcoords="offset points")  # fmt: skip
+            axis.annotate(
+                f"{result.median:,.0f}",
+                (x, result.maximum),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                xytext=(0, 4),
+                textcoords="offset points",
+            )
     handles = [
         Patch(color=BAR_COLOR, alpha=0.75, label="median of the repetitions"),
-        Line2D([], [], color="black", marker="o", markersize=4, label="each repetition (min..max)"
-               if max(map(len, samples.values()), default=0) <= MAX_DOTS
-               else f"repetitions, at most {MAX_DOTS} a step by rank (min..max)"),
-    ]  # fmt: skip
+        Line2D(
+            [],
+            [],
+            color="black",
+            marker="o",
+            markersize=4,
+            label="each repetition (min..max)"
+            if max(map(len, samples.values()), default=0) <= MAX_DOTS
+            else f"repetitions, at most {MAX_DOTS} a step by rank (min..max)",
+        ),
+    ]
     if any(r.rate_limited for r in results):
         handles.insert(1, Patch(color=LIMITED_COLOR, alpha=0.75, label="capped by its rate limit"))
     positive = [m for m in medians if m > 0]
@@ -96,8 +110,15 @@ def series_plot(data: RunData, out_dir: Path) -> list[Path]:
             if not series:
                 continue
             xs = [(p["start_s"] + p["end_s"]) / 2 for p in series]
-            axis.plot(xs, [p["tpmc"] for p in series], color=color, alpha=0.8, linewidth=1,
-                      marker=".", label=step_name(result) if number == 0 else None)  # fmt: skip
+            axis.plot(
+                xs,
+                [p["tpmc"] for p in series],
+                color=color,
+                alpha=0.8,
+                linewidth=1,
+                marker=".",
+                label=step_name(result) if number == 0 else None,
+            )
             drawn = True
     if not drawn:
         plt.close(figure)
@@ -106,8 +127,9 @@ def series_plot(data: RunData, out_dir: Path) -> list[Path]:
     axis.set_ylabel("tpmC in the interval (New-Orders per minute)")
     axis.set_title(
         f"tpmC over each run ({MAX_SERIES} repetitions a step, evenly spaced in run order)"
-        if thinned else "tpmC over each run (every repetition)"
-    )  # fmt: skip
+        if thinned
+        else "tpmC over each run (every repetition)"
+    )
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8, ncol=2)
@@ -121,16 +143,29 @@ def _median(values: list) -> float | None:
 
 def _step_table(data: RunData, results: list[StepResult]) -> str:
     by_name = {step_name(r): tpcc_runs(r) for r in data.points}
-    header = ["step", "repetitions", "tpmC median", "min..max", "vs step before (95% CI)", "",
-              "tpmTOTAL", "New-Order p90 ms", "rolled back %", "retries", "failed tx",
-              "client CPU ms/tx"]  # fmt: skip
+    header = [
+        "step",
+        "repetitions",
+        "tpmC median",
+        "min..max",
+        "vs step before (95% CI)",
+        "",
+        "tpmTOTAL",
+        "New-Order p90 ms",
+        "rolled back %",
+        "retries",
+        "failed tx",
+        "client CPU ms/tx",
+    ]
     rows = []
     for result in results:
         runs = by_name.get(result.name, [])
         new_order_p90 = _median(
-            [(run["by_type"].get("new_order") or {}).get("latency_ms", {}).get("p90")
-             for run in runs]
-        )  # fmt: skip
+            [
+                (run["by_type"].get("new_order") or {}).get("latency_ms", {}).get("p90")
+                for run in runs
+            ]
+        )
         change = (
             f"×{result.ratio:.2f} ({result.ci_low:.2f}–{result.ci_high:.2f})"
             if result.ci_low is not None
@@ -165,10 +200,14 @@ def _latency_table(data: RunData) -> str:
         cells = [step_name(result)]
         for name in types:
             quantiles = [
-                _median([((run["by_type"].get(name) or {}).get("latency_ms") or {}).get(q)
-                         for run in runs])
+                _median(
+                    [
+                        ((run["by_type"].get(name) or {}).get("latency_ms") or {}).get(q)
+                        for run in runs
+                    ]
+                )
                 for q in ("p50", "p90", "p99")
-            ]  # fmt: skip
+            ]
             cells.append(" / ".join(figure(q, 1) for q in quantiles))
         rows.append(cells)
     return table(header, rows, ALL_COLUMNS)

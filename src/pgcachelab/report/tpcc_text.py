@@ -25,11 +25,13 @@ def format_load(result: LoadResult) -> str:
         f"{name} {seconds:.1f} s" for name, seconds in result.seconds_by_phase.items()
     )
     checks = ", ".join("ok" if c.passed else f"FAILED ({c.violations})" for c in result.checks)
-    return "\n".join([
-        f"loaded {result.info.warehouses} warehouse(s) in {result.total_s:.1f} s ({phases})",
-        f"size {format_bytes(result.database_bytes)}; C-Load for C_LAST"
-        f" {result.info.constants.c_last_load}; consistency checks: {checks}",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"loaded {result.info.warehouses} warehouse(s) in {result.total_s:.1f} s ({phases})",
+            f"size {format_bytes(result.database_bytes)}; C-Load for C_LAST"
+            f" {result.info.constants.c_last_load}; consistency checks: {checks}",
+        ]
+    )
 
 
 def _length(run: TpccRun) -> str:
@@ -60,21 +62,40 @@ def format_run(run: TpccRun) -> str:
         latency = stats.latency_ms
         quantiles = [_ms(latency.get(key)) for key in ("p50", "p90", "p95", "p99", "max")]
         rows.append([stats.name, f"{stats.completed:,}", f"{stats.failed:,}", *quantiles])
-    lines.append(format_table(["transaction", "completed", "failed", "p50 ms", "p90 ms",
-                               "p95 ms", "p99 ms", "max ms"], rows))  # fmt: skip
+    lines.append(
+        format_table(
+            [
+                "transaction",
+                "completed",
+                "failed",
+                "p50 ms",
+                "p90 ms",
+                "p95 ms",
+                "p99 ms",
+                "max ms",
+            ],
+            rows,
+        )
+    )
     lines.append("")
-    lines.append(format_table(
-        ["interval", "New-Orders", "tpmC"],
-        [[f"{p.start_s:.0f}-{p.end_s:.0f} s", f"{p.new_orders:,}", f"{p.tpmc:,.0f}"]
-         for p in summary.series],
-    ))  # fmt: skip
+    lines.append(
+        format_table(
+            ["interval", "New-Orders", "tpmC"],
+            [
+                [f"{p.start_s:.0f}-{p.end_s:.0f} s", f"{p.new_orders:,}", f"{p.tpmc:,.0f}"]
+                for p in summary.series
+            ],
+        )
+    )
     if run.rate_limited:
         lines.append(
             f"warning: the run reached its rate limit ({options.rate_tpm:,.0f} transactions per"
             " minute): the figures show the limit, not the server; raise or drop --rate-tpm"
         )
-    lines.append("consistency checks after the run: " + ", ".join(
-        "ok" if c.passed else f"FAILED ({c.violations})" for c in run.checks))  # fmt: skip
+    lines.append(
+        "consistency checks after the run: "
+        + ", ".join("ok" if c.passed else f"FAILED ({c.violations})" for c in run.checks)
+    )
     lines.append("differences from TPC-C: " + "; ".join(DIFFERENCES))
     return "\n".join(lines)
 

@@ -75,9 +75,7 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
     modes = list(dict.fromkeys(r.point.swept.get("mode") for r in data.points))
     columns = len(modes) if 1 < len(modes) <= 4 else min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
-    figure, axes = plt.subplots(
-        rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False
-    )  # fmt: skip
+    figure, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False)
     versions = version_order(str(r.point.swept["version"]) for r in data.points)
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colors = dict(zip(versions, itertools.cycle(palette), strict=False))
@@ -91,13 +89,25 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
             if not mine:
                 continue
             xs = [r.point.swept[X_KEY] for r in mine]
-            axis.fill_between(xs, [r.tps.minimum for r in mine], [r.tps.maximum for r in mine],
-                              color=colors[version], alpha=0.18, linewidth=0)  # fmt: skip
+            axis.fill_between(
+                xs,
+                [r.tps.minimum for r in mine],
+                [r.tps.maximum for r in mine],
+                color=colors[version],
+                alpha=0.18,
+                linewidth=0,
+            )
             twin = control_base(version)  # the control: its twin's colour, dashed
             color = colors[twin] if twin in colors else colors[version]
-            axis.plot(xs, [r.tps.median for r in mine], marker="o", markersize=4,
-                      color=color, linestyle="--" if twin else "-",
-                      label=version_label(data, version))  # fmt: skip
+            axis.plot(
+                xs,
+                [r.tps.median for r in mine],
+                marker="o",
+                markersize=4,
+                color=color,
+                linestyle="--" if twin else "-",
+                label=version_label(data, version),
+            )
         axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=9)
         axis.set_xscale("log", base=2)
         axis.set_xticks(clients, [str(c) for c in clients])
@@ -126,9 +136,14 @@ def _change_row(change: VersionChange) -> Row:
         verdict = "no significant change"
         if change.significant:
             verdict = "faster" if change.ratio > 1 else "SLOWER"
-    cells = [swept_text(change.cell), f"{change.previous} → {change.version}",
-             f"{change.ratio:.3f}", interval, verdict,
-             f"{change.samples[0]} / {change.samples[1]}"]  # fmt: skip
+    cells = [
+        swept_text(change.cell),
+        f"{change.previous} → {change.version}",
+        f"{change.ratio:.3f}",
+        interval,
+        verdict,
+        f"{change.samples[0]} / {change.samples[1]}",
+    ]
     return Row(cells, "failed" if verdict == "SLOWER" else "")
 
 
@@ -147,12 +162,19 @@ def _verdict_text(change: VersionChange) -> str:
 def _control_rows(changes: list[VersionChange]) -> list[Row]:
     """The A/A control's cells: the run's noise floor."""
     return [
-        Row([swept_text(c.cell), f"{c.previous} ↔ {c.version}", f"{c.ratio:.3f}",
-             "–" if c.ci_low is None else f"{c.ci_low:.3f}..{c.ci_high:.3f}",
-             _verdict_text(c), f"{c.samples[0]} / {c.samples[1]}"],
-            "failed" if c.significant else "")
+        Row(
+            [
+                swept_text(c.cell),
+                f"{c.previous} ↔ {c.version}",
+                f"{c.ratio:.3f}",
+                "–" if c.ci_low is None else f"{c.ci_low:.3f}..{c.ci_high:.3f}",
+                _verdict_text(c),
+                f"{c.samples[0]} / {c.samples[1]}",
+            ],
+            "failed" if c.significant else "",
+        )
         for c in changes
-    ]  # fmt: skip
+    ]
 
 
 def _agreement(changes: list[VersionChange], previous: RunData | None) -> dict:

@@ -15,8 +15,11 @@ from pgcachelab.workloads.pgbench_output import (
     parse_pgbench_output,
 )
 
-BUILTIN_SCRIPTS = {"select-only": "select-only", "simple-update": "simple-update",
-                   "tpcb-like": "tpcb-like"}  # fmt: skip
+BUILTIN_SCRIPTS = {
+    "select-only": "select-only",
+    "simple-update": "simple-update",
+    "tpcb-like": "tpcb-like",
+}
 
 
 class PgbenchError(PointError):
@@ -133,8 +136,11 @@ def run_pgbench_init(pgbench: Path, args: list[str], target: PgbenchTarget) -> t
     started = time.monotonic()
     result = subprocess.run(
         [str(pgbench), *args, target.connection_string()],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=target.environment(),
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=target.environment(),
+    )
     output = result.stdout + result.stderr
     if result.returncode != 0:
         raise PgbenchError(f"pgbench -i exited with {result.returncode}: {_last_line(output)}")

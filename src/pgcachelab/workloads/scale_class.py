@@ -40,5 +40,6 @@ def target_bytes(scale_class: str, shared_buffers_bytes: int, memory_bytes: int)
 
 
 def scale_for_class(scale_class: str, shared_buffers_bytes: int, memory_bytes: int) -> int:
-    return max(1, round(target_bytes(scale_class, shared_buffers_bytes, memory_bytes)
-                        / BYTES_PER_SCALE))  # fmt: skip
+    return max(
+        1, round(target_bytes(scale_class, shared_buffers_bytes, memory_bytes) / BYTES_PER_SCALE)
+    )

@@ -67,8 +67,13 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         versions = sweep_resolved["version"]
         control = versions[-1] if file.control is True else file.control
         if control not in versions:
-            raise bad_value(path, "control", control, "not one of the swept versions",
-                            f"use true, or one of {', '.join(versions)}")  # fmt: skip
+            raise bad_value(
+                path,
+                "control",
+                control,
+                "not one of the swept versions",
+                f"use true, or one of {', '.join(versions)}",
+            )
         for swept in (sweep_workload, sweep_resolved):
             swept["version"] = [*swept["version"], control_label(control)]
     ladder = [

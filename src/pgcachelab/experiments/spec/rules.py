@@ -13,15 +13,44 @@ if TYPE_CHECKING:
     from pgcachelab.experiments.spec.schema import SpecFile
 
 WORKLOAD_TABLES = {"pgbench": "pgbench", "cache-wash": "cache_wash", "tpcc": "tpcc"}
-SWEEPABLE_WORKLOAD_KEYS = ("scale", "scale_class", "clients", "threads", "duration",
-                           "transactions", "mode", "rate", "protocol", "os_cache", "prewarm",
-                           "version", "inspect_method", "disk")  # fmt: skip
+SWEEPABLE_WORKLOAD_KEYS = (
+    "scale",
+    "scale_class",
+    "clients",
+    "threads",
+    "duration",
+    "transactions",
+    "mode",
+    "rate",
+    "protocol",
+    "os_cache",
+    "prewarm",
+    "version",
+    "inspect_method",
+    "disk",
+)
 CACHE_WASH_SWEEPABLE = ("os_cache", "prewarm", "lookups", "inspect_method", "disk")
-TPCC_SWEEPABLE = ("warehouses", "clients", "threads", "duration", "transactions", "warmup",
-                  "weights", "home_warehouse", "rate_tpm", "os_cache", "prewarm", "version",
-                  "inspect_method", "disk")  # fmt: skip
-SWEEPABLE = {"pgbench": SWEEPABLE_WORKLOAD_KEYS, "cache-wash": CACHE_WASH_SWEEPABLE,
-             "tpcc": TPCC_SWEEPABLE}  # fmt: skip
+TPCC_SWEEPABLE = (
+    "warehouses",
+    "clients",
+    "threads",
+    "duration",
+    "transactions",
+    "warmup",
+    "weights",
+    "home_warehouse",
+    "rate_tpm",
+    "os_cache",
+    "prewarm",
+    "version",
+    "inspect_method",
+    "disk",
+)
+SWEEPABLE = {
+    "pgbench": SWEEPABLE_WORKLOAD_KEYS,
+    "cache-wash": CACHE_WASH_SWEEPABLE,
+    "tpcc": TPCC_SWEEPABLE,
+}
 # Keys whose values change the data or the server a point needs: points are grouped by them, so
 # that data is initialised (and a version's cluster created) once per group, not once per point.
 DATA_KEYS = ("version", "scale", "scale_class", "init_steps", "warehouses")

@@ -8,8 +8,13 @@ from pgcachelab.units import parse_seconds
 
 # The order of the pgbench scripts, hence their number in pgbench's --log.
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
-DEFAULT_WEIGHTS = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4,
-                   "stock_level": 4}  # fmt: skip
+DEFAULT_WEIGHTS = {
+    "new_order": 45,
+    "payment": 43,
+    "order_status": 4,
+    "delivery": 4,
+    "stock_level": 4,
+}
 ITEMS = 100_000
 DISTRICTS_PER_WAREHOUSE = 10
 CUSTOMERS_PER_DISTRICT = 3_000

@@ -66,9 +66,11 @@ def _end_s(transaction: LoggedTransaction) -> float:
 
 
 def tpmc_series(
-    new_order_ends_s: list[float], start_s: float, duration_s: float,
+    new_order_ends_s: list[float],
+    start_s: float,
+    duration_s: float,
     interval_s: float = SERIES_INTERVAL_S,
-) -> list[SeriesPoint]:  # fmt: skip
+) -> list[SeriesPoint]:
     """New-Orders per minute in consecutive intervals from `start_s` (the last may be shorter)."""
     buckets = max(1, math.ceil(duration_s / interval_s - 1e-9))
     counts = [0] * buckets
@@ -117,10 +119,11 @@ def summarise(
         if name == "new_order":
             new_order_ends.append(_end_s(transaction))
     by_type = {
-        name: TransactionStats(name, len(latencies[name]), failed[name],
-                               latency_summary(latencies[name]))
+        name: TransactionStats(
+            name, len(latencies[name]), failed[name], latency_summary(latencies[name])
+        )
         for name in script_names
-    }  # fmt: skip
+    }
     completed = sum(stats.completed for stats in by_type.values())
     new_orders = len(new_order_ends)
     # The run starts when its first transaction does (pgbench logs only ends and latencies).

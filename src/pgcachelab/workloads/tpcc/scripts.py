@@ -130,8 +130,13 @@ def stock_level(params: ScriptParameters) -> str:
     return "\n".join(lines) + "\n"
 
 
-_RENDERERS = {"new_order": new_order, "payment": payment, "order_status": order_status,
-              "delivery": delivery, "stock_level": stock_level}  # fmt: skip
+_RENDERERS = {
+    "new_order": new_order,
+    "payment": payment,
+    "order_status": order_status,
+    "delivery": delivery,
+    "stock_level": stock_level,
+}
 
 
 def render_scripts(params: ScriptParameters) -> dict[str, str]:
