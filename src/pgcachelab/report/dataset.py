@@ -45,6 +45,9 @@ class PointResult:
     warmup: list[Measurement] = field(default_factory=list)  # discarded warm-up repetitions
     warnings: list[StabilityWarning] = field(default_factory=list)
     settled: bool | None = None  # repetitions = "auto": whether it reached the target
+    # cache-wash: each ok repetition's lookups, built once (its phase medians are then taken
+    # once however many tables ask: issue 24)
+    washes: list[Repetition] = field(default_factory=list)
 
     @property
     def ok(self) -> list[Measurement]:
@@ -111,15 +114,27 @@ def schedule_of(run: Run) -> dict:
             "target_ci": None, "warmup_repetitions": raw.get("warmup_repetitions", 0)}  # fmt: skip
 
 
-def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
+def repetition_figures(ok: list[Measurement], washes: list[Repetition]) -> dict[str, list[float]]:
     """What each repetition measured: tps, or a cache-wash repetition's median per phase."""
     figures = {"tps": [m.tps for m in ok if m.tps is not None]}
-    washes = [wash for m in ok if (wash := m.metrics.get("cache_wash"))]
-    for phase in ("idx1", "seq", "idx2"):  # as phase_median_ms, once per wash
-        figures[f"{phase} ms"] = [
-            statistics.median(samples) for wash in washes if (samples := wash.get(f"{phase}_ms"))
-        ]
+    for phase in PHASES:
+        figures[f"{phase} ms"] = [wash.median(phase) for wash in washes]
     return {name: values for name, values in figures.items() if values}
+
+
+def wash_repetition(settings: dict, m: Measurement) -> Repetition | None:
+    """A cache-wash measurement's lookups; None for another workload's (or a wash that lacks a
+    phase, which no table could use)."""
+    wash = m.metrics.get("cache_wash")
+    if not wash or not all(wash.get(f"{phase}_ms") for phase in PHASES):
+        return None
+    return Repetition(
+        shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
+        huge_pages=str(settings.get("huge_pages", "")).lower(),
+        repetition=m.repetition,
+        samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
+        timing=wash.get("timing", PGBENCH_LOG_TIMING),
+    )
 
 
 def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None,
@@ -161,8 +176,8 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
         mine = [m for m in everything if m.repetition >= warmup_repetitions]
         ok = [m for m in mine if m.status == "ok"]
         tps = [m.tps for m in ok if m.tps is not None]
-        # once per point: each phase median sorts a repetition's lookups (issue 24)
-        figures = figures_by_point[point.point_index] = repetition_figures(ok)
+        washes = [w for m in ok if (w := wash_repetition(point.settings, m))]
+        figures = figures_by_point[point.point_index] = repetition_figures(ok, washes)
         sizes = [m.metrics.get("database_size_bytes") for m in ok]
         sizes = [s for s in sizes if s is not None]
         hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
@@ -183,6 +198,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
                 warmup=[m for m in everything if m.repetition < warmup_repetitions],
                 warnings=_warnings(point, ok, target, figures),
                 settled=settled(tps, target) if target else None,
+                washes=washes,
             )
         )
     noise = {}
@@ -221,20 +237,4 @@ def _probe(measurement: Measurement, counter: str):
 
 def repetitions(data: RunData) -> list[Repetition]:
     """Every cache-wash repetition of the run with its phase latencies (seed 000's sample)."""
-    reps = []
-    for result in data.points:
-        settings = result.point.settings
-        for m in result.ok:
-            wash = m.metrics.get("cache_wash")
-            if not wash:
-                continue
-            reps.append(
-                Repetition(
-                    shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
-                    huge_pages=str(settings.get("huge_pages", "")).lower(),
-                    repetition=m.repetition,
-                    samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
-                    timing=wash.get("timing", PGBENCH_LOG_TIMING),
-                )
-            )
-    return reps
+    return [wash for result in data.points for wash in result.washes]
