@@ -29,6 +29,22 @@ from pgcachelab.store.records import (
 )
 from pgcachelab.units import shared_buffers_bytes
 
+# The figures of a measurement's metrics that the report and `advise` read (the store reads
+# only these: decoding every figure of 100,000 measurements was most of a report's time,
+# issue 24). A section that reads another figure must name it here, or it reads nothing;
+# tests/test_report_metrics.py renders every fixture run both ways.
+REPORT_METRICS = (
+    "cache_wash",
+    "data.scale",
+    "database_size_bytes",
+    "disk",
+    "inspect_windows",
+    "machine.cgroup",
+    "pgbench",
+    "probes.database",
+    "tpcc",
+)
+
 
 @dataclass
 class PointResult:
@@ -165,7 +181,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
     schedule = schedule_of(run)
     warmup_repetitions = schedule.get("warmup_repetitions") or 0
     target = schedule.get("target_ci") if schedule.get("repetitions") == "auto" else None
-    measurements = store.measurements(run_id)
+    measurements = store.measurements(run_id, REPORT_METRICS)
     server_settings = store.server_settings(run_id)
     by_point: dict[int, list[Measurement]] = {}
     for m in measurements:  # one pass: scanning them all per point was O(points x measurements)
