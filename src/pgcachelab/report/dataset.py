@@ -3,6 +3,7 @@
 Renderers only read this; it is rebuilt from the store alone.
 """
 
+import functools
 import statistics
 import tomllib
 from dataclasses import dataclass, field
@@ -65,11 +66,13 @@ class PointResult:
     # once however many tables ask: issue 24)
     washes: list[Repetition] = field(default_factory=list)
 
-    @property
+    # Once per point: sections ask for them again and again (a scan of every measurement each
+    # time); a loaded point's measurements do not change.
+    @functools.cached_property
     def ok(self) -> list[Measurement]:
         return [m for m in self.measurements if m.status == "ok"]
 
-    @property
+    @functools.cached_property
     def failures(self) -> list[Measurement]:
         return [m for m in self.measurements if m.status != "ok"]
 
