@@ -328,7 +328,7 @@ def main() -> None:
 
 def _build(source, shape, measurements, work, second: bool = True) -> tuple[Path, str, str]:
     path = work / f"{shape.name}-{measurements}.sqlite"
-    path.unlink(missing_ok=True)
+    _remove_store(path)
     store = SqliteResultStore(path)
     started = time.perf_counter()
     run_a = build_run(store, source, shape, measurements, seed=1)
@@ -339,6 +339,12 @@ def _build(source, shape, measurements, work, second: bool = True) -> tuple[Path
           f"{format_bytes(path.stat().st_size)} store) in "
           f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
     return path, run_a, run_b
+
+
+def _remove_store(path: Path) -> None:
+    """The store and the files SQLite keeps beside it (WAL)."""
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):
+        (path.parent / name).unlink(missing_ok=True)
 
 
 def _times_text(times: dict, cpu: dict) -> str:
@@ -355,7 +361,7 @@ def seed_000(source: SqliteResultStore, work: Path) -> list[str]:
     ok = times["report"] <= SEED_000_TARGET_S
     print(f"  report {times['report']:.2f} s (cpu {cpu['report']:.2f}), target <= "
           f"{SEED_000_TARGET_S:.0f} s: {verdict(ok)}")  # fmt: skip
-    path.unlink(missing_ok=True)
+    _remove_store(path)
     return [] if ok else [f"seed 000 report {times['report']:.1f} s"]
 
 
@@ -382,7 +388,7 @@ def one_shape(source: SqliteResultStore, shape: Shape, sizes: list[int], work: P
             print(f"           growth from {small:,}, wall: {_growth_text(small, size, wall)}")
             print(f"           growth from {small:,}, cpu:  {_growth_text(small, size, cpu)}")
         if not os.environ.get("PGCACHELAB_SCALE_KEEP_STORES"):
-            path.unlink(missing_ok=True)
+            _remove_store(path)
     failures = []
     if 100_000 in wall:
         together, together_cpu = wall[100_000]["together"], cpu[100_000]["together"]

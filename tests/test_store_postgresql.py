@@ -21,6 +21,7 @@ from conftest import (
     wait_for,
 )
 from test_cli import assert_user_error
+from test_store_metric_paths import METRICS
 
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import Point
@@ -118,6 +119,32 @@ def test_the_postgresql_store_answers_as_the_sqlite_store(store_server, tmp_path
     assert _exercise(postgresql_store) == _exercise(sqlite_store)
     assert rows(url, "measurements") == 1  # the retry replaced the failed repetition
     assert postgresql_store.schema_version() == SCHEMA_VERSION
+    postgresql_store.close()
+    sqlite_store.close()
+
+
+def _picked(store) -> list:
+    """A few figures of each measurement, from a run without NaN and one with it."""
+    clean = Measurement(0, 0, "ok", None, 1.0, 2.0, 1.0, None, 1.0, None, None, METRICS)
+    with_nan = dataclasses.replace(clean, metrics={"load": float("nan"), "flag": False})
+    found = []
+    for metrics in (clean, with_nan):
+        run_id = store.create_run("n", "spec.toml", "", {}, {}, [Point(0, {}, {}, {})])
+        store.record_measurement(run_id, metrics)
+        for paths in (("flag",), ("nested",), ("flag", "name", "nested.samples", "nested.gone",
+                                                  "nested.deeper.n", "missing")):  # fmt: skip
+            found.append([m.metrics for m in store.measurements(run_id, paths)])
+        found.append(repr(store.measurements(run_id, ("load",))[0].metrics))  # NaN != NaN
+    return found
+
+
+def test_the_postgresql_store_picks_figures_as_the_sqlite_store(store_server, tmp_path):
+    postgresql_store = PostgresResultStore(new_database(store_server, "picked"))
+    sqlite_store = SqliteResultStore(tmp_path / "r.sqlite")
+    found = _picked(postgresql_store)
+    assert found == _picked(sqlite_store)
+    assert found[0] == [{"flag": True}]
+    assert found[-1] == "{'load': nan}"
     postgresql_store.close()
     sqlite_store.close()
 

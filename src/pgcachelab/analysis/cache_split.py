@@ -64,9 +64,10 @@ def _ratios(reps: list[Repetition]) -> list[float]:
 def pgbench_logged_zeros(reps: list[Repetition]) -> tuple[int, int]:
     """(lookups logged as 0 us, all lookups) of the repetitions timed by pgbench's log: only
     runs stored before the client timing have them; a phase's median is biased low by them."""
-    values = [v for r in reps if r.timing == PGBENCH_LOG_TIMING
-              for phase in ("idx1", "idx2") for v in r.samples_ms[phase]]  # fmt: skip
-    return sum(1 for v in values if v == 0), len(values)
+    logged = [r.samples_ms[phase] for r in reps if r.timing == PGBENCH_LOG_TIMING
+              for phase in ("idx1", "idx2")]  # fmt: skip
+    # list.count compares in C (0.0 == 0): a generator over 20 million lookups took seconds
+    return sum(samples.count(0) for samples in logged), sum(map(len, logged))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def load_side(store, run_id: str) -> RunSide:
     warmup_repetitions = schedule_of(run).get("warmup_repetitions") or 0
     counted: dict[int, list] = {}
     with gc_paused():
-        measurements = store.measurements(run_id)
+        measurements = store.measurements(run_id, metrics=("load_average_1m",))
     for m in measurements:
         if m.status == "ok" and m.repetition >= warmup_repetitions:
             counted.setdefault(m.point_index, []).append(m)

@@ -3,6 +3,7 @@
 Renderers only read this; it is rebuilt from the store alone.
 """
 
+import functools
 import statistics
 import tomllib
 from dataclasses import dataclass, field
@@ -29,6 +30,22 @@ from pgcachelab.store.records import (
 )
 from pgcachelab.units import shared_buffers_bytes
 
+# The figures of a measurement's metrics that the report and `advise` read (the store reads
+# only these: decoding every figure of 100,000 measurements was most of a report's time,
+# issue 24). A section that reads another figure must name it here, or it reads nothing;
+# tests/test_report_metrics.py renders every fixture run both ways.
+REPORT_METRICS = (
+    "cache_wash",
+    "data.scale",
+    "database_size_bytes",
+    "disk",
+    "inspect_windows",
+    "machine.cgroup",
+    "pgbench",
+    "probes.database",
+    "tpcc",
+)
+
 
 @dataclass
 class PointResult:
@@ -45,12 +62,17 @@ class PointResult:
     warmup: list[Measurement] = field(default_factory=list)  # discarded warm-up repetitions
     warnings: list[StabilityWarning] = field(default_factory=list)
     settled: bool | None = None  # repetitions = "auto": whether it reached the target
+    # cache-wash: each ok repetition's lookups, built once (its phase medians are then taken
+    # once however many tables ask: issue 24)
+    washes: list[Repetition] = field(default_factory=list)
 
-    @property
+    # Once per point: sections ask for them again and again (a scan of every measurement each
+    # time); a loaded point's measurements do not change.
+    @functools.cached_property
     def ok(self) -> list[Measurement]:
         return [m for m in self.measurements if m.status == "ok"]
 
-    @property
+    @functools.cached_property
     def failures(self) -> list[Measurement]:
         return [m for m in self.measurements if m.status != "ok"]
 
@@ -121,15 +143,27 @@ def schedule_of(run: Run) -> dict:
             "target_ci": None, "warmup_repetitions": raw.get("warmup_repetitions", 0)}  # fmt: skip
 
 
-def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
+def repetition_figures(ok: list[Measurement], washes: list[Repetition]) -> dict[str, list[float]]:
     """What each repetition measured: tps, or a cache-wash repetition's median per phase."""
     figures = {"tps": [m.tps for m in ok if m.tps is not None]}
-    washes = [wash for m in ok if (wash := m.metrics.get("cache_wash"))]
-    for phase in ("idx1", "seq", "idx2"):  # as phase_median_ms, once per wash
-        figures[f"{phase} ms"] = [
-            statistics.median(samples) for wash in washes if (samples := wash.get(f"{phase}_ms"))
-        ]
+    for phase in PHASES:
+        figures[f"{phase} ms"] = [wash.median(phase) for wash in washes]
     return {name: values for name, values in figures.items() if values}
+
+
+def wash_repetition(settings: dict, m: Measurement) -> Repetition | None:
+    """A cache-wash measurement's lookups; None for another workload's (or a wash that lacks a
+    phase, which no table could use)."""
+    wash = m.metrics.get("cache_wash")
+    if not wash or not all(wash.get(f"{phase}_ms") for phase in PHASES):
+        return None
+    return Repetition(
+        shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
+        huge_pages=str(settings.get("huge_pages", "")).lower(),
+        repetition=m.repetition,
+        samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
+        timing=wash.get("timing", PGBENCH_LOG_TIMING),
+    )
 
 
 def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None,
@@ -160,7 +194,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
     schedule = schedule_of(run)
     warmup_repetitions = schedule.get("warmup_repetitions") or 0
     target = schedule.get("target_ci") if schedule.get("repetitions") == "auto" else None
-    measurements = store.measurements(run_id)
+    measurements = store.measurements(run_id, REPORT_METRICS)
     server_settings = store.server_settings(run_id)
     by_point: dict[int, list[Measurement]] = {}
     for m in measurements:  # one pass: scanning them all per point was O(points x measurements)
@@ -171,8 +205,8 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
         mine = [m for m in everything if m.repetition >= warmup_repetitions]
         ok = [m for m in mine if m.status == "ok"]
         tps = [m.tps for m in ok if m.tps is not None]
-        # once per point: each phase median sorts a repetition's lookups (issue 24)
-        figures = figures_by_point[point.point_index] = repetition_figures(ok)
+        washes = [w for m in ok if (w := wash_repetition(point.settings, m))]
+        figures = figures_by_point[point.point_index] = repetition_figures(ok, washes)
         sizes = [m.metrics.get("database_size_bytes") for m in ok]
         sizes = [s for s in sizes if s is not None]
         hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
@@ -193,6 +227,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
                 warmup=[m for m in everything if m.repetition < warmup_repetitions],
                 warnings=_warnings(point, ok, target, figures),
                 settled=settled(tps, target) if target else None,
+                washes=washes,
             )
         )
     noise = {}
@@ -231,20 +266,4 @@ def _probe(measurement: Measurement, counter: str):
 
 def repetitions(data: RunData) -> list[Repetition]:
     """Every cache-wash repetition of the run with its phase latencies (seed 000's sample)."""
-    reps = []
-    for result in data.points:
-        settings = result.point.settings
-        for m in result.ok:
-            wash = m.metrics.get("cache_wash")
-            if not wash:
-                continue
-            reps.append(
-                Repetition(
-                    shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
-                    huge_pages=str(settings.get("huge_pages", "")).lower(),
-                    repetition=m.repetition,
-                    samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
-                    timing=wash.get("timing", PGBENCH_LOG_TIMING),
-                )
-            )
-    return reps
+    return [wash for result in data.points for wash in result.washes]

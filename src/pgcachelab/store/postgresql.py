@@ -209,6 +209,13 @@ class PostgresResultStore(SqlResultStore):
     def _transaction(self):
         return self.db.transaction()
 
+    _MALFORMED_JSON = (psycopg.errors.InvalidTextRepresentation,)  # NaN, Infinity
+
+    def _json_paths(self, column: str, paths: Sequence[Sequence[str]]) -> str:
+        # json, not jsonb: its text keeps the stored numbers as they were written
+        values = [f"{column}::json #> '{{{','.join(keys)}}}'" for keys in paths]
+        return f"json_build_array({', '.join(values)})::text"
+
 
 @functools.cache
 def _format_placeholders(statement: str) -> str:

@@ -4,6 +4,7 @@ import contextlib
 import gc
 import json
 import platform
+import re
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -74,6 +75,43 @@ def from_json(text: str):
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+
+
+# A figure inside a measurement's metrics, as a read names it: keys joined by dots.
+METRIC_PATH = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*")
+
+
+def metric_path(path: str) -> list[str]:
+    """The keys of a dotted path ("probes.database"); a path of other characters is a bug."""
+    if not METRIC_PATH.fullmatch(path):
+        raise ValueError(f"not a metrics path: {path!r}")
+    return path.split(".")
+
+
+def nest_metrics(paths: Sequence[str], values: Sequence) -> dict:
+    """Metrics holding each path's value, nested as stored; a path it lacks (None) is left
+    out, as an absent key reads to `.get`."""
+    metrics: dict = {}
+    for path, value in zip(paths, values, strict=True):
+        if value is None:
+            continue
+        *parents, leaf = path.split(".")
+        node = metrics
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return metrics
+
+
+def pick_metrics(metrics: dict, paths: Sequence[str]) -> dict:
+    """The figures of `metrics` at `paths`, as a store's read of those paths returns them."""
+    values = []
+    for path in paths:
+        node = metrics
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        values.append(node)
+    return nest_metrics(paths, values)
 
 
 @contextlib.contextmanager
@@ -218,7 +256,10 @@ class ResultStore(Protocol):
 
     def points(self, run_id: str) -> list[StoredPoint]: ...
 
-    def measurements(self, run_id: str) -> list[Measurement]: ...
+    def measurements(self, run_id: str, metrics: Sequence[str] | None = None) -> list[Measurement]:
+        """`metrics`: the dotted paths ("probes.database") of the figures to read, each
+        measurement's metrics then holding only those; None: every figure."""
+        ...
 
     def completed(self, run_id: str) -> set[tuple[int, int]]:
         """(point, repetition) pairs measured successfully: what a resume skips."""

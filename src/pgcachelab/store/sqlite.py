@@ -187,6 +187,16 @@ class SqliteResultStore(SqlResultStore):
     def _executemany(self, statement: str, rows: Iterable[Sequence]) -> None:
         self.db.executemany(statement, rows)
 
+    _MALFORMED_JSON = (sqlite3.OperationalError,)  # "malformed JSON"
+
+    def _json_paths(self, column: str, paths: Sequence[Sequence[str]]) -> str:
+        # json_extract of several paths parses the text once and gives their JSON array (true
+        # stays true); of one path it gives the value itself, so that one goes in an array
+        selectors = [f"'$.{'.'.join(keys)}'" for keys in paths]
+        if len(selectors) == 1:
+            return f"json_array({column} -> {selectors[0]})"
+        return f"json_extract({column}, {', '.join(selectors)})"
+
     @contextlib.contextmanager
     def _transaction(self):
         # Autocommit (isolation_level None) until an explicit begin; `with self.db` commits,
