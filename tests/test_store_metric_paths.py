@@ -7,7 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgcachelab.store.records import Measurement, metric_path, nest_metrics, pick_metrics
+from pgcachelab.store.records import (
+    Measurement,
+    MetricNotRead,
+    metric_path,
+    nest_metrics,
+    pick_metrics,
+)
 from pgcachelab.store.sqlite import SqliteResultStore
 
 METRICS = {
@@ -71,3 +77,17 @@ def test_a_measurement_with_nan_is_picked_in_python(tmp_path):
     assert [m.metrics["n"] for m in picked] == [2, 3]
     assert picked[1].metrics == {"load": 1.0, "n": 3}
     store.close()
+
+
+def test_a_figure_no_path_covers_fails_loudly_instead_of_reading_as_absent():
+    metrics = nest_metrics(["data.scale", "pgbench", "probes.database"], [5, {"tps": 1.0}, None])
+    assert metrics["data"]["scale"] == 5 and metrics.get("pgbench") == {"tps": 1.0}
+    assert metrics.get("probes") is None and "probes" not in metrics  # covered, stored as absent
+    for reader in (
+        lambda: metrics.get("wait_events"),
+        lambda: metrics["wait_events"],
+        lambda: "wait_events" in metrics,
+        lambda: metrics["data"].get("size"),
+    ):
+        with pytest.raises(MetricNotRead, match="was not read"):
+            reader()

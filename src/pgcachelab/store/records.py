@@ -88,18 +88,70 @@ def metric_path(path: str) -> list[str]:
     return path.split(".")
 
 
+class MetricNotRead(Exception):
+    """A reader asked for a figure it did not name in its read: a bug in the lab, which must
+    fail loudly, or the section would silently show nothing."""
+
+
+class SelectedMetrics(dict):
+    """Metrics read for some paths only: a key that none of the paths covers raises
+    MetricNotRead instead of reading as absent."""
+
+    def __init__(self, covered: frozenset[str]):
+        super().__init__()
+        self.covered = covered
+
+    def _check(self, key) -> None:
+        if key not in self.covered:
+            raise MetricNotRead(
+                f"metrics {key!r} was not read (read: {', '.join(sorted(self.covered))}):"
+                " name its path in the reader's list of metrics (report/dataset.py)"
+            )
+
+    def get(self, key, default=None):
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        self._check(key)
+        return default
+
+    def __getitem__(self, key):
+        if not dict.__contains__(self, key):
+            self._check(key)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        self._check(key)
+        return False
+
+
+def _covered(paths: Sequence[str], prefix: tuple[str, ...]) -> frozenset[str]:
+    """The keys under `prefix` that the paths reach."""
+    depth = len(prefix)
+    return frozenset(
+        keys[depth]
+        for keys in (path.split(".") for path in paths)
+        if len(keys) > depth and tuple(keys[:depth]) == prefix
+    )
+
+
 def nest_metrics(paths: Sequence[str], values: Sequence) -> dict:
     """Metrics holding each path's value, nested as stored; a path it lacks (None) is left
-    out, as an absent key reads to `.get`."""
-    metrics: dict = {}
+    out, as an absent key reads to `.get`; a key no path covers raises MetricNotRead."""
+    metrics = SelectedMetrics(_covered(paths, ()))
     for path, value in zip(paths, values, strict=True):
         if value is None:
             continue
         *parents, leaf = path.split(".")
         node = metrics
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
+        for depth, key in enumerate(parents):
+            if not dict.__contains__(node, key):
+                dict.__setitem__(
+                    node, key, SelectedMetrics(_covered(paths, tuple(parents[: depth + 1])))
+                )
+            node = dict.__getitem__(node, key)
+        dict.__setitem__(node, leaf, value)
     return metrics
 
 
