@@ -157,7 +157,7 @@ def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
     return spec.sweep_workload.get(key, [spec.parameters[key]])
 
 
-def prepare(spec: ExperimentSpec, target, progress=None) -> None:
+def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> None:
     """Everything that can be checked before a server starts or a row is written."""
     if isinstance(target, VersionedTarget):
         _check_settings_per_version(spec, target, progress)
@@ -233,7 +233,9 @@ def _check_inspect_extension(spec: ExperimentSpec, target) -> None:
             )
 
 
-def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, progress) -> None:
+def _check_settings_per_version(
+    spec: ExperimentSpec, target: VersionedTarget, progress: Progress | None
+) -> None:
     """Same settings for every version; one that a version does not know is skipped for it and
     said once (seed 001 compares like with like, as far as each version allows)."""
     catalogues = {version: t.catalogue() for version, t in target.targets.items()}
@@ -260,7 +262,7 @@ def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
     ) or memory_total_bytes()
 
 
-def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str:
+def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progress) -> str:
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     reap_abandoned(store, progress)
@@ -276,7 +278,7 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str
     return run_id
 
 
-def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None):
+def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None, dsn=None):
     run = store.run(run_id)
     if run is None:
         raise UserError(f"no run {run_id!r} in {store.location}", "list runs with: pgcachelab runs")
