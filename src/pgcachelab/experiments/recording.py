@@ -17,6 +17,8 @@ POINT_ERRORS = (PointError, psycopg.Error)
 
 
 class Recording:
+    """What one measurement has gathered so far: the instruments' parts and its failure."""
+
     def __init__(self, point_index: int, repetition: int):
         self.point_index, self.repetition = point_index, repetition
         self.started_at, self.started = time.time(), time.monotonic()
