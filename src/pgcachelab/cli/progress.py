@@ -1,7 +1,7 @@
 """Progress on stderr: a bar with ETA over measurements, one line per finished point.
 
-A null object stands in when stderr is not a terminal or NO_COLOR is set, so the runner never
-asks whether progress is wanted.
+Plain lines stand in when stderr is not a terminal or NO_COLOR is set, so the runner never
+asks whether progress is wanted; both implement pgcachelab.progress.Progress.
 """
 
 import os
@@ -17,30 +17,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from pgcachelab.progress import QuietProgress
 
-class LineProgress:
+
+class LineProgress(QuietProgress):
     """Plain lines only: for logs and pipes."""
 
     def __init__(self, stream=None):
+        super().__init__(self._print)
         self.stream = stream or sys.stderr
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
 
     def start(self, total: int, completed: int) -> None:
         if completed:
-            print(f"resuming: {completed} of {total} measurements already done", file=self.stream)
+            self._print(f"resuming: {completed} of {total} measurements already done")
 
-    def begin(self, description: str) -> None:
-        pass
-
-    def finished(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
-
-    def note(self, line: str) -> None:
+    def _print(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
 
 

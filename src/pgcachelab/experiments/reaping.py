@@ -17,6 +17,7 @@ from pgcachelab.clusters.managed import reap_stale
 from pgcachelab.errors import UserError
 from pgcachelab.machine import fusedisk, hugepages, owned
 from pgcachelab.machine.cgroup import reap_stale_cgroups, remove_cgroup_dir
+from pgcachelab.progress import Progress
 
 KILLED = "the lab process was killed"
 
@@ -84,7 +85,7 @@ def reap_everything(note=None) -> list[str]:
     return done
 
 
-def reap_abandoned(store, progress) -> list[str]:
+def reap_abandoned(store, progress: Progress | None) -> list[str]:
     """In `store`: stop the servers and remove the directories of runs whose lab was killed,
     and mark them interrupted; returns their run ids."""
     marked = []

@@ -6,16 +6,15 @@ the server before they propagate; a killed run's leftovers are reaped by the nex
 
 import contextlib
 import dataclasses
+import functools
 import os
 import sqlite3
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 
 from pgcachelab import interrupts
-from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.analysis.statistics import settled
 from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.clusters import extension
@@ -28,8 +27,17 @@ from pgcachelab.clusters.targets import (
     pgbench_for,
 )
 from pgcachelab.errors import RunFailed, UserError
-from pgcachelab.experiments.cache_sampler import CacheSampler
+from pgcachelab.experiments.instruments import (
+    AlternatingWindows,
+    CacheSnapshots,
+    DiskWatch,
+    MachineWatch,
+    ProbeDeltas,
+    ServerWatch,
+    WaitEvents,
+)
 from pgcachelab.experiments.reaping import reap_abandoned
+from pgcachelab.experiments.recording import PointErrors, Recording
 from pgcachelab.experiments.spec import (
     ExperimentSpec,
     Point,
@@ -40,29 +48,20 @@ from pgcachelab.experiments.spec import (
     validate_settings,
 )
 from pgcachelab.experiments.version_rounds import group_of, version_rounds
-from pgcachelab.experiments.wait_sampler import WaitSampler
 from pgcachelab.failures import database_reason, os_error_line, store_error_line
 from pgcachelab.machine import fusedisk, oscache, owned
 from pgcachelab.machine.disk_profiles import HOST
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
-from pgcachelab.probes.base import delta, snapshot
-from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
-from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
 from pgcachelab.probes.settings import collect_settings
+from pgcachelab.progress import Progress
 from pgcachelab.store.location import MASK
 from pgcachelab.store.records import Measurement, ResultStore
 from pgcachelab.units import format_bytes, shared_buffers_bytes
-from pgcachelab.workloads import cache_wash, pgbench_workload, tpcc_workload
-from pgcachelab.workloads.outcome import MeasurementError
-from pgcachelab.workloads.pgbench import PgbenchError
+from pgcachelab.workloads.protocol import Bench, Workload
+from pgcachelab.workloads.registry import WORKLOADS
 from pgcachelab.workloads.scale_class import ScaleClassError, scale_for_class
 from pgcachelab.workloads.tpcc.checks import ConsistencyError
-
-PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
-POINT_ERRORS = (ClusterError, PgbenchError, MeasurementError, psycopg.Error)
-# The emulated disk daemon's counters a measurement keeps, as differences over the measurement.
-DEVICE_COUNTERS = ("reads", "read_bytes", "writes", "write_bytes", "syncs", "delayed_us")
 
 
 @dataclass
@@ -71,7 +70,7 @@ class RunContext:
     target: ManagedTarget | ExistingTarget
     store: ResultStore
     run_id: str
-    progress: object
+    progress: Progress
     workload_state: dict = field(default_factory=dict)  # e.g. which data is loaded now
     settings_recorded: set = field(default_factory=set)
 
@@ -159,7 +158,7 @@ def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
     return spec.sweep_workload.get(key, [spec.parameters[key]])
 
 
-def prepare(spec: ExperimentSpec, target, progress=None) -> None:
+def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> None:
     """Everything that can be checked before a server starts or a row is written."""
     if isinstance(target, VersionedTarget):
         _check_settings_per_version(spec, target, progress)
@@ -235,7 +234,9 @@ def _check_inspect_extension(spec: ExperimentSpec, target) -> None:
             )
 
 
-def _check_settings_per_version(spec: ExperimentSpec, target: VersionedTarget, progress) -> None:
+def _check_settings_per_version(
+    spec: ExperimentSpec, target: VersionedTarget, progress: Progress | None
+) -> None:
     """Same settings for every version; one that a version does not know is skipped for it and
     said once (seed 001 compares like with like, as far as each version allows)."""
     catalogues = {version: t.catalogue() for version, t in target.targets.items()}
@@ -262,7 +263,7 @@ def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
     ) or memory_total_bytes()
 
 
-def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str:
+def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progress) -> str:
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     reap_abandoned(store, progress)
@@ -278,7 +279,7 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress) -> str
     return run_id
 
 
-def resume_run(run_id: str, store: ResultStore, progress, pg_bin=None, dsn=None):
+def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None, dsn=None):
     run = store.run(run_id)
     if run is None:
         raise UserError(f"no run {run_id!r} in {store.location}", "list runs with: pgcachelab runs")
@@ -478,12 +479,6 @@ def _say_kept(ctx: RunContext, kept: str | None) -> None:
         )
 
 
-def _workload(ctx: RunContext):
-    return {"cache-wash": cache_wash, "tpcc": tpcc_workload}.get(
-        ctx.spec.workload, pgbench_workload
-    )
-
-
 def _memory_available(ctx: RunContext) -> int:
     machine = ctx.target.machine
     if machine is not None and machine.memory_bytes:
@@ -491,110 +486,85 @@ def _memory_available(ctx: RunContext) -> int:
     return ctx.store.run(ctx.run_id).environment.get("memory_total_bytes") or 0
 
 
-def ensure_data(ctx: RunContext, point: Point) -> dict:
-    if ctx.spec.workload == "cache-wash":
-        return cache_wash.ensure_data(
-            ctx.target, point, ctx.workload_state, _memory_available(ctx), ctx.progress.note
-        )
-    if ctx.spec.workload == "tpcc":
-        return tpcc_workload.ensure_data(ctx.target, point, ctx.workload_state, ctx.progress.begin)
-    return pgbench_workload.ensure_data(
-        ctx.target, pgbench_for(ctx.target), point, ctx.workload_state
-    )
-
-
 def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     """One repetition of one point, stored whatever happens to it."""
-    ctx.progress.begin(f"{point.label} #{repetition + 1}")
-    started_at, started = time.time(), time.monotonic()
-    metrics: dict = {}
-    action = None
-    machine_before = _machine_stats(ctx)
-    workload, pgbench = _workload(ctx), pgbench_for(ctx.target)
-    sampler = waits = None
+    label = f"{point.label} #{repetition + 1}"
+    ctx.progress.begin(label)
+    recording = Recording(point.index, repetition)
+    workload, pgbench = WORKLOADS[ctx.spec.workload], pgbench_for(ctx.target)
+    machine, disk = MachineWatch(ctx.target, recording), DiskWatch(ctx.target, recording)
+    # They exit bottom up: a point's error becomes its reason, then each watch corrects it.
+    watches = (machine, ServerWatch(ctx.target, recording), disk, PointErrors(recording))
+    inspect = ctx.spec.inspect
     try:
-        if isinstance(ctx.target, VersionedTarget):
-            switched = ctx.target.switch(point.workload["version"], group_of(point))
-            if switched is not None:  # another version's (or data group's) cluster
-                ctx.workload_state, metrics["version_switch"] = switched
-        point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
-        disk_changed = _use_disk(ctx, point)
-        action = ctx.target.apply(point.settings)
-        if disk_changed:
-            action += " (disk changed)"
-        with _loading_data(ctx):
-            metrics["data"] = ensure_data(ctx, point)
-        with ctx.target.connect(point.settings) as conn:
-            if point.index not in ctx.settings_recorded:
-                ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
-                ctx.settings_recorded.add(point.index)
-            if "version_switch" in metrics and ctx.spec.workload == "pgbench":
-                # The turn's cluster starts with its OS cache dropped (another version ran):
-                # its data is read in again, as a server that had been running would hold it.
-                metrics["version_switch"]["prewarmed_blocks"] = prewarm_all(ctx, conn)
-            metrics["caches"] = prepare_caches(ctx, point, conn)
-            sampler = _open_sampler(ctx, point)
-            if sampler and ctx.spec.inspect.accuracy_pairs and sampler.method == "extension":
-                sampler.start_pairs()  # during the warm-up: the same load, not measured
-            metrics["warm"] = workload.prepare(ctx.target, pgbench, point, conn)
-            windows = _windows(ctx, point, repetition)
-            if windows is not None:
-                metrics["inspect_windows"] = dataclasses.asdict(windows)
-            mark = _begin_sampling(ctx, sampler, windows)
-            machine_before = _machine_stats(ctx)
-            disk_before = _disk_record(ctx)
-            before = snapshot(conn, PROBES)
-            waits = WaitSampler.start(ctx.target, point.settings, ctx.spec.inspect)
-            outcome = workload.run(ctx.target, pgbench, point, conn, ctx.workload_state, mark=mark)
-            after = snapshot(conn, PROBES)
-            _end_sampling(ctx, sampler)
-        _check_disk(ctx)
-        metrics["disk"] = _disk_metrics(disk_before, _disk_record(ctx))
-        metrics["machine"] = _machine_stats(ctx)
-        _check_not_oom_killed(machine_before, metrics["machine"])
-        metrics.update(outcome.metrics)
-        # Other users of the machine show here: compare flags runs made under different load.
-        metrics["load_average_1m"] = os.getloadavg()[0]
-        metrics["probes"] = delta(before, after)
-        metrics["database_size_bytes"] = after["database"].get("size_bytes")
-        measurement = _measurement(point, repetition, started_at, started, action, metrics)
-        measurement.tps = outcome.tps
-        measurement.latency_avg_ms = outcome.latency_avg_ms
-        measurement.latency_stddev_ms = outcome.latency_stddev_ms
-        line = f"{point.label} #{repetition + 1}: {outcome.summary}"
-    except POINT_ERRORS as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        reason = _disk_failure(ctx) or reason  # a dead disk shows first as the server's errors
-        # A killed postmaster shows first as "pgbench aborted": say what happened to it.
-        died = ctx.target.server_failure() if ctx.target.kind == "managed" else None
-        if died and died not in reason:
-            reason = f"{died}; {reason}"
-        if ctx.target.machine is not None:
-            metrics["machine"] = _machine_stats(ctx)
-            reason = _oom_reason(machine_before, metrics["machine"]) or reason
-        measurement = _measurement(point, repetition, started_at, started, action, metrics)
-        measurement.status, measurement.reason = "failed", reason
-        line = f"{point.label} #{repetition + 1}: failed: {reason}"
+        with contextlib.ExitStack() as stack:
+            for watch in watches:
+                stack.enter_context(watch)
+            point, bench = _set_up(ctx, point, workload, pgbench, recording)
+            conn = stack.enter_context(ctx.target.connect(point.settings))
+            _prepare_session(ctx, point, conn, recording)
+            snapshots = stack.enter_context(CacheSnapshots(ctx.target, point, inspect, recording))
+            recording.metrics["warm"] = workload.prepare(bench, point, conn)
+            windows = stack.enter_context(AlternatingWindows(inspect, repetition, recording))
+            mark = stack.enter_context(snapshots.around_run(windows))
+            machine.start_run()
+            disk.start_run()
+            stack.enter_context(ProbeDeltas(conn, recording))
+            stack.enter_context(WaitEvents(ctx.target, point, inspect, recording))
+            recording.outcome = workload.run(bench, point, conn, mark)
     except ConsistencyError as error:
         # The data is no longer a valid TPC-C database: record why, then stop the whole run.
-        measurement = _measurement(point, repetition, started_at, started, action, metrics)
-        measurement.status, measurement.reason = "failed", str(error)
-        ctx.store.record_measurement(ctx.run_id, measurement)
+        recording.fail(str(error))
+        _store(ctx, recording)
         raise UserError(
-            f"{point.label} #{repetition + 1}: {error}",
+            f"{label}: {error}",
             "the run stops here: its later figures would not be valid; see the server log",
         ) from None
-    finally:
-        if waits is not None:
-            metrics["wait_events"] = waits.close()
-        if sampler is not None:
-            sampler.close()
-            metrics["inspect"] = _sampling_summary(sampler)  # measurement.metrics is this dict
-    ctx.store.record_measurement(ctx.run_id, measurement)
-    if sampler is not None:
-        ctx.store.record_snapshots(ctx.run_id, point.index, repetition, sampler.snapshots)
-    ctx.progress.finished(f"{line}  ({measurement.wall_s:.1f} s, server {action or '-'})")
+    measurement = _store(ctx, recording)
+    ctx.progress.finished(recording.progress_line(label, measurement.wall_s))
     interrupts.raise_if_received()  # a Ctrl-C that Python swallowed during a fork
+
+
+def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recording: Recording):
+    """The point's server: its version's cluster, its disk, its settings, then its data.
+    Returns the point as it runs here (its scale, pgbench's progress) and its Bench."""
+    if isinstance(ctx.target, VersionedTarget):
+        switched = ctx.target.switch(point.workload["version"], group_of(point))
+        if switched is not None:  # another version's (or data group's) cluster
+            ctx.workload_state, recording.metrics["version_switch"] = switched
+    point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
+    disk_changed = _use_disk(ctx, point)
+    recording.server_action = ctx.target.apply(point.settings)
+    if disk_changed:
+        recording.server_action += " (disk changed)"
+    memory_bytes = functools.partial(_memory_available, ctx)
+    bench = Bench(ctx.target, pgbench, ctx.workload_state, ctx.progress, memory_bytes)
+    with _loading_data(ctx):
+        recording.metrics["data"] = workload.ensure_data(bench, point)
+    return point, bench
+
+
+def _prepare_session(ctx: RunContext, point: Point, conn, recording: Recording) -> None:
+    """On the measurement's session: the server's settings, once per point; then the caches
+    as the point asks."""
+    if point.index not in ctx.settings_recorded:
+        ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
+        ctx.settings_recorded.add(point.index)
+    if "version_switch" in recording.metrics and ctx.spec.workload == "pgbench":
+        # The turn's cluster starts with its OS cache dropped (another version ran):
+        # its data is read in again, as a server that had been running would hold it.
+        recording.metrics["version_switch"]["prewarmed_blocks"] = prewarm_all(ctx, conn)
+    recording.metrics["caches"] = prepare_caches(ctx, point, conn)
+
+
+def _store(ctx: RunContext, recording: Recording) -> Measurement:
+    measurement = recording.measurement()
+    ctx.store.record_measurement(ctx.run_id, measurement)
+    if recording.snapshots is not None:
+        ctx.store.record_snapshots(
+            ctx.run_id, measurement.point_index, measurement.repetition, recording.snapshots
+        )
+    return measurement
 
 
 def _use_disk(ctx: RunContext, point: Point) -> bool:
@@ -610,41 +580,6 @@ def _loading_data(ctx: RunContext):
     return ctx.target.loading_data()
 
 
-def _disk_record(ctx: RunContext) -> dict | None:
-    return ctx.target.disk_record() if ctx.target.kind == "managed" else None
-
-
-def _disk_failure(ctx: RunContext) -> str | None:
-    return ctx.target.disk_failure() if ctx.target.kind == "managed" else None
-
-
-def _check_disk(ctx: RunContext) -> None:
-    failure = _disk_failure(ctx)
-    if failure:
-        raise ClusterError(failure)
-
-
-def _disk_metrics(before: dict | None, after: dict | None) -> dict | None:
-    """The disk of the measurement, its storage probe, and the requests that reached the
-    emulated device during it: the proof that the disk was in the way (or was not)."""
-    if after is None:
-        return None
-    counters = {
-        key: value - (before or {}).get("counters", {}).get(key, 0)
-        for key, value in after["counters"].items()
-        if isinstance(value, int | float) and key in DEVICE_COUNTERS
-    }
-    return {"profile": after["profile"], "probe": after["probe"], "device": counters}
-
-
-def _open_sampler(ctx: RunContext, point: Point) -> CacheSampler | None:
-    """The point's cache sampler ([inspect]), or None: no [inspect], or method "none"."""
-    if ctx.spec.inspect is None:
-        return None
-    method = point.workload.get("inspect_method", "auto")
-    return CacheSampler.open(ctx.target, point.settings, ctx.spec.inspect, method)
-
-
 def _with_progress_for_windows(ctx: RunContext, point: Point) -> Point:
     """With `[inspect] alternate`, pgbench reports tps every second, with Unix timestamps, to
     be cut along the windows."""
@@ -652,46 +587,6 @@ def _with_progress_for_windows(ctx: RunContext, point: Point) -> Point:
         return point
     workload = {**point.workload, "progress": 1, "progress_timestamp": True}
     return dataclasses.replace(point, workload=workload)
-
-
-def _windows(ctx: RunContext, point: Point, repetition: int) -> Windows | None:
-    """The measurement's alternating windows, starting now, in the "abba" pattern; odd
-    repetitions start unpolled. Both keep a trend within the run (e.g. tps still rising after
-    the warm-up) from favouring one side. The baseline points ("none") get windows too and
-    poll in neither: their A/A figure."""
-    if ctx.spec.inspect is None or not ctx.spec.inspect.alternate_s:
-        return None
-    return Windows(time.time(), ctx.spec.inspect.alternate_s, repetition % 2 == 0, "abba")
-
-
-def _begin_sampling(ctx: RunContext, sampler: CacheSampler | None, windows: Windows | None):
-    """Stop the warm-up's pairs, take "before", start the periodic snapshots; returns the
-    workload's hook for snapshots between its phases (None when there are none)."""
-    if sampler is None:
-        return None
-    sampler.stop()
-    options = ctx.spec.inspect
-    if options.snapshots == "before-after":
-        sampler.take("before")
-    if options.every_s:
-        sampler.start_every(options.every_s, windows=windows)
-    return sampler.take if options.snapshots == "before-after" else None
-
-
-def _end_sampling(ctx: RunContext, sampler: CacheSampler | None) -> None:
-    if sampler is None:
-        return
-    sampler.stop()
-    if ctx.spec.inspect.snapshots == "before-after":
-        sampler.take("after")
-
-
-def _sampling_summary(sampler: CacheSampler) -> dict:
-    """What the measurement's own metrics keep of its snapshots (the rest is in the table)."""
-    failed = [s.error for s in sampler.snapshots if s.error]
-    return {"method": sampler.method, "mode": sampler.mode, "snapshots": len(sampler.snapshots),
-            "failed": len(failed), "first_error": failed[0] if failed else None,
-            "os_cache_note": sampler.note}  # fmt: skip
 
 
 def _with_scale(ctx: RunContext, point: Point) -> Point:
@@ -735,45 +630,3 @@ def prewarm_all(ctx: RunContext, conn: psycopg.Connection) -> dict[str, int]:
         " and n.nspname !~ '^pg_toast' and c.relpersistence <> 't'"
     ).fetchall()
     return {name: blocks for name, blocks in rows}
-
-
-def _machine_stats(ctx: RunContext) -> dict | None:
-    return ctx.target.machine.stats() if ctx.target.machine is not None else None
-
-
-def _oom_kills(stats: dict | None) -> int:
-    return ((stats or {}).get("cgroup") or {}).get("oom_kills", 0)
-
-
-def _oom_reason(before: dict | None, after: dict | None) -> str | None:
-    killed = _oom_kills(after) - _oom_kills(before)
-    if killed <= 0:
-        return None
-    limit = after["cgroup"]["limit_bytes"]
-    return (
-        f"oom_killed: the OOM killer ended {killed} server process(es) at the memory limit "
-        f"of {format_bytes(limit)}; lower shared_buffers or work_mem"
-    )
-
-
-def _check_not_oom_killed(before: dict | None, after: dict | None) -> None:
-    reason = _oom_reason(before, after)
-    if reason:
-        raise ClusterError(reason)
-
-
-def _measurement(point, repetition, started_at, started, action, metrics) -> Measurement:
-    return Measurement(
-        point_index=point.index,
-        repetition=repetition,
-        status="ok",
-        reason=None,
-        started_at=started_at,
-        finished_at=time.time(),
-        wall_s=time.monotonic() - started,
-        server_action=action,
-        tps=None,
-        latency_avg_ms=None,
-        latency_stddev_ms=None,
-        metrics=metrics,
-    )

@@ -24,6 +24,7 @@ from pgcachelab.workloads.client_timing import cross_check, time_statement
 from pgcachelab.workloads.outcome import Outcome
 from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_workload import checkpoint
+from pgcachelab.workloads.protocol import Bench
 
 TABLE = "random"
 INDEX = "random_random_idx"
@@ -63,23 +64,24 @@ def _existing_build(conn: psycopg.Connection) -> dict | None:
         return None
 
 
-def ensure_data(target, point, state: dict, memory_bytes: int, note: Callable[[str], None]):
+def ensure_data(bench: Bench, point) -> dict:
     """Build the table once per run; a resumed run finds it (its description records it)."""
-    wanted_bytes = target_table_bytes(point.workload["table_size"], memory_bytes)
+    state = bench.state
+    wanted_bytes = target_table_bytes(point.workload["table_size"], bench.memory_bytes())
     key = ("cache-wash", wanted_bytes)
     if state.get("data_key") == key:
         return {"built": False, **state["data_sizes"]}
-    with target.connect() as conn:
+    with bench.target.connect() as conn:
         existing = _existing_build(conn)
         if existing and existing.get("target_bytes") == wanted_bytes:
             state["data_key"], state["data_sizes"] = key, existing
             return {"built": False, "reused": True, **existing}
-        sizes = _build(conn, wanted_bytes, note)
+        sizes = _build(conn, wanted_bytes, bench.progress.note)
     state["data_key"], state["data_sizes"] = key, sizes
     return {"built": True, **sizes}
 
 
-def _build(conn: psycopg.Connection, wanted_bytes: int, note) -> dict:
+def _build(conn: psycopg.Connection, wanted_bytes: int, note: Callable[[str], None]) -> dict:
     started = time.monotonic()
     table, index = sql.Identifier(TABLE), sql.Identifier(INDEX)
     conn.execute(sql.SQL("drop table if exists {}").format(table))
@@ -151,7 +153,7 @@ def _wait_for_stats(conn: psycopg.Connection) -> None:
     conn.execute("select pg_stat_clear_snapshot()")
 
 
-def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
+def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
     """Prewarm table then index, then warm further with the lookups (seed 000: pg_prewarm
     fills shared_buffers but leaves usage counts at 1, so it "fills but does not warm").
 
@@ -171,8 +173,8 @@ def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
         with owned.scratch_dir("pgcachelab-cache-wash-") as scratch:
             lookup = scratch / "lookup.sql"
             lookup.write_text(LOOKUP_SQL)
-            run_pgbench(pgbench, ["-n", "-c", "1", "-f", str(lookup), *limit],
-                        target.pgbench_target(point.settings))  # fmt: skip
+            run_pgbench(bench.pgbench, ["-n", "-c", "1", "-f", str(lookup), *limit],
+                        bench.target.pgbench_target(point.settings))  # fmt: skip
     if warmup_lookups is not None:
         done["warmup_lookups"] = int(warmup_lookups)
         done["warmup_s"] = round(time.monotonic() - started, 2)  # what the count took
@@ -197,7 +199,7 @@ def _timed_phase(target, point, name: str, lookups: int) -> tuple[list[float], d
     return loop.samples_ms, cross_check(loop, f"cache-wash phase {name}")
 
 
-def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None) -> Outcome:
+def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
     """Reset the relation's statistics, then idx1, seq, idx2, each with its own statio.
 
     `mark(label)`, when given, takes a cache snapshot after idx1 and after seq (issue 7: the
@@ -209,7 +211,7 @@ def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None
     samples, checks, statio = {}, {}, {}
     before = _statio(conn)
     for name in ("idx1", "seq", "idx2"):
-        samples[name], checks[name] = _timed_phase(target, point, name, lookups)
+        samples[name], checks[name] = _timed_phase(bench.target, point, name, lookups)
         _wait_for_stats(conn)  # the phase's session has gone: its statistics are flushed
         after = _statio(conn)
         statio[name] = {k: after[k] - before[k] for k in after}
@@ -226,7 +228,7 @@ def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None
                 "timing": "client",  # runs before it have none: pgbench's per-transaction log
                 "cross_check": checks,
                 "statio": statio,
-                "data": state.get("data_sizes"),
+                "data": bench.state.get("data_sizes"),
             }
         },  # fmt: skip
         latency_avg_ms=statistics.fmean(samples["idx2"]),

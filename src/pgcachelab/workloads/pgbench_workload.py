@@ -7,6 +7,7 @@ import psycopg
 from pgcachelab.workloads.outcome import Outcome
 from pgcachelab.workloads.pgbench import init_args, run_args, run_pgbench, run_pgbench_init
 from pgcachelab.workloads.pgbench_output import parse_pgbench_init_output
+from pgcachelab.workloads.protocol import Bench
 
 
 def checkpoint(conn: psycopg.Connection) -> bool:
@@ -18,9 +19,9 @@ def checkpoint(conn: psycopg.Connection) -> bool:
     return True
 
 
-def ensure_data(target, pgbench, point, state: dict) -> dict:
+def ensure_data(bench: Bench, point) -> dict:
     """pgbench tables of the point's scale, initialised once and reused while it stays."""
-    workload = point.workload
+    target, state, workload = bench.target, bench.state, point.workload
     if workload["mode"] == "custom" and not workload.get("init_steps"):
         return {"initialised": False}
     key = ("pgbench", workload["scale"], workload.get("init_steps"))
@@ -28,7 +29,7 @@ def ensure_data(target, pgbench, point, state: dict) -> dict:
         return {"initialised": False, "scale": workload["scale"]}
     state["data_key"] = None
     args = init_args(workload["scale"], workload.get("init_steps"), target.server_major)
-    output, wall_s = run_pgbench_init(pgbench, args, target.pgbench_target({}))
+    output, wall_s = run_pgbench_init(bench.pgbench, args, target.pgbench_target({}))
     state["data_key"] = key
     with target.connect() as conn:
         checkpointed = checkpoint(conn)
@@ -42,18 +43,20 @@ def ensure_data(target, pgbench, point, state: dict) -> dict:
     }
 
 
-def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
+def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
     """The unrecorded warm-up run, if asked."""
     warmup_s = point.workload.get("warmup") or 0
     if warmup_s:
-        pgbench_target = target.pgbench_target(point.settings)
-        run_pgbench(pgbench, run_args(point.workload, warmup_s, False), pgbench_target)
+        pgbench_target = bench.target.pgbench_target(point.settings)
+        run_pgbench(bench.pgbench, run_args(point.workload, warmup_s, False), pgbench_target)
     return {"warmup_s": warmup_s}
 
 
-def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None) -> Outcome:
+def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
     """One pgbench run (one phase: `mark`, the hook for snapshots between phases, is unused)."""
-    measured = run_pgbench(pgbench, run_args(point.workload), target.pgbench_target(point.settings))
+    measured = run_pgbench(
+        bench.pgbench, run_args(point.workload), bench.target.pgbench_target(point.settings)
+    )
     return Outcome(
         metrics={
             "pgbench": dataclasses.asdict(measured.result),

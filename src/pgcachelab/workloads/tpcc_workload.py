@@ -11,32 +11,14 @@ import random
 import psycopg
 
 from pgcachelab.errors import UserError
+from pgcachelab.progress import QuietProgress
 from pgcachelab.workloads.outcome import Outcome
 from pgcachelab.workloads.pgbench import threads_for
 from pgcachelab.workloads.pgbench_workload import checkpoint
+from pgcachelab.workloads.protocol import Bench
 from pgcachelab.workloads.tpcc import DIFFERENCES, driver, loader
 from pgcachelab.workloads.tpcc.loader import read_load_info
 from pgcachelab.workloads.tpcc.params import NO_LIMIT, parse_weights
-
-
-class _Quiet:
-    """The loader's and driver's progress calls, reduced to the line the runner shows."""
-
-    def __init__(self, show=None):
-        self.show = show
-
-    def start(self, total: int, completed: int) -> None:
-        pass
-
-    def begin(self, description: str) -> None:
-        pass
-
-    def finished(self, line: str) -> None:
-        if self.show is not None:
-            self.show(line)
-
-    def note(self, line: str) -> None:
-        self.finished(line)
 
 
 def run_options(workload: dict, duration_s: float | None = None) -> driver.RunOptions:
@@ -55,8 +37,9 @@ def run_options(workload: dict, duration_s: float | None = None) -> driver.RunOp
     )
 
 
-def ensure_data(target, point, state: dict, show) -> dict:
+def ensure_data(bench: Bench, point) -> dict:
     """W warehouses, loaded once per cluster (a server given by --dsn: reused when loaded)."""
+    target, state = bench.target, bench.state
     warehouses = point.workload["warehouses"]
     key = ("tpcc", warehouses)
     if state.get("data_key") == key:
@@ -73,7 +56,9 @@ def ensure_data(target, point, state: dict, show) -> dict:
             )
         state["data_key"] = key
         return {"loaded": False, "reused": True, "warehouses": warehouses}
-    result = loader.load(target.connect, warehouses, point.workload["workers"], _Quiet(show))
+    # The loader's lines become the description of the run's own progress.
+    quiet = QuietProgress(bench.progress.begin)
+    result = loader.load(target.connect, warehouses, point.workload["workers"], quiet)
     state["data_key"] = key
     with target.connect() as conn:
         checkpointed = checkpoint(conn)
@@ -88,12 +73,19 @@ def ensure_data(target, point, state: dict, show) -> dict:
     }
 
 
-def prepare(target, pgbench, point, conn: psycopg.Connection) -> dict:
+def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
     """The unrecorded warm-up run, if asked: caches fill after a restart (a ladder's steps)."""
     warmup_s = point.workload.get("warmup") or 0
     if warmup_s:
         options = run_options(point.workload, warmup_s)
-        driver.run(target, pgbench, options, _Quiet(), "the cluster", settings=point.settings)
+        driver.run(
+            bench.target,
+            bench.pgbench,
+            options,
+            QuietProgress(),
+            "the cluster",
+            settings=point.settings,
+        )
     return {"warmup_s": warmup_s}
 
 
@@ -129,14 +121,14 @@ def tpcc_metrics(run: driver.TpccRun) -> dict:
     }
 
 
-def run(target, pgbench, point, conn: psycopg.Connection, state: dict, mark=None) -> Outcome:
+def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
     """One measured run; a broken consistency condition raises ConsistencyError. `mark` (the
     cache sampler's phase marker) goes unused: a TPC-C run has one phase."""
     measured = driver.run(
-        target,
-        pgbench,
+        bench.target,
+        bench.pgbench,
         run_options(point.workload),
-        _Quiet(),
+        QuietProgress(),
         "the cluster",
         random.Random(),
         settings=point.settings,

@@ -13,6 +13,7 @@ import psycopg
 from pgcachelab.clusters.binaries import parse_version
 from pgcachelab.errors import UserError
 from pgcachelab.machine import owned
+from pgcachelab.progress import Progress
 from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_log import parse_transaction_log
 from pgcachelab.workloads.pgbench_output import parse_progress_line
@@ -160,7 +161,7 @@ def require_load(conn: psycopg.Connection, warehouses: int | None, where: str) -
     return info
 
 
-def run(target, pgbench: Path, options: RunOptions, progress, where: str,
+def run(target, pgbench: Path, options: RunOptions, progress: Progress, where: str,
         rng: random.Random | None = None, keep_logs_in: Path | None = None,
         settings: dict | None = None) -> TpccRun:  # fmt: skip
     """One measurement: pgbench runs the mix, then the consistency checks run.

@@ -16,6 +16,7 @@ from importlib import resources
 import psycopg
 
 from pgcachelab.errors import UserError
+from pgcachelab.progress import Progress
 from pgcachelab.workloads.tpcc.checks import CheckResult, require_consistent
 from pgcachelab.workloads.tpcc.params import LoadConstants, check_warehouses, choose_load_constants
 
@@ -150,7 +151,7 @@ def _analyze_tasks() -> list[_Task]:
     return [_Task(f"analyze {table}", f"vacuum analyze tpcc.{table}") for table in TABLES]
 
 
-def _run_parallel(connections: list, tasks: list[_Task], progress) -> None:
+def _run_parallel(connections: list, tasks: list[_Task], progress: Progress) -> None:
     """Run `tasks` on the sessions in `connections`, each session one task at a time."""
     idle: queue.Queue = queue.Queue()
     for conn in connections:
@@ -185,7 +186,7 @@ def load(
     connect: Callable[[], psycopg.Connection],
     warehouses: int,
     workers: int,
-    progress,
+    progress: Progress,
     rng: random.Random | None = None,
 ) -> LoadResult:
     """Load `warehouses` warehouses with `workers` parallel sessions; check; return timings."""

@@ -1,0 +1,10 @@
+"""The workloads by the name a spec gives them ([experiment] workload)."""
+
+from pgcachelab.workloads import cache_wash, pgbench_workload, tpcc_workload
+from pgcachelab.workloads.protocol import Workload
+
+WORKLOADS: dict[str, Workload] = {
+    "pgbench": pgbench_workload,
+    "cache-wash": cache_wash,
+    "tpcc": tpcc_workload,
+}
