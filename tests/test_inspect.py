@@ -81,6 +81,13 @@ def _prepare(cluster: ManagedCluster) -> None:
             " from generate_series(1, 20000) g"
         )
         conn.execute("create index accounts_id on accounts (id)")
+    _read_accounts(cluster)
+
+
+def _read_accounts(cluster: ManagedCluster) -> None:
+    """accounts and its index into shared_buffers: tests that look for them must not depend on
+    what earlier tests on the module's cluster (a pgbench load) evicted."""
+    with cluster.connect() as conn:
         conn.execute("set enable_seqscan = off")  # the index build bypasses shared_buffers
         conn.execute("select sum(id) from accounts where id <= 20000")
 
@@ -283,6 +290,7 @@ def test_pg_15_builds_installs_and_agrees_with_its_grouped_view(
 
 
 def test_inspect_json_of_a_managed_cluster_shows_relations_and_the_os_cache(idle_cluster):
+    _read_accounts(idle_cluster)
     result = run_cli("inspect", "--work-dir", idle_cluster.work_dir, "--json", "--top", "0")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -302,6 +310,7 @@ def test_inspect_json_of_a_managed_cluster_shows_relations_and_the_os_cache(idle
 
 
 def test_inspect_by_dsn_with_the_grouped_view_as_a_table(idle_cluster):
+    _read_accounts(idle_cluster)
     result = run_cli("inspect", "--dsn", dsn_of(idle_cluster), "--method", "pg_buffercache")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # the data directory is local and readable: no note
