@@ -64,8 +64,12 @@ def _ratios(reps: list[Repetition]) -> list[float]:
 def pgbench_logged_zeros(reps: list[Repetition]) -> tuple[int, int]:
     """(lookups logged as 0 us, all lookups) of the repetitions timed by pgbench's log: only
     runs stored before the client timing have them; a phase's median is biased low by them."""
-    logged = [r.samples_ms[phase] for r in reps if r.timing == PGBENCH_LOG_TIMING
-              for phase in ("idx1", "idx2")]  # fmt: skip
+    logged = [
+        r.samples_ms[phase]
+        for r in reps
+        if r.timing == PGBENCH_LOG_TIMING
+        for phase in ("idx1", "idx2")
+    ]
     # list.count compares in C (0.0 == 0): a generator over 20 million lookups took seconds
     return sum(samples.count(0) for samples in logged), sum(map(len, logged))
 
@@ -212,16 +216,20 @@ def scan_residency(samples: list[Sample], sizes: dict | None = None) -> list[Res
                 continue
             rows = [(data, _relation(data, name)) for data in at]
             in_buffers = [(r["buffers"] if r else 0) * data["block_size"] for data, r in rows]
-            in_os = [(r.get("os_cached_bytes") or 0) if r else 0
-                     for data, r in rows if os_cache_known(data)]  # fmt: skip
+            in_os = [
+                (r.get("os_cached_bytes") or 0) if r else 0
+                for data, r in rows
+                if os_cache_known(data)
+            ]
             known_sizes = [r["size_bytes"] for _, r in rows if r and r.get("size_bytes")]
-            size = statistics.median(known_sizes) if known_sizes else sizes.get(
-                f"{relation}_bytes")  # fmt: skip
+            size = statistics.median(known_sizes) if known_sizes else sizes.get(f"{relation}_bytes")
             found.append(
                 Residency(
-                    relation=relation, moment=moment, size_bytes=size,
+                    relation=relation,
+                    moment=moment,
+                    size_bytes=size,
                     shared_buffers_bytes=statistics.median(in_buffers),
                     os_cached_bytes=statistics.median(in_os) if in_os else None,
                 )
-            )  # fmt: skip
+            )
     return found

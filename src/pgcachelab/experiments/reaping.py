@@ -32,8 +32,9 @@ def _reap_cluster(entry: owned.Entry) -> str | None:
 
 
 def _reap_mount(entry: owned.Entry) -> str | None:
-    if fusedisk.reap_mount(Path(entry.path), entry.details.get("fsname", ""),
-                           entry.details.get("private_dir")):  # fmt: skip
+    if fusedisk.reap_mount(
+        Path(entry.path), entry.details.get("fsname", ""), entry.details.get("private_dir")
+    ):
         return f"unmounted the emulated disk a killed lab left: {entry.path}"
     return None
 
@@ -65,16 +66,22 @@ def _reap_run(entry: owned.Entry) -> str | None:
     return None
 
 
-REAPERS = {"cluster": _reap_cluster, "dir": owned.remove_dir, "mount": _reap_mount,
-           "cgroup": _reap_cgroup, "run": _reap_run}  # fmt: skip
+REAPERS = {
+    "cluster": _reap_cluster,
+    "dir": owned.remove_dir,
+    "mount": _reap_mount,
+    "cgroup": _reap_cgroup,
+    "run": _reap_run,
+}
 
 
 def reap_everything(note=None) -> list[str]:
     """Reap what dead labs left on this machine; `note` hears one line per thing reaped."""
     done = owned.reap(REAPERS)
     # Labs before the registry named their mounts and cgroups by pid only: still looked for.
-    done += [f"unmounted the emulated disk a killed lab left: {p}"
-             for p in fusedisk.reap_stale_mounts()]  # fmt: skip
+    done += [
+        f"unmounted the emulated disk a killed lab left: {p}" for p in fusedisk.reap_stale_mounts()
+    ]
     done += [f"removed the cgroup a killed lab left: {p}" for p in reap_stale_cgroups()]
     restored = hugepages.restore_abandoned()
     if restored is not None:

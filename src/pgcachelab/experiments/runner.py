@@ -436,10 +436,12 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
             values = measured_tps(ctx.store, ctx.run_id, spec.warmup_repetitions)
             done = ctx.store.completed(ctx.run_id)
             waiting = [
-                p for p, _ in schedule(len(points), 1, spec.order, spec.seed + repetition, groups)
-                if groups[p] == group and (p, repetition) not in done
+                p
+                for p, _ in schedule(len(points), 1, spec.order, spec.seed + repetition, groups)
+                if groups[p] == group
+                and (p, repetition) not in done
                 and not settled(values.get(p, []), spec.target_ci)
-            ]  # fmt: skip
+            ]
             if not waiting:
                 break
             if not opened:

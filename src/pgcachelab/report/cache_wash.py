@@ -87,14 +87,26 @@ def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path
                 stats.append(box)
             if not stats:
                 continue
-            parts = axis.bxp(stats, positions=positions, widths=width * 0.9, patch_artist=True,
-                             showfliers=True, flierprops={"markersize": 2})  # fmt: skip
+            parts = axis.bxp(
+                stats,
+                positions=positions,
+                widths=width * 0.9,
+                patch_artist=True,
+                showfliers=True,
+                flierprops={"markersize": 2},
+            )
             color = HUGE_PAGES_COLORS.get(mode, "tab:gray")
             for box in parts["boxes"]:
                 box.set_facecolor(color)
                 box.set_alpha(0.6)
-            axis.plot([], [], color=color, linewidth=8, alpha=0.6,
-                      label=f"huge_pages={mode}" if mode else "all points")  # fmt: skip
+            axis.plot(
+                [],
+                [],
+                color=color,
+                linewidth=8,
+                alpha=0.6,
+                label=f"huge_pages={mode}" if mode else "all points",
+            )
         axis.set_xticks(range(len(sizes)), [format_bytes(s) for s in sizes], rotation=45)
         # one box per setting, evenly spaced: geometric settings as on a log axis
         axis.set_xlabel("shared_buffers (one box per setting, evenly spaced)")
@@ -192,8 +204,10 @@ def _with_index_size(size: int, sizes: dict) -> str:
     index_bytes = sizes.get("index_bytes")
     if not index_bytes:
         return format_bytes(size)
-    return (f"{format_bytes(size)} (index {format_bytes(index_bytes)}: shared_buffers "
-            f"{size / index_bytes:.2g}× the index)")  # fmt: skip
+    return (
+        f"{format_bytes(size)} (index {format_bytes(index_bytes)}: shared_buffers "
+        f"{size / index_bytes:.2g}× the index)"
+    )
 
 
 def timing_html(data: RunData, reps: list[Repetition]) -> str:
@@ -201,10 +215,11 @@ def timing_html(data: RunData, reps: list[Repetition]) -> str:
     stored before it), whose lookups logged as 0 us are counted."""
     checks = [
         check
-        for result in data.points for m in result.ok
+        for result in data.points
+        for m in result.ok
         for phase, check in ((m.metrics.get("cache_wash") or {}).get("cross_check") or {}).items()
         if phase != "seq"
-    ]  # fmt: skip
+    ]
     parts = []
     if checks:
         overhead = summarise([c["loop_overhead_share"] * 100 for c in checks])
@@ -218,9 +233,13 @@ def timing_html(data: RunData, reps: list[Repetition]) -> str:
             f"(at most {overhead.maximum:.2f}%; tolerance {checks[0]['tolerance']:.0%}); the "
             f"median lookup is {ratio.median:.2f}× the wall time per lookup (a median below the "
             f"mean of skewed latencies). "
-            + (f"{len(outside)} phases exceeded the tolerance: their samples leave out more "
-               "than the loop should." if outside else "Every phase is within the tolerance.")
-        )  # fmt: skip
+            + (
+                f"{len(outside)} phases exceeded the tolerance: their samples leave out more "
+                "than the loop should."
+                if outside
+                else "Every phase is within the tolerance."
+            )
+        )
     zeros, total = pgbench_logged_zeros(reps)
     if total:
         old = sum(1 for r in reps if r.timing != CLIENT_TIMING)
@@ -242,8 +261,7 @@ def _ratio_text(summary) -> str:
 def _interval_text(summary, digits: int = 2) -> str:
     if summary is None or summary.median_low is None:
         return "one repetition: no interval"
-    return (f"{summary.median_low:.{digits}f}..{summary.median_high:.{digits}f} "
-            f"({_level(summary)})")  # fmt: skip
+    return f"{summary.median_low:.{digits}f}..{summary.median_high:.{digits}f} ({_level(summary)})"
 
 
 def _geometric_text(effect) -> str:
@@ -261,12 +279,20 @@ def survival_html(reps: list[Repetition], sizes: dict) -> str:
         idx1 = statistics.median(r.median("idx1") for r in group)
         idx2 = statistics.median(r.median("idx2") for r in group)
         index_bytes = sizes.get("index_bytes")
-        rows.append([
-            format_bytes(row.shared_buffers_bytes), _mode_label(row.huge_pages),
-            f"{row.shared_buffers_bytes / index_bytes:.2g}×" if index_bytes else "–",
-            str(len(group)), f"{idx1:.3f}", f"{idx2:.3f}", _ratio_text(row.ratio),
-            _interval_text(row.ratio), _geometric_text(row.geometric), row.verdict,
-        ])  # fmt: skip
+        rows.append(
+            [
+                format_bytes(row.shared_buffers_bytes),
+                _mode_label(row.huge_pages),
+                f"{row.shared_buffers_bytes / index_bytes:.2g}×" if index_bytes else "–",
+                str(len(group)),
+                f"{idx1:.3f}",
+                f"{idx2:.3f}",
+                _ratio_text(row.ratio),
+                _interval_text(row.ratio),
+                _geometric_text(row.geometric),
+                row.verdict,
+            ]
+        )
     note = (
         "<p class='note'>idx2/idx1: per repetition the ratio of the phases' medians; then the "
         "median of those ratios with the exact order-statistic interval of the median (its "
@@ -275,10 +301,18 @@ def survival_html(reps: list[Repetition], sizes: dict) -> str:
         f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}%: yes when that whole 95% interval is at most "
         f"{SURVIVAL_TOLERANCE:.2f}, no when it is wholly above, else undecided.</p>"
     )
-    headers = ["shared_buffers", "huge pages", "shared_buffers / index", "repetitions",
-               "idx1 median (ms)", "idx2 median (ms)", "idx2/idx1 median",
-               "interval of the median", "idx2/idx1 geometric mean (95% CI)",
-               f"idx2 within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1?"]  # fmt: skip
+    headers = [
+        "shared_buffers",
+        "huge pages",
+        "shared_buffers / index",
+        "repetitions",
+        "idx1 median (ms)",
+        "idx2 median (ms)",
+        "idx2/idx1 median",
+        "interval of the median",
+        "idx2/idx1 geometric mean (95% CI)",
+        f"idx2 within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1?",
+    ]
     return note + _table(headers, rows, text_columns=2)
 
 
@@ -298,8 +332,11 @@ def huge_pages_html(reps: list[Repetition]) -> str:
         if effect is None:
             rows.append([phase, "–", "no pair with both on and off", "–", "–"])
             continue
-        interval = (f"{effect.ci_low:.3f}..{effect.ci_high:.3f}" if effect.ci_low is not None
-                    else "one pair: no interval")  # fmt: skip
+        interval = (
+            f"{effect.ci_low:.3f}..{effect.ci_high:.3f}"
+            if effect.ci_low is not None
+            else "one pair: no interval"
+        )
         verdict = "significant" if effect.significant else "not significant"
         if effect.significant:
             verdict += ": faster with huge pages" if effect.ratio < 1 else ": slower with them"
@@ -355,14 +392,17 @@ def scan_residency_plot(data: RunData, out_dir: Path) -> list[Path]:
     points = point_residencies(data, data_sizes(data))
     if not points:
         return []
-    bars = [("shared_buffers", "after idx1", "tab:blue", 0.45),
-            ("shared_buffers", "after seq", "tab:blue", 0.95),
-            ("OS cache", "after idx1", "tab:orange", 0.45),
-            ("OS cache", "after seq", "tab:orange", 0.95)]  # fmt: skip
+    bars = [
+        ("shared_buffers", "after idx1", "tab:blue", 0.45),
+        ("shared_buffers", "after seq", "tab:blue", 0.95),
+        ("OS cache", "after idx1", "tab:orange", 0.45),
+        ("OS cache", "after seq", "tab:orange", 0.95),
+    ]
     figure, axes = plt.subplots(1, 2, figsize=(max(10, len(points) * 1.6), 4.2), sharey=True)
     width = 0.8 / len(bars)
-    labels = [format_bytes(size) + (f"\nhuge_pages={mode}" if mode else "")
-              for size, mode, _ in points]  # fmt: skip
+    labels = [
+        format_bytes(size) + (f"\nhuge_pages={mode}" if mode else "") for size, mode, _ in points
+    ]
     for axis, relation in zip(axes, ("index", "table"), strict=True):
         for offset, (cache, moment, color, alpha) in enumerate(bars):
             heights = []
@@ -378,8 +418,9 @@ def scan_residency_plot(data: RunData, out_dir: Path) -> list[Path]:
                 share = None if at is None else at.share(cached)
                 heights.append(0 if share is None else share * 100)
             xs = [i + (offset - (len(bars) - 1) / 2) * width for i in range(len(points))]
-            axis.bar(xs, heights, width * 0.95, color=color, alpha=alpha,
-                     label=f"{cache}, {moment}")  # fmt: skip
+            axis.bar(
+                xs, heights, width * 0.95, color=color, alpha=alpha, label=f"{cache}, {moment}"
+            )
         axis.set_xticks(range(len(points)), labels, fontsize=8)
         axis.set_xlabel("shared_buffers (one group per point, evenly spaced)")
         axis.set_ylabel(f"share of the {relation} cached (%)")
@@ -388,9 +429,12 @@ def scan_residency_plot(data: RunData, out_dir: Path) -> list[Path]:
         axis.set_title(f"{relation} ({WASH_RELATIONS[relation]})", fontsize=10)
         # below the axes: the bars reach 100%, where a legend inside would hide them
         axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
-    figure.suptitle(f"{data.run.name}: where the index and the table were just before the scan"
-                    " (after idx1)\nand just after it (after seq), medians over repetitions",
-                    fontsize=11, y=1.04)  # fmt: skip
+    figure.suptitle(
+        f"{data.run.name}: where the index and the table were just before the scan"
+        " (after idx1)\nand just after it (after seq), medians over repetitions",
+        fontsize=11,
+        y=1.04,
+    )
     return save_figure(figure, out_dir, "cache-wash-around-the-scan")
 
 
@@ -414,16 +458,24 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
             cells += [_ratio_text(row.ratio if row else None)] if relation == "index" else []
             for moment in SCAN_MOMENTS:
                 at = by_key.get((relation, moment))
-                cells += (["–", "–"] if at is None else
-                          [_cached_text(at, at.shared_buffers_bytes),
-                           _cached_text(at, at.os_cached_bytes)])  # fmt: skip
+                cells += (
+                    ["–", "–"]
+                    if at is None
+                    else [
+                        _cached_text(at, at.shared_buffers_bytes),
+                        _cached_text(at, at.os_cached_bytes),
+                    ]
+                )
             after = by_key.get((relation, "after seq"))
             rows.append([*cells, "–" if after is None else _neither_text(after)])
-    headers = ["before the scan: in shared_buffers", "before: in the OS cache",
-               "after the scan: in shared_buffers", "after: in the OS cache",
-               "after: in neither cache"]  # fmt: skip
-    names = ", ".join(f"{k} {v}" for k, v in (
-        ("index", "random_random_idx"), ("table", "random")))  # fmt: skip
+    headers = [
+        "before the scan: in shared_buffers",
+        "before: in the OS cache",
+        "after the scan: in shared_buffers",
+        "after: in the OS cache",
+        "after: in neither cache",
+    ]
+    names = ", ".join(f"{k} {v}" for k, v in (("index", "random_random_idx"), ("table", "random")))
     note = (
         f"<p class='note'>Where the {html.escape(names)} were just before the sequential "
         "scan (the snapshot after idx1) and just after it (after seq), as a share of the "
@@ -459,17 +511,28 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
             answer = _with_index_size(size, sizes)
             figure = f"idx2/idx1 = {ratio.median:.2f} (median)" + (
                 f" ({_level(ratio)} of the median {ratio.median_low:.2f}..{ratio.median_high:.2f})"
-                if ratio.median_low is not None else " (one repetition: no interval)"
-            )  # fmt: skip
+                if ratio.median_low is not None
+                else " (one repetition: no interval)"
+            )
         rows.append(
-            [f"smallest shared_buffers from which idx2 is within "
-             f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1 (the index survives the scan)",
-             label, answer, figure]
-        )  # fmt: skip
+            [
+                f"smallest shared_buffers from which idx2 is within "
+                f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1 (the index survives the scan)",
+                label,
+                answer,
+                figure,
+            ]
+        )
         for phase in PHASES:
             best, summary = best_setting(reps, mode, phase)
-            rows.append([f"shared_buffers with the best median {phase}", label,
-                         format_bytes(best), _ms(summary)])  # fmt: skip
+            rows.append(
+                [
+                    f"shared_buffers with the best median {phase}",
+                    label,
+                    format_bytes(best),
+                    _ms(summary),
+                ]
+            )
     parts = [
         timing_html(data, reps) if data is not None else "",
         _table(["question", "huge pages", "answer", "figure"], rows, text_columns=4),
@@ -479,8 +542,10 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
         huge_pages_html(reps),
     ]
     if data is not None:
-        parts += ["<h3>Why idx2 is slow or not: the index and the table around the scan</h3>",
-                  residency_html(data, reps, sizes)]  # fmt: skip
+        parts += [
+            "<h3>Why idx2 is slow or not: the index and the table around the scan</h3>",
+            residency_html(data, reps, sizes),
+        ]
     return "".join(parts)
 
 

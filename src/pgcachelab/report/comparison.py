@@ -41,8 +41,16 @@ def load_side(store, run_id: str) -> RunSide:
         if m.metrics.get("load_average_1m") is not None
     ]
     load = statistics.median(loads) if loads else None
-    return RunSide(run.run_id, run.name, run.status, run.environment, run.target, points, load,
-                   workload_of(run.spec_text))  # fmt: skip
+    return RunSide(
+        run.run_id,
+        run.name,
+        run.status,
+        run.environment,
+        run.target,
+        points,
+        load,
+        workload_of(run.spec_text),
+    )
 
 
 def workload_of(spec_text: str) -> str | None:

@@ -140,9 +140,14 @@ def schedule_of(run: Run) -> dict:
         raw = tomllib.loads(run.spec_text)
     except tomllib.TOMLDecodeError:
         raw = {}
-    return {"order": raw.get("order", "sequential"), "seed": raw.get("seed", 1),
-            "repetitions": raw.get("repetitions", 1), "max_repetitions": None,
-            "target_ci": None, "warmup_repetitions": raw.get("warmup_repetitions", 0)}  # fmt: skip
+    return {
+        "order": raw.get("order", "sequential"),
+        "seed": raw.get("seed", 1),
+        "repetitions": raw.get("repetitions", 1),
+        "max_repetitions": None,
+        "target_ci": None,
+        "warmup_repetitions": raw.get("warmup_repetitions", 0),
+    }
 
 
 def repetition_figures(ok: list[Measurement], washes: list[Repetition]) -> dict[str, list[float]]:
@@ -168,8 +173,9 @@ def wash_repetition(settings: dict, m: Measurement) -> Repetition | None:
     )
 
 
-def _warnings(point: StoredPoint, ok: list[Measurement], target: float | None,
-              figures: dict[str, list[float]]) -> list:  # fmt: skip
+def _warnings(
+    point: StoredPoint, ok: list[Measurement], target: float | None, figures: dict[str, list[float]]
+) -> list:
     """The point's repetitions (`figures`: their repetition_figures), then each repetition's
     per-second tps."""
     found = []

@@ -138,8 +138,9 @@ class SqliteResultStore(SqlResultStore):
         Raises sqlite3.Error when the file is missing or not readable."""
         store = cls.__new__(cls)
         store.path = Path(path)
-        store.db = sqlite3.connect(f"{store.path.absolute().as_uri()}?mode=ro", uri=True,
-                                   timeout=BUSY_TIMEOUT_S)  # fmt: skip
+        store.db = sqlite3.connect(
+            f"{store.path.absolute().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S
+        )
         version = store.db.execute("pragma user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             store.db.close()

@@ -173,8 +173,11 @@ def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
         with owned.scratch_dir("pgcachelab-cache-wash-") as scratch:
             lookup = scratch / "lookup.sql"
             lookup.write_text(LOOKUP_SQL)
-            run_pgbench(bench.pgbench, ["-n", "-c", "1", "-f", str(lookup), *limit],
-                        bench.target.pgbench_target(point.settings))  # fmt: skip
+            run_pgbench(
+                bench.pgbench,
+                ["-n", "-c", "1", "-f", str(lookup), *limit],
+                bench.target.pgbench_target(point.settings),
+            )
     if warmup_lookups is not None:
         done["warmup_lookups"] = int(warmup_lookups)
         done["warmup_s"] = round(time.monotonic() - started, 2)  # what the count took
@@ -230,7 +233,7 @@ def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
                 "statio": statio,
                 "data": bench.state.get("data_sizes"),
             }
-        },  # fmt: skip
+        },
         latency_avg_ms=statistics.fmean(samples["idx2"]),
         summary=(
             f"idx1 {medians['idx1']:.3f} ms, seq {medians['seq']:.0f} ms, "

@@ -56,13 +56,17 @@ def check_run_options(options: RunOptions) -> RunOptions:
     """Refuse bad values before anything starts."""
     if options.warehouses is not None:
         check_warehouses(options.warehouses)
-    for option, value in (("--clients", options.clients), ("--threads", options.threads),
-                          ("--duration", options.duration_s),
-                          ("--max-tries", options.max_tries),
-                          ("--transactions", options.transactions or 1)):  # fmt: skip
+    for option, value in (
+        ("--clients", options.clients),
+        ("--threads", options.threads),
+        ("--duration", options.duration_s),
+        ("--max-tries", options.max_tries),
+        ("--transactions", options.transactions or 1),
+    ):
         if value < 1:
-            raise UserError(f"{option}: invalid value {value!r}: must be 1 or more",
-                            f"e.g. {option} 4")  # fmt: skip
+            raise UserError(
+                f"{option}: invalid value {value!r}: must be 1 or more", f"e.g. {option} 4"
+            )
     if options.rate_tpm is not None and not options.rate_tpm > 0:
         raise UserError(
             f"--rate-tpm: invalid value {options.rate_tpm!r}: must be positive",
@@ -118,11 +122,24 @@ def pgbench_args(
     options: RunOptions, script_files: dict[str, Path], log_prefix: Path, pgbench_major: int
 ) -> tuple[list[str], list[str]]:
     """pgbench's options, and the transaction name of each script number in its log."""
-    args = ["-n", "-M", "prepared", "-c", str(options.clients),
-            "-j", str(min(options.threads, options.clients)),
-            *(["-t", str(options.transactions)] if options.transactions
-              else ["-T", str(options.duration_s)]),
-            "-P", str(int(SERIES_INTERVAL_S)), "--log", f"--log-prefix={log_prefix}"]  # fmt: skip
+    args = [
+        "-n",
+        "-M",
+        "prepared",
+        "-c",
+        str(options.clients),
+        "-j",
+        str(min(options.threads, options.clients)),
+        *(
+            ["-t", str(options.transactions)]
+            if options.transactions
+            else ["-T", str(options.duration_s)]
+        ),
+        "-P",
+        str(int(SERIES_INTERVAL_S)),
+        "--log",
+        f"--log-prefix={log_prefix}",
+    ]
     names = []
     for name in TRANSACTIONS:
         weight = options.weights[name]
@@ -161,9 +178,16 @@ def require_load(conn: psycopg.Connection, warehouses: int | None, where: str) -
     return info
 
 
-def run(target, pgbench: Path, options: RunOptions, progress: Progress, where: str,
-        rng: random.Random | None = None, keep_logs_in: Path | None = None,
-        settings: dict | None = None) -> TpccRun:  # fmt: skip
+def run(
+    target,
+    pgbench: Path,
+    options: RunOptions,
+    progress: Progress,
+    where: str,
+    rng: random.Random | None = None,
+    keep_logs_in: Path | None = None,
+    settings: dict | None = None,
+) -> TpccRun:
     """One measurement: pgbench runs the mix, then the consistency checks run.
 
     `keep_logs_in` receives a copy of pgbench's per-transaction logs (for test captures);
@@ -183,8 +207,9 @@ def run(target, pgbench: Path, options: RunOptions, progress: Progress, where: s
             script_files[name].write_text(text)
         log_prefix = scratch_dir / LOG_PREFIX
         args, script_names = pgbench_args(options, script_files, log_prefix, major)
-        progress.start(0 if options.transactions else
-                       math.ceil(options.duration_s / SERIES_INTERVAL_S), 0)  # fmt: skip
+        progress.start(
+            0 if options.transactions else math.ceil(options.duration_s / SERIES_INTERVAL_S), 0
+        )
         progress.begin("tpcc run")
 
         def on_line(line: str) -> None:

@@ -196,8 +196,11 @@ def load(
     seconds: dict[str, float] = {}
     with connect() as conn:
         _prepare_schema(conn, constants, warehouses)
-        phases = (("data", _data_tasks(warehouses, constants)), ("keys", _key_tasks()),
-                  ("analyze", _analyze_tasks()))  # fmt: skip
+        phases = (
+            ("data", _data_tasks(warehouses, constants)),
+            ("keys", _key_tasks()),
+            ("analyze", _analyze_tasks()),
+        )
         progress.start(sum(len(tasks) for _, tasks in phases), 0)
         sessions = []
         try:
