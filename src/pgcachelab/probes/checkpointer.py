@@ -2,6 +2,16 @@
 
 import psycopg
 
+# The same counters under the names they had before the split.
+_COUNTERS = (
+    "checkpoints_timed",
+    "checkpoints_requested",
+    "buffers_checkpoint",
+    "buffers_clean",
+    "maxwritten_clean",
+    "buffers_alloc",
+)
+
 
 class CheckpointerProbe:
     name = "checkpointer"
@@ -17,28 +27,13 @@ class CheckpointerProbe:
             writer = conn.execute(
                 "select buffers_clean, maxwritten_clean, buffers_alloc from pg_stat_bgwriter"
             ).fetchone()
-            names = (
-                "checkpoints_timed",
-                "checkpoints_requested",
-                "buffers_checkpoint",
-                "buffers_clean",
-                "maxwritten_clean",
-                "buffers_alloc",
-            )
-            return dict(zip(names, (int(v) for v in checkpoints + writer), strict=True))
+            return dict(zip(_COUNTERS, (int(v) for v in checkpoints + writer), strict=True))
         row = conn.execute(
             "select checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean,"
             " maxwritten_clean, buffers_alloc, buffers_backend from pg_stat_bgwriter"
         ).fetchone()
-        names = (
-            "checkpoints_timed",
-            "checkpoints_requested",
-            "buffers_checkpoint",
-            "buffers_clean",
-            "maxwritten_clean",
-            "buffers_alloc",
-            "buffers_backend",
-        )
+        # Backend writes left pg_stat_bgwriter in 17 (they are in pg_stat_io there).
+        names = (*_COUNTERS, "buffers_backend")
         return dict(zip(names, (int(v) for v in row), strict=True))
 
 
