@@ -53,6 +53,7 @@ class ExperimentSpec:
     memory_for_shares: int | None = None
     inspect: InspectOptions | None = None
     store: str | None = None  # where the run is stored: a postgresql:// URL or a SQLite path
+    fleet_hosts: str = "spread"  # queued runs: "same" host class for every unit, or "spread"
     warmup_repetitions: int = 0  # run first at every point, stored, left out of every figure
     auto_repetitions: bool = False
     target_ci: float | None = None  # auto: the relative half-width of the median's 95% interval

@@ -245,6 +245,16 @@ class ReportTable(Table):
     title: StrictStr | None = None
 
 
+FLEET_HOSTS = ("same", "spread")
+
+
+class FleetTable(Table):
+    """How agents share a queued run (issue 21): "same" keeps every unit on the host class
+    that measured its first one (a comparison of points); "spread" takes any host."""
+
+    hosts: Literal[FLEET_HOSTS] = "spread"
+
+
 class SweepTable(Table):
     """Server settings under [sweep.settings]; workload keys beside them (rules check which)."""
 
@@ -293,6 +303,7 @@ class SpecFile(Table):
     sweep: SweepTable = Field(default_factory=SweepTable)
     ladder: Annotated[list[LadderStepTable], BeforeValidator(steps_list)] = []
     report: ReportTable = Field(default_factory=ReportTable)
+    fleet: FleetTable = Field(default_factory=FleetTable)
 
     @model_validator(mode="before")
     @classmethod
