@@ -5,6 +5,8 @@ processes with their own clusters; a killed agent's unit measured once by anothe
 The pure parts (hand-out order, lease decisions, host classes) are in test_fleet_logic.py.
 """
 
+import html
+import re
 import signal
 from types import SimpleNamespace
 
@@ -13,6 +15,9 @@ import pytest
 from conftest import lab_process, lab_stderr, processes_mentioning, run_cli, wait_for
 from test_store_postgresql import new_database
 
+from pgcachelab.analysis.hosts import host_class
+from pgcachelab.experiments.fleet import agent_host_facts
+from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
 from pgcachelab.store.postgresql import SCHEMA, PostgresResultStore
 from pgcachelab.store.queue import UnitQueue
 from pgcachelab.store.records import Measurement
@@ -62,12 +67,15 @@ def test_a_killed_agents_unit_is_measured_once_by_another(store_server, tmp_path
     ]  # fmt: skip
 
     agent = ["agent", "--store", url, "--lab-dir", lab_dir, "--lease", "5s"]
-    with lab_process(agent, tmp_path, lab_tmp) as first:
+    first_out, second_out = tmp_path / "first", tmp_path / "second"
+    first_out.mkdir()
+    second_out.mkdir()
+    with lab_process(agent, first_out, lab_tmp) as first:
         prefix = f"%:{first.pid}:%"
 
         def measuring_its_second_unit():
             if first.poll() is not None:
-                pytest.fail(f"the agent exited with {first.returncode}: {lab_stderr(tmp_path)}")
+                pytest.fail(f"the agent exited with {first.returncode}: {lab_stderr(first_out)}")
             [(done, leased)] = query(
                 url,
                 "select count(*) filter (where state = 'done'),"
@@ -77,19 +85,29 @@ def test_a_killed_agents_unit_is_measured_once_by_another(store_server, tmp_path
             return done >= 1 and leased == 1
 
         wait_for(measuring_its_second_unit, what="the first agent on its second unit")
-        [killed_unit] = query(
-            url, "select point_index, repetition from units where state = 'leased'"
-        )
-        cluster_dirs = list(lab_tmp.glob("pgcachelab-*"))
-        assert cluster_dirs, "the first agent's cluster"
-        first.send_signal(signal.SIGKILL)
-        assert first.wait() == -signal.SIGKILL
-
-    second = run_cli(*agent, tmpdir=lab_tmp)
-    assert second.returncode == 0, second.stderr
-    assert "Traceback" not in second.stderr
-    # the killed agent's cluster, reaped by the next lab command on this host
-    assert "removed the cluster" in second.stderr and "a killed lab" in second.stderr
+        # A second agent beside it: it takes the next unit while the first measures its own.
+        with lab_process(agent, second_out, lab_tmp) as second:
+            wait_for(
+                lambda: (
+                    query(url, "select count(*) from units where state = 'leased'") == [(2,)]
+                    or second.poll() is not None
+                ),
+                what="both agents measuring",
+            )
+            [killed_unit] = query(
+                url,
+                "select point_index, repetition from units where state = 'leased'"
+                " and agent like %s",
+                (prefix,),
+            )
+            cluster_dirs = list(lab_tmp.glob("pgcachelab-*"))
+            assert cluster_dirs, "the agents' clusters"
+            first.send_signal(signal.SIGKILL)
+            assert first.wait() == -signal.SIGKILL
+            # the second finishes the queue, the killed unit once its lease has expired
+            assert second.wait(timeout=300) == 0, lab_stderr(second_out)
+    second_err = lab_stderr(second_out)
+    assert "Traceback" not in second_err
 
     units = query(url, "select point_index, repetition, state, agent, tries from units")
     assert len(units) == 4 and {state for *_, state, _, _ in units} == {"done"}
@@ -106,9 +124,46 @@ def test_a_killed_agents_unit_is_measured_once_by_another(store_server, tmp_path
     assert listed.returncode == 0, listed.stderr
     assert run_id in listed.stdout and "4 done" in listed.stdout
 
+    # The killed agent's cluster was reaped by the agent still running here (or by any lab
+    # command that started meanwhile: the reaper finds a dead lab's leftovers machine-wide).
     for work_dir in cluster_dirs:
         assert not work_dir.exists() and processes_mentioning(str(work_dir)) == []
     assert list(lab_tmp.glob("pgcachelab-*")) == []
+
+    # The same spec measured by `run` on this host: its report is the fleet run's without the
+    # host-class table, and compare finds no host difference between them.
+    single = run_cli(
+        "run", spec, "--store", url, "--lab-dir", lab_dir, "--no-report", tmpdir=lab_tmp
+    )
+    assert single.returncode == 0, single.stderr
+    [single_id] = re.findall(r"run (\S+) finished", single.stderr)
+    fleet_page, single_page = (
+        report_page(url, run, tmp_path / f"report-{run}", lab_tmp) for run in (run_id, single_id)
+    )
+    assert [h for h in headings(fleet_page) if h != HOSTS_TITLE] == headings(single_page)
+    assert HOSTS_TITLE in headings(fleet_page) and HOSTS_TITLE not in headings(single_page)
+    facts = agent_host_facts()
+    assert html.escape(host_class(facts), quote=False) in fleet_page
+    assert "One host class measured every unit, on 1 host(s)" in fleet_page
+    assert "measured by agents on 1 host class(es)" in fleet_page
+    compared = run_cli("compare", run_id, single_id, "--store", url, tmpdir=lab_tmp)
+    assert compared.returncode == 0, compared.stderr
+    assert "host classes" not in compared.stdout and "host" not in context_lines(compared.stdout)
+
+
+def report_page(url: str, run_id: str, out_dir, lab_tmp) -> str:
+    made = run_cli("report", run_id, "--store", url, "--output", out_dir, tmpdir=lab_tmp)
+    assert made.returncode == 0, made.stderr
+    return (out_dir / "index.html").read_text()
+
+
+def headings(page: str) -> list[str]:
+    return [html.unescape(h) for h in re.findall(r"<h2>(.*?)</h2>", page)]
+
+
+def context_lines(text: str) -> str:
+    """compare's lines before its figures: what differs between the runs."""
+    return text.split("tps", 1)[0]
 
 
 def _unit_measurement(point: int, repetition: int, status: str = "ok") -> Measurement:

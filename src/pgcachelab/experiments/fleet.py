@@ -11,34 +11,45 @@ host, like any killed lab's (experiments/reaping.py).
 
 import os
 import platform
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
-from pgcachelab.errors import UserError
+import psycopg
+
+from pgcachelab.analysis.hosts import host_class
+from pgcachelab.clusters import installs
+from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import runner
+from pgcachelab.experiments.reaping import reap_everything
 from pgcachelab.experiments.spec import ExperimentSpec
+from pgcachelab.failures import store_error_line
+from pgcachelab.machine.storage_probe import describe_probe, probe_storage
 from pgcachelab.probes.environment import host_facts
 from pgcachelab.progress import Progress
 from pgcachelab.store.postgresql import PostgresResultStore
-from pgcachelab.store.queue import DEFAULT_MAX_TRIES, Unit, UnitQueue
+from pgcachelab.store.queue import Unit, UnitQueue
 from pgcachelab.store.records import Measurement
-from pgcachelab.units import format_bytes
 
 QUEUE_NEEDS_POSTGRESQL = "a queue needs the shared PostgreSQL store: --store postgresql://..."
 DEFAULT_LEASE_S = 60.0
 POLL_S = 5.0  # --wait: how often an idle agent looks for new units
 
 
-def host_class(facts: dict) -> str:
-    """The class of a host: hosts of one class measure alike (same CPU model and count, memory,
-    kernel); its name is what reports and `runs` show."""
-    memory = facts.get("memory_total_bytes")
-    return (
-        f"{facts.get('cpu_model') or 'unknown CPU'} x{facts.get('cores') or '?'},"
-        f" {format_bytes(memory) if memory else '? memory'}, Linux {facts.get('kernel') or '?'}"
-    )
+def agent_host_facts() -> dict:
+    """This host's facts as the hosts table and each unit's measurement record them: its
+    class's (analysis/hosts.py), plus what its storage does and the servers it can run."""
+    facts = host_facts()
+    try:
+        storage = describe_probe(probe_storage(Path(tempfile.gettempdir())))
+    except OSError as error:  # a full or read-only temp directory: its clusters say so later
+        storage = f"not measured: {error.strerror or error}"
+    facts["storage"] = storage
+    facts["postgresql"] = [f"{k.version} ({k.source})" for k in installs.installed()]
+    return facts
 
 
 def check_queue_location(location, option: str) -> None:
@@ -63,7 +74,7 @@ def queue_run(spec: ExperimentSpec, target, store, progress: Progress) -> str:
     if target.kind != "managed":
         raise UserError("--queue with --dsn: each agent runs its own clusters", "drop --dsn")
     run_id = runner.record_run(spec, target, store, progress)
-    queue.enqueue(run_id, runner.planned_schedule(spec), spec.fleet_hosts, DEFAULT_MAX_TRIES)
+    queue.enqueue(run_id, runner.planned_schedule(spec), spec.fleet_hosts, spec.fleet_max_tries)
     return run_id
 
 
@@ -87,6 +98,11 @@ class UnitStore:
     def record_measurement(self, run_id: str, m: Measurement) -> None:
         m.metrics["fleet"] = self.fleet
         self.dropped = not self._queue.record(self.unit, m, self.max_tries)
+
+    def record_snapshots(self, run_id: str, point_index: int, repetition: int, snapshots):
+        """The snapshots of the measurement just stored; none when another agent's was."""
+        if not self.dropped:
+            self._store.record_snapshots(run_id, point_index, repetition, snapshots)
 
 
 class Heartbeat:
@@ -130,7 +146,7 @@ class Agent:
     once: bool = False
 
     def __post_init__(self):
-        self.facts = host_facts()
+        self.facts = agent_host_facts()
         self.host_class = host_class(self.facts)
         self.host = self.facts["hostname"] or platform.node()
         agent = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -141,11 +157,23 @@ class Agent:
 
     def work(self) -> int:
         """Claim and measure units until none waits (or one, with `once`); returns how many."""
+        try:
+            return self._work()
+        except psycopg.Error as error:  # the store went away: one line, the unit's lease lapses
+            message, hint = store_error_line(error, self.store.location)
+            raise RunFailed(
+                message, f"{hint}; the unit this agent held goes back when its lease expires"
+            ) from None
+
+    def _work(self) -> int:
         self.queue.record_host(self.host_class, self.facts)
         self.progress.note(f"agent {self.queue.agent}: host class {self.host_class}")
         with self.progress:
             try:
                 while True:
+                    # Another agent on this host may have been killed since the last unit:
+                    # its clusters, mounts and cgroups go before this one starts its own.
+                    reap_everything(self.progress.note)
                     unit = self.queue.claim(self.host_class, self.lease_s, self.run_id)
                     if unit is None:
                         self._close()
@@ -198,7 +226,7 @@ class Agent:
         self._close()
         spec, target = runner.target_for_run(self.store.run(run_id), self.progress)
         unit_store = UnitStore(self.store, self.queue, self.queue.max_tries(run_id))
-        unit_store.fleet = {"host": self.host, "host_class": self.host_class}
+        unit_store.fleet = {"host": self.host, "host_class": self.host_class, "facts": self.facts}
         self.context = runner.RunContext(spec, target, unit_store, run_id, self.progress)
         waiting = self.queue.waiting(run_id)
         self.progress.start(waiting, 0)

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pgcachelab.store.postgresql import PostgresResultStore
 from pgcachelab.store.records import Measurement, from_json, to_json
 
-DEFAULT_MAX_TRIES = 3
-
 # What a claimed row becomes (see claim_decision).
 CLAIM, ALREADY_MEASURED, GIVE_UP = "claim", "already measured", "give up"
 
@@ -46,8 +44,10 @@ class QueuedUnit:
 def units_in_order(planned: Sequence[tuple[int, int]]) -> list[QueuedUnit]:
     """The queue rows of a planned schedule ((point, repetition) pairs in the order they run):
     `seq` is the hand-out order, `round` the repetition the pair belongs to."""
-    return [QueuedUnit(point, repetition, seq, repetition)
-            for seq, (point, repetition) in enumerate(planned)]  # fmt: skip
+    return [
+        QueuedUnit(point, repetition, seq, repetition)
+        for seq, (point, repetition) in enumerate(planned)
+    ]
 
 
 def claim_decision(expired_lease: bool, tries: int, max_tries: int, measured: bool) -> str:
@@ -98,8 +98,9 @@ class UnitQueue:
 
     # -- queueing ----------------------------------------------------------------------------
 
-    def enqueue(self, run_id: str, planned: Sequence[tuple[int, int]], hosts: str,
-                max_tries: int = DEFAULT_MAX_TRIES) -> None:  # fmt: skip
+    def enqueue(
+        self, run_id: str, planned: Sequence[tuple[int, int]], hosts: str, max_tries: int
+    ) -> None:
         """Record a created run's units, in the order they are to be handed out, and mark the
         run queued: nobody measures it until agents claim its units."""
         with self.db.transaction():
@@ -112,9 +113,11 @@ class UnitQueue:
                 cursor.executemany(
                     "insert into units (run_id, point_index, repetition, seq, round, state)"
                     " values (%s, %s, %s, %s, %s, 'queued')",
-                    [(run_id, u.point_index, u.repetition, u.seq, u.round)
-                     for u in units_in_order(planned)],
-                )  # fmt: skip
+                    [
+                        (run_id, u.point_index, u.repetition, u.seq, u.round)
+                        for u in units_in_order(planned)
+                    ],
+                )
             self.db.execute("update runs set status = 'queued' where run_id = %s", (run_id,))
 
     # -- hosts -------------------------------------------------------------------------------

@@ -113,6 +113,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         target_ci=file.target_ci if auto else None,
         store=file.store,
         fleet_hosts=file.fleet.hosts,
+        fleet_max_tries=file.fleet.max_tries,
     )
 
 

@@ -246,6 +246,7 @@ class ReportTable(Table):
 
 
 FLEET_HOSTS = ("same", "spread")
+DEFAULT_MAX_TRIES = 3
 
 
 class FleetTable(Table):
@@ -253,6 +254,8 @@ class FleetTable(Table):
     that measured its first one (a comparison of points); "spread" takes any host."""
 
     hosts: Literal[FLEET_HOSTS] = "spread"
+    # A unit that fails (or whose agent dies) this many times is given up, with its reasons.
+    max_tries: Count(1) = DEFAULT_MAX_TRIES
 
 
 class SweepTable(Table):
