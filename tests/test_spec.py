@@ -54,6 +54,8 @@ def error_of(text: str) -> UserError:
         ('repetitions = "auto"\nmax_repetitions = 3', r"max_repetitions: invalid value 3",
          r"use 6 or more"),
         ("warmup_repetitions = -1", r"warmup_repetitions: invalid value -1", r"0 or more"),
+        ('[fleet]\nhosts = "all"', r'fleet.hosts: invalid value "all"', r"same, spread"),
+        ("[fleet]\nmax_tries = 0", r"fleet.max_tries: invalid value 0", r"1 or more"),
         ('workload = "cache-wash"\nrepetitions = "auto"', r'repetitions: invalid value "auto"',
          r"number of repetitions"),
         ('[pgbench]\nprogress_warmup = "soon"', r'pgbench.progress_warmup: invalid value "soon"',

@@ -157,6 +157,7 @@ def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
         assert conn.execute(f"select version from {SCHEMA}.schema_version").fetchall() == [
             (1,),
             (2,),
+            (3,),
         ]
         conn.execute(f"insert into {SCHEMA}.schema_version values (99, 'from the future')")
     with pytest.raises(UserError, match=r"written by a newer pgcachelab \(schema version 99"):

@@ -19,6 +19,7 @@ import statistics
 from dataclasses import dataclass, field
 from functools import cache
 
+from pgcachelab.analysis.hosts import HOST_ENVIRONMENT_KEYS, classes_text, host_class
 from pgcachelab.analysis.versions import differing_settings, welch_log_ratio
 from pgcachelab.clusters.guc import canonical_shown_value, canonical_value
 from pgcachelab.errors import UserError
@@ -269,6 +270,13 @@ class RunSide:
     points: list[PointSide]
     load_average: float | None = None  # median 1-minute load average after its measurements
     workload: str | None = None  # pgbench, tpcc, cache-wash; None when the spec is unreadable
+    # The classes of the hosts whose agents measured a queued run (issue 21); () for a run
+    # measured on the host its environment describes.
+    host_classes: tuple[str, ...] = ()
+
+    @property
+    def measured_on(self) -> tuple[str, ...]:
+        return self.host_classes or (host_class(self.environment),)
 
 
 @dataclass(frozen=True)
@@ -301,7 +309,14 @@ def context_differences(a: RunSide, b: RunSide, matching: Matching) -> list[Cont
         # Not serious by itself: the same experiment renamed, or a spec copied to change one
         # setting, compare fine; what differs in their parameters is listed on its own line.
         found.append(ContextDifference("experiment", a.name, b.name, serious=False))
+    fleet = bool(a.host_classes or b.host_classes)
+    mixed = max(len(a.measured_on), len(b.measured_on)) > 1  # each point blends hosts
+    if fleet and (a.measured_on != b.measured_on or mixed):
+        classes = classes_text(a.measured_on), classes_text(b.measured_on)
+        found.append(ContextDifference("host classes", *classes, serious=True))
     for key, what, serious in _ENVIRONMENT:
+        if fleet and key in HOST_ENVIRONMENT_KEYS:
+            continue  # a queued run's environment is the queueing host's: the classes tell
         value_a, value_b = a.environment.get(key), b.environment.get(key)
         if value_a != value_b:
             found.append(ContextDifference(what, _text(value_a), _text(value_b), serious))

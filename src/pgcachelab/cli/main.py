@@ -121,6 +121,13 @@ def run(
     ] = None,
     report: Annotated[bool, typer.Option(help="Write the HTML report at the end.")] = True,
     store: StoreOption = None,
+    queue: Annotated[
+        bool,
+        typer.Option(
+            help="Only queue the run's units in the PostgreSQL store, for agents on any number"
+            " of hosts (pgcachelab agent) to measure."
+        ),
+    ] = False,
 ) -> None:
     """Run an experiment (or --resume one) and write its report."""
     from pgcachelab.cli.progress import make_progress
@@ -130,6 +137,8 @@ def run(
     if (spec is None) == (resume is None):
         raise UserError("give either a spec file or --resume RUN", "e.g. pgcachelab run x.toml")
     progress = make_progress()
+    if queue and resume:
+        raise UserError("--queue with --resume", "agents finish a queued run: pgcachelab agent")
     if resume:
         if disk is not None:
             raise UserError("--disk with --resume", "a resumed run keeps the disk it started with")
@@ -137,10 +146,20 @@ def run(
         run_id = runner.resume_run(resume, results, progress, pg_bin=pg_bin, dsn=dsn)
     else:
         experiment = load_spec(spec)
+        if queue:
+            from pgcachelab.experiments.fleet import check_queue_location
+
+            check_queue_location(*_location(lab_dir, store, experiment.store))
         results = _store(lab_dir, store, experiment.store)
         target = runner.make_target(
             experiment, pg_bin, dsn, _memory_option(memory), progress.note, _disk_option(disk)
         )
+        if queue:
+            from pgcachelab.experiments.fleet import queue_run
+
+            run_id = queue_run(experiment, target, results, progress)
+            typer.echo(f"run {run_id} queued: start agents with pgcachelab agent", err=True)
+            return
         run_id = runner.start_run(experiment, target, results, progress)
     typer.echo(f"run {run_id} finished", err=True)
     if report:
@@ -277,6 +296,7 @@ def pg_list() -> None:
 
 
 from pgcachelab.cli import advise as advise_command  # noqa: E402  (commands in their own module)
+from pgcachelab.cli import agent as agent_command  # noqa: E402
 from pgcachelab.cli import compare as compare_command  # noqa: E402
 from pgcachelab.cli import doctor as doctor_commands  # noqa: E402
 from pgcachelab.cli import store as store_commands  # noqa: E402
@@ -285,6 +305,7 @@ doctor_commands.register(app)
 advise_command.register(app, _existing_store, _run_of, StoreOption)
 compare_command.register(app, _existing_store, _run_of, StoreOption)
 store_commands.register(app)
+agent_command.register(app, _location, _store, StoreOption)
 
 
 def _exit_interrupted() -> None:

@@ -56,7 +56,7 @@ from pgcachelab.probes.environment import collect_environment, memory_total_byte
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.progress import Progress
 from pgcachelab.store.location import MASK
-from pgcachelab.store.records import Measurement, ResultStore
+from pgcachelab.store.records import Measurement, ResultStore, Run
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads.protocol import Bench, Workload
 from pgcachelab.workloads.registry import WORKLOADS
@@ -264,6 +264,13 @@ def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
 
 
 def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progress) -> str:
+    run_id = record_run(spec, target, store, progress)
+    execute(RunContext(spec, target, store, run_id, progress))
+    return run_id
+
+
+def record_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progress) -> str:
+    """Check the run, then store it with its points and environment; returns its id."""
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     reap_abandoned(store, progress)
@@ -275,7 +282,6 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progre
         spec.name, spec.path, spec.text, target.describe(), environment, spec.points()
     )
     progress.note(f"run {run_id}: {spec.name}, {len(spec.points())} points")
-    execute(RunContext(spec, target, store, run_id, progress))
     return run_id
 
 
@@ -285,7 +291,22 @@ def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None,
         raise UserError(f"no run {run_id!r} in {store.location}", "list runs with: pgcachelab runs")
     if run.status == "running" and run.lab_pid and os.path.exists(f"/proc/{run.lab_pid}"):
         raise UserError(f"run {run_id!r} is still running (pid {run.lab_pid})", "wait for it")
+    if run.status == "queued":
+        raise UserError(
+            f"run {run_id!r} is queued: agents measure it", "start one: pgcachelab agent --store"
+        )
     reap_abandoned(store, progress)
+    spec, target = target_for_run(run, progress, pg_bin, dsn)
+    run = store.run(run_id)  # reaping may have recorded a kept cluster
+    if isinstance(target, ManagedTarget) and run.work_dir:
+        target.resume_dir = Path(run.work_dir)
+    execute(RunContext(spec, target, store, run_id, progress))
+    return run_id
+
+
+def target_for_run(run: Run, progress: Progress, pg_bin=None, dsn=None):
+    """(spec, target) to measure a stored run on this host again, checked as a new run is."""
+    run_id = run.run_id
     spec = parse_spec(run.spec_text, Path(run.spec_path))
     if run.target["kind"] == "existing" and not dsn:
         raise UserError(
@@ -307,11 +328,7 @@ def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None,
     )
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
-    run = store.run(run_id)  # reaping may have recorded a kept cluster
-    if isinstance(target, ManagedTarget) and run.work_dir:
-        target.resume_dir = Path(run.work_dir)
-    execute(RunContext(spec, target, store, run_id, progress))
-    return run_id
+    return spec, target
 
 
 def planned_schedule(spec: ExperimentSpec) -> list[tuple[int, int]]:
@@ -363,7 +380,7 @@ def execute(ctx: RunContext) -> None:
             ctx.progress.start(len(planned), len(planned) - len(todo))
             opened = bool(todo)
             if todo:
-                _open_target(ctx)
+                open_target(ctx)
             for point_index, repetition in todo:
                 measure(ctx, points[point_index], repetition)
             if ctx.spec.auto_repetitions:
@@ -445,7 +462,7 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
             if not waiting:
                 break
             if not opened:
-                _open_target(ctx)
+                open_target(ctx)
                 opened = True
             ctx.progress.note(
                 f"round {repetition + 1 - spec.warmup_repetitions}: {len(waiting)} point(s) "
@@ -463,7 +480,7 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
         )
 
 
-def _open_target(ctx: RunContext) -> None:
+def open_target(ctx: RunContext) -> None:
     try:
         ctx.target.open(lambda work_dir: ctx.store.set_work_dir(ctx.run_id, work_dir))
     except ClusterError as error:

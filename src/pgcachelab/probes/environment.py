@@ -51,6 +51,18 @@ def _tool_version(path: str) -> str | None:
         return None
 
 
+def host_facts() -> dict:
+    """What tells one host's hardware and kernel from another's: an agent records them in the
+    fleet's hosts table (issue 21); the run's environment has them too."""
+    return {
+        "hostname": platform.node(),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_total_bytes": memory_total_bytes(),
+        "kernel": platform.release(),
+    }
+
+
 def collect_environment(server_version: str, pgbench_path: str, server_source: str) -> dict:
     return {
         "server_version": server_version,

@@ -9,6 +9,7 @@ from pgcachelab.report.cache_composition import cache_composition_section
 from pgcachelab.report.cache_wash import cache_wash_section
 from pgcachelab.report.dataset import RunData, load_run
 from pgcachelab.report.findings import findings_html
+from pgcachelab.report.hosts import host_classes_section
 from pgcachelab.report.html import render_html
 from pgcachelab.report.inspect_overhead import inspect_overhead_section
 from pgcachelab.report.plots import all_plots
@@ -48,8 +49,10 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     composition = Section("") if overhead.body else cache_composition_section(data, out_dir)
     steps = Section("Steps: where the throughput drops", Markup(steps_html(data)))
     regimes = Section("Regimes: where the data lives", Markup(regimes_html(data)))
+    hosts = host_classes_section(data)
     # The page's order; the plots come in their own, each section's before the generic ones.
-    sections = [s for s in (wash, steps, regimes, versions, tpcc, overhead, composition) if s.body]
+    ordered = (wash, steps, regimes, versions, tpcc, overhead, composition, hosts)
+    sections = [s for s in ordered if s.body]
     plots = [p for s in (overhead, composition, tpcc, versions, wash) for p in s.plots]
     if all(s.generic_plots for s in sections):
         plots += all_plots(data, out_dir)

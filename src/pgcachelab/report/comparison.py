@@ -17,7 +17,7 @@ def load_side(store, run_id: str) -> RunSide:
     warmup_repetitions = schedule_of(run).get("warmup_repetitions") or 0
     counted: dict[int, list] = {}
     with gc_paused():
-        measurements = store.measurements(run_id, metrics=("load_average_1m",))
+        measurements = store.measurements(run_id, metrics=("load_average_1m", "fleet.host_class"))
     for m in measurements:
         if m.status == "ok" and m.repetition >= warmup_repetitions:
             counted.setdefault(m.point_index, []).append(m)
@@ -41,6 +41,12 @@ def load_side(store, run_id: str) -> RunSide:
         if m.metrics.get("load_average_1m") is not None
     ]
     load = statistics.median(loads) if loads else None
+    classes = {
+        fleet["host_class"]
+        for measurements in counted.values()
+        for m in measurements
+        if (fleet := m.metrics.get("fleet")) and fleet.get("host_class")
+    }
     return RunSide(
         run.run_id,
         run.name,
@@ -50,6 +56,7 @@ def load_side(store, run_id: str) -> RunSide:
         points,
         load,
         workload_of(run.spec_text),
+        tuple(sorted(classes)),
     )
 
 

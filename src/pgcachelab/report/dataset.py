@@ -40,6 +40,7 @@ REPORT_METRICS = (
     "data.scale",
     "database_size_bytes",
     "disk",
+    "fleet",
     "inspect_windows",
     "machine.cgroup",
     "pgbench",

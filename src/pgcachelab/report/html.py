@@ -10,6 +10,8 @@ from pgcachelab.analysis.statistics import coefficient_of_variation
 from pgcachelab.analysis.storage import storage_note, storage_uses
 from pgcachelab.analysis.versions import differing_settings
 from pgcachelab.report.dataset import RunData
+from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
+from pgcachelab.report.hosts import run_host_split
 from pgcachelab.report.quality import quality_html
 from pgcachelab.report.render import ALL_COLUMNS, Row, Section, render, table
 from pgcachelab.units import exact_amount_text, format_bytes
@@ -33,7 +35,7 @@ def _context_rows(data: RunData) -> list[tuple[str, str]]:
         if run.finished_at
         else "–"
     )
-    memory = env.get("memory_total_bytes")
+    fleet = [use.host_class for use in run_host_split(data).classes]
     server = run.target.get("source") or run.target.get("kind")
     return [
         ("run", run.run_id),
@@ -41,17 +43,25 @@ def _context_rows(data: RunData) -> list[tuple[str, str]]:
         ("started / finished", f"{started} / {finished}"),
         ("server", f"PostgreSQL {env.get('server_version')} ({server})"),
         ("pgbench", env.get("pgbench_version")),
-        (
-            "machine",
-            f"{env.get('cpu_model')}, {env.get('cores')} cores, "
-            f"{format_bytes(memory) if memory else '?'} RAM",
-        ),
+        ("machine", _machine_note(data, fleet)),
         ("memory available to the server", _memory_note(data)),
         ("storage", storage_note(storage_uses([m.metrics for r in data.points for m in r.ok]))),
-        ("kernel", env.get("kernel")),
+        ("kernel", "see the host classes" if fleet else env.get("kernel")),
         ("lab", f"pgcachelab {env.get('lab_version')}, commit {env.get('git_commit') or '?'}"),
         ("order and repetitions", _schedule_note(data.schedule)),
     ]
+
+
+def _machine_note(data: RunData, classes: list[str]) -> str:
+    """This host's, or for a run measured by agents (`classes`) the hosts that did."""
+    if classes:
+        return f"measured by agents on {len(classes)} host class(es): see {HOSTS_TITLE}"
+    env = data.run.environment
+    memory = env.get("memory_total_bytes")
+    return (
+        f"{env.get('cpu_model')}, {env.get('cores')} cores, "
+        f"{format_bytes(memory) if memory else '?'} RAM"
+    )
 
 
 def _schedule_note(schedule: dict) -> str:

@@ -3,6 +3,7 @@
 import time
 
 from pgcachelab.report.dataset import load_run
+from pgcachelab.store.queue import unit_progress
 from pgcachelab.store.records import ResultStore, abandoned
 from pgcachelab.units import format_bytes
 
@@ -34,7 +35,26 @@ def runs_table(store: ResultStore) -> str:
                 run.environment.get("server_version", "?"),
             ]
         )
-    return format_table(["run", "name", "status", "started", "ok/measured", "server"], rows)
+    table = format_table(["run", "name", "status", "started", "ok/measured", "server"], rows)
+    fleet = unit_progress(store)
+    if not fleet:
+        return table
+    lines = [f"  {run_id}: {fleet_line(units)}" for run_id, units in fleet.items()]
+    return "\n".join([table, "", "queued runs, units by state and host:", *lines])
+
+
+UNIT_STATES = ("done", "leased", "queued", "failed")
+
+
+def fleet_line(units: dict[tuple[str, str | None], int]) -> str:
+    """A queued run's progress from its units: {(state, host): count} ->
+    "3 done (host-a 2, host-b 1), 1 leased (host-b 1), 0 queued, 0 failed"."""
+    parts = []
+    for state in UNIT_STATES:
+        hosts = {host: n for (s, host), n in units.items() if s == state}
+        by_host = ", ".join(f"{host} {n}" for host, n in sorted(hosts.items()) if host)
+        parts.append(f"{sum(hosts.values())} {state}" + (f" ({by_host})" if by_host else ""))
+    return ", ".join(parts)
 
 
 def _number(value, digits=0) -> str:

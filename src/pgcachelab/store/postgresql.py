@@ -7,6 +7,9 @@ append a step to MIGRATIONS, never edit one that has shipped.
 
 Schema history (schema_version.version):
   1 - runs, points, measurements, point_server_settings (SQLite user_version 1).
+  2 - cache_snapshots.
+  3 - fleet_runs, units, hosts: the queue of a run measured by agents (store/queue.py); only
+      here, not in SQLite: a queue is shared by hosts, a SQLite file is not.
 """
 
 import functools
@@ -90,10 +93,46 @@ _VERSION_2 = [
     )""",
 ]
 
+# A queued run's units are leased with `for update skip locked` (store/queue.py); times are the
+# database's, so hosts whose clocks disagree still agree on when a lease has expired.
+_VERSION_3 = [
+    """create table {schema}.fleet_runs (
+        run_id text primary key references {schema}.runs (run_id),
+        hosts text not null,
+        host_class text,
+        max_tries integer not null,
+        queued_at double precision not null
+    )""",
+    """create table {schema}.units (
+        run_id text not null references {schema}.fleet_runs (run_id),
+        point_index integer not null,
+        repetition integer not null,
+        seq integer not null,
+        round integer not null,
+        state text not null,
+        host text,
+        agent text,
+        lease_until timestamptz,
+        heartbeat_at timestamptz,
+        tries integer not null default 0,
+        last_reason text,
+        primary key (run_id, point_index, repetition),
+        unique (run_id, seq)
+    )""",
+    "create index on {schema}.units (state, run_id, seq)",
+    """create table {schema}.hosts (
+        host text primary key,
+        host_class text not null,
+        facts text not null,
+        last_seen double precision not null
+    )""",
+]
+
 # (version, what it does, statements): applied in order, each in the transaction that records it.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "runs, points, measurements, point_server_settings", _VERSION_1),
     (2, "cache_snapshots: the cache snapshots taken during each measurement", _VERSION_2),
+    (3, "fleet_runs, units, hosts: runs queued for agents on many hosts", _VERSION_3),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -153,6 +192,12 @@ class PostgresResultStore(SqlResultStore):
 
     def close(self) -> None:
         self.db.close()
+
+    def another_connection(self) -> psycopg.Connection:
+        """A second autocommit connection to the store's schema (for another thread)."""
+        db = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        db.execute(sql.SQL("set search_path to {}").format(sql.Identifier(self.schema)))
+        return db
 
     def _sql(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(schema=sql.Identifier(self.schema))

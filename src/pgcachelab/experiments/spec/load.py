@@ -112,6 +112,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         auto_repetitions=auto,
         target_ci=file.target_ci if auto else None,
         store=file.store,
+        fleet_hosts=file.fleet.hosts,
+        fleet_max_tries=file.fleet.max_tries,
     )
 
 

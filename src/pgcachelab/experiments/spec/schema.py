@@ -245,6 +245,19 @@ class ReportTable(Table):
     title: StrictStr | None = None
 
 
+FLEET_HOSTS = ("same", "spread")
+DEFAULT_MAX_TRIES = 3
+
+
+class FleetTable(Table):
+    """How agents share a queued run (issue 21): "same" keeps every unit on the host class
+    that measured its first one (a comparison of points); "spread" takes any host."""
+
+    hosts: Literal[FLEET_HOSTS] = "spread"
+    # A unit that fails (or whose agent dies) this many times is given up, with its reasons.
+    max_tries: Count(1) = DEFAULT_MAX_TRIES
+
+
 class SweepTable(Table):
     """Server settings under [sweep.settings]; workload keys beside them (rules check which)."""
 
@@ -293,6 +306,7 @@ class SpecFile(Table):
     sweep: SweepTable = Field(default_factory=SweepTable)
     ladder: Annotated[list[LadderStepTable], BeforeValidator(steps_list)] = []
     report: ReportTable = Field(default_factory=ReportTable)
+    fleet: FleetTable = Field(default_factory=FleetTable)
 
     @model_validator(mode="before")
     @classmethod

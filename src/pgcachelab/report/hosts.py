@@ -1,0 +1,83 @@
+"""The report's host-class table: which hosts measured a run queued for agents (issue 21), and
+each point's median by class when more than one class measured it."""
+
+from markupsafe import Markup
+
+from pgcachelab.analysis.hosts import CLASS_FACTS, HostSplit, host_split
+from pgcachelab.report.dataset import RunData
+from pgcachelab.report.render import Section, escaped, table
+from pgcachelab.units import format_bytes
+
+TITLE = "Host classes: who measured the run"
+
+
+def run_host_split(data: RunData) -> HostSplit:
+    return host_split(
+        (result.point.label, m.status, m.tps, m.metrics.get("fleet"))
+        for result in data.points
+        for m in result.measurements
+    )
+
+
+def host_classes_section(data: RunData) -> Section:
+    """Empty for a run measured by `run` on one host: its context says which host."""
+    split = run_host_split(data)
+    if not split.classes:
+        return Section(TITLE)
+    body = Markup(_summary(split)) + Markup(_classes_table(split)) + _by_class(split)
+    return Section(TITLE, body)
+
+
+def _summary(split: HostSplit) -> str:
+    hosts = sorted({host for use in split.classes for host in use.hosts})
+    queued = "The context above is the host that queued the run; agents on these hosts measured it."
+    if not split.mixed:
+        text = f"One host class measured every unit, on {len(hosts)} host(s): {', '.join(hosts)}."
+    else:
+        differ = ", ".join(split.differing_facts()) or "their names only"
+        text = (
+            f"{len(split.classes)} host classes measured this run; they differ in {differ}."
+            " Each point's figures mix them: the medians by class below tell them apart, and"
+            ' [fleet] hosts = "same" keeps a run on one class.'
+        )
+    return f"<p class='note'>{escaped(text)} {escaped(queued)}</p>"
+
+
+def _fact(key: str, value) -> str:
+    if value is None:
+        return "?"
+    return format_bytes(value) if key == "memory_total_bytes" else str(value)
+
+
+def _classes_table(split: HostSplit) -> str:
+    head = ["host class", "hosts", "ok", "failed", *(name for _, name in CLASS_FACTS)]
+    head += ["storage (probe)", "PostgreSQL binaries"]
+    rows = [
+        [
+            use.host_class,
+            ", ".join(sorted(use.hosts)),
+            use.ok,
+            use.failed,
+            *(_fact(key, use.facts.get(key)) for key, _ in CLASS_FACTS),
+            use.facts.get("storage") or "?",
+            "; ".join(use.facts.get("postgresql") or []) or "?",
+        ]
+        for use in split.classes
+    ]
+    return table(head, rows, text_columns={0, 1, 4, 7, 8, 9})
+
+
+def _by_class(split: HostSplit) -> Markup:
+    if not split.mixed:
+        return Markup("")
+    names = [use.host_class for use in split.classes]
+    rows = [
+        [label, *(_tps(by_class.get(name)) for name in names)]
+        for label, by_class in split.medians.items()
+    ]
+    heading = Markup("<h3>Median tps by host class</h3>")
+    return heading + Markup(table(["point", *names], rows, text_columns={0}))
+
+
+def _tps(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
