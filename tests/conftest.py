@@ -238,6 +238,16 @@ def cli_env(tmpdir: Path | None = None) -> dict:
     return env
 
 
+# What the reaper says when a lab command cleans up after another lab that was killed on this
+# machine (a fault test, or another suite sharing it): not part of the command's own answer.
+REAPER_LINE = re.compile(r"a killed lab")
+
+
+def own_lines(stderr: str) -> list[str]:
+    """The command's stderr lines, without the reaper's notes about other labs' leftovers."""
+    return [line for line in stderr.splitlines() if not REAPER_LINE.search(line)]
+
+
 def run_cli(*args, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
     """Run `pgcachelab ARGS` through its real entry point and wait for it."""
     return subprocess.run(

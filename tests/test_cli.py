@@ -15,6 +15,7 @@ import pytest
 from conftest import (
     SPECS_DIR,
     dsn_of,
+    own_lines,
     postmaster_pid,
     processes_mentioning,
     run_cli,
@@ -344,7 +345,7 @@ def assert_user_error(result, message: str, hint: str | None) -> None:
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
-    lines = result.stderr.splitlines()
+    lines = own_lines(result.stderr)
     assert len(lines) in (1, 2), result.stderr
     assert lines[0].startswith("pgcachelab: "), result.stderr
     assert re.search(message, lines[0]), lines[0]

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import cli_command, cli_env, dsn_of, run_cli, server_reachable_dir, wait_for
+from conftest import (
+    cli_command,
+    cli_env,
+    dsn_of,
+    own_lines,
+    run_cli,
+    server_reachable_dir,
+    wait_for,
+)
 
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench
@@ -359,7 +367,7 @@ def test_inspect_watch_repeats_until_interrupted(idle_cluster, tmp_path):
 def test_inspect_bad_input_is_one_line_and_exit_2(args, message):
     result = run_cli("inspect", *args)
     assert result.returncode == 2
-    first, hint = result.stderr.splitlines()
+    first, hint = own_lines(result.stderr)
     assert first.startswith(message)
     assert hint.startswith("hint: ")
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import dsn_of, run_cli, store_query
+from conftest import dsn_of, own_lines, run_cli, store_query
 
 from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.binaries import find_pgbench
@@ -146,7 +146,7 @@ def test_cli_run_on_a_database_loaded_with_other_warehouses(loaded, lab_tmp):
     result = run_cli("tpcc", "run", "--dsn", dsn_of(cluster), "--warehouses", "2",
                      "--duration", "1", tmpdir=lab_tmp)  # fmt: skip
     assert result.returncode == 2, result.stderr
-    first, hint = result.stderr.splitlines()
+    first, hint = own_lines(result.stderr)
     assert first.startswith("pgcachelab: --warehouses: invalid value 2: ")
     assert first.endswith(" was loaded with 1 warehouses")
     assert (
