@@ -7,7 +7,9 @@ run, cut to the keys the analysis reads), then servers: a tiny version sweep thr
 and `inspect` on 9.6.
 """
 
+import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,9 @@ from pgcachelab.probes.wait_events import (
     parse_sample,
     wait_events_query,
 )
+from pgcachelab.report.dataset import load_run
+from pgcachelab.report.inspect_overhead import versions_note
+from pgcachelab.store.sqlite import SqliteResultStore
 
 DATA = Path(__file__).parent / "data" / "wait-events"
 
@@ -187,6 +192,29 @@ def test_a_spec_refuses_a_wait_events_value_that_is_not_a_boolean(tmp_path):
     result = run_cli("run", spec, "--lab-dir", tmp_path / "lab")
     assert result.returncode == 2
     assert "wait_events" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_report_says_why_the_old_versions_sag_is_not_larger(tmp_path):
+    """The tiny run's 9.6 sag is not above 18's (2 s runs): the report gives the wait events'
+    account, from the stored samples of the polled windows (issue 22's second outcome)."""
+    store_file = tmp_path / "results.sqlite"
+    store_file.write_bytes((REPORT_RUNS_DIR / "results.sqlite").read_bytes())
+    store = SqliteResultStore(store_file)
+    [run_id] = [r for r, n in store.db.execute("select run_id, name from runs")
+                if n == "inspect-history-tiny"]  # fmt: skip
+    data = load_run(store, run_id)
+    store.close()
+    note = html.unescape(versions_note(data))
+    assert "9.6 against 18: sag not larger beyond the noise" in note
+    [why] = re.findall(r"<li>(Why .*?)</li>", note)
+    polled = next(
+        tally_measurements([m.metrics for m in r.ok])[POLLED]
+        for r in data.points
+        if r.point.swept["version"] == "9.6" and r.point.swept["inspect_method"] != "none"
+    )
+    assert why.startswith("Why 9.6's sag is not larger here")
+    assert f"{polled.active:.2f} of its 4 client backends were active per sample" in why
+    assert f"{polled.buffer_mapping:.3f} of them" in why and "held the partition locks" in why
 
 
 # -- servers ---------------------------------------------------------------------------------

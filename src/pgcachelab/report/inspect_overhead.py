@@ -346,16 +346,20 @@ def versions_note(data: RunData) -> str:
                 "backends"
             )
         figures.append(line)
-    verdicts = []
+    verdicts, reasons = [], []
     for old in (v for v in ordered if _takes_the_locks(v)):
+        sag_larger = True
         for new in (v for v in ordered if not _takes_the_locks(v)):
             above = sag_above(points[old].quoted, points[new].quoted)
+            sag_larger = sag_larger and above is True
             line = f"{old} against {new}: sag {VERDICTS[above]}"
             if excess[old] is not None and excess[new] is not None:
                 above = interval_above(_interval(excess[old]), _interval(excess[new]))
                 line += f"; buffer-mapping waits added {VERDICTS[above]}"
             verdicts.append(line)
-    items = "".join(f"<li>{escaped(line)}</li>" for line in figures + verdicts)
+        if not sag_larger:
+            reasons += _why_no_larger_sag(data, old, points[old].result)
+    items = "".join(f"<li>{escaped(line)}</li>" for line in figures + verdicts + reasons)
     return (
         f"<p class='note'>{escaped(LOCKS_REMOVED_NOTE)}</p><p class='note'>The grouped "
         "pg_buffercache view per version: the sag within runs, the view's time, and the mean "
@@ -363,6 +367,29 @@ def versions_note(data: RunData) -> str:
         "waiting on buffer mapping in a polled window minus its quiet neighbour (95% "
         f"intervals over the pairs of windows):</p><ul>{items}</ul>"
     )
+
+
+def _why_no_larger_sag(data: RunData, version: str, result) -> list[str]:
+    """The wait events' account of an old version whose sag is not above the newer ones': how
+    many backends were there for the view's locks to block while it polled."""
+    polled = tally_measurements([m.metrics for m in result.ok]).get(POLLED)
+    if polled is None or not polled.samples:
+        return []
+    share = polled.buffer_mapping / polled.active * 100 if polled.active else 0.0
+    view_ms = _median(_times_ms(data, result.point.point_index))
+    held = "" if view_ms is None else f" for {view_ms:.0f} ms of each second"
+    top = ", ".join(f"{name} {mean:.3f}" for name, mean in polled.top_waits()) or "none"
+    clients = result.point.workload.get("clients")
+    of_clients = f" of its {clients}" if clients else ""
+    return [
+        f"Why {version}'s sag is not larger here, from its wait events in the polled windows:"
+        f" {polled.active:.2f}{of_clients} client backends were active per sample, and"
+        f" {polled.buffer_mapping:.3f} of them ({share:.1f}%) waited on a buffer-mapping"
+        f" lock (most waited: {top}). The view held the partition locks{held}, but a backend"
+        " waits for them only when it misses shared_buffers during the scan, and few did: the"
+        " locks cost throughput when many backends miss at once (more clients per core, data"
+        " further beyond shared_buffers), which this run did not produce."
+    ]
 
 
 def wait_events_table(data: RunData) -> str:
