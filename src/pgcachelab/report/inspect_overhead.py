@@ -377,7 +377,7 @@ def _why_no_larger_sag(data: RunData, version: str, result) -> list[str]:
         return []
     share = polled.buffer_mapping / polled.active * 100 if polled.active else 0.0
     view_ms = _median(_times_ms(data, result.point.point_index))
-    held = "" if view_ms is None else f" for {view_ms:.0f} ms of each second"
+    took = "" if view_ms is None else f" (the whole view took {view_ms:.0f} ms a second)"
     top = ", ".join(f"{name} {mean:.3f}" for name, mean in polled.top_waits()) or "none"
     clients = result.point.workload.get("clients")
     of_clients = f" of its {clients}" if clients else ""
@@ -385,10 +385,11 @@ def _why_no_larger_sag(data: RunData, version: str, result) -> list[str]:
         f"Why {version}'s sag is not larger here, from its wait events in the polled windows:"
         f" {polled.active:.2f}{of_clients} client backends were active per sample, and"
         f" {polled.buffer_mapping:.3f} of them ({share:.1f}%) waited on a buffer-mapping"
-        f" lock (most waited: {top}). The view held the partition locks{held}, but a backend"
-        " waits for them only when it misses shared_buffers during the scan, and few did: the"
-        " locks cost throughput when many backends miss at once (more clients per core, data"
-        " further beyond shared_buffers), which this run did not produce."
+        f" lock (most waited: {top}). The view holds the partition locks while it scans the"
+        f" buffer headers{took}, but a backend waits for them only when it misses"
+        " shared_buffers during that scan, and few did: the locks cost throughput when many"
+        " backends miss at once (more clients per core, data further beyond shared_buffers),"
+        " which this run did not produce."
     ]
 
 
