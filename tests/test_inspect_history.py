@@ -212,7 +212,7 @@ def test_the_report_says_why_the_old_versions_sag_is_not_larger(tmp_path):
         for r in data.points
         if r.point.swept["version"] == "9.6" and r.point.swept["inspect_method"] != "none"
     )
-    assert why.startswith("Why 9.6's sag is not larger here")
+    assert why.startswith("Why 9.6's sag is not larger, from its wait events")
     assert f"{polled.active:.2f} of its 4 client backends were active per sample" in why
     assert f"{polled.buffer_mapping:.3f} of them" in why
     assert "holds the partition locks while it scans the buffer headers" in why
