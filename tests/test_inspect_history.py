@@ -10,6 +10,7 @@ and `inspect` on 9.6.
 import html
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,35 @@ def test_the_report_says_why_the_old_versions_sag_is_not_larger(tmp_path):
     assert f"{polled.active:.2f} of its 4 client backends were active per sample" in why
     assert f"{polled.buffer_mapping:.3f} of them" in why
     assert "holds the partition locks while it scans the buffer headers" in why
+
+
+def test_each_shared_buffers_gets_its_own_versions_block(tmp_path):
+    """A run that sweeps shared_buffers beside the versions (the full spec: 4GB and 8GB) gets
+    the per-version lines once per value; one value's lines must not replace the other's."""
+    store_file = tmp_path / "results.sqlite"
+    store_file.write_bytes((REPORT_RUNS_DIR / "results.sqlite").read_bytes())
+    with sqlite3.connect(store_file) as db:
+        [run_id] = db.execute("select run_id from runs where name = 'inspect-history-tiny'")
+        # The same four points again as shared_buffers=32MB, with the same measurements.
+        db.execute(
+            "insert into points select run_id, point_index + 4,"
+            " replace(label, '16MB', '32MB'), replace(swept, '16MB', '32MB'), workload,"
+            " replace(settings, '16MB', '32MB') from points where run_id = ?",
+            run_id,
+        )
+        for table in ("measurements", "point_server_settings"):
+            columns = [row[1] for row in db.execute(f"pragma table_info({table})")]
+            values = ", ".join("point_index + 4" if c == "point_index" else c for c in columns)
+            db.execute(f"insert into {table} select {values} from {table} where run_id = ?", run_id)
+    store = SqliteResultStore(store_file)
+    data = load_run(store, run_id[0])
+    store.close()
+    note = html.unescape(versions_note(data))
+    for shared_buffers in ("16MB", "32MB"):
+        prefix = f"shared_buffers={shared_buffers}, "
+        assert f"<li>{prefix}9.6: sag " in note and f"<li>{prefix}18: sag " in note
+        assert f"<li>{prefix}9.6 against 18: sag " in note
+        assert f"<li>Why {prefix}9.6's sag is not larger" in note
 
 
 # -- servers ---------------------------------------------------------------------------------
