@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgcachelab.store.postgresql import PostgresResultStore
-from pgcachelab.store.records import Measurement, from_json, to_json
+from pgcachelab.store.records import Measurement, to_json
 
 # What a claimed row becomes (see claim_decision).
 CLAIM, ALREADY_MEASURED, GIVE_UP = "claim", "already measured", "give up"
@@ -129,11 +129,6 @@ class UnitQueue:
             " facts = excluded.facts, last_seen = excluded.last_seen",
             (self.host, host_class, to_json(facts), time.time()),
         )
-
-    def hosts(self) -> dict[str, tuple[str, dict]]:
-        """host -> (its class, its facts)."""
-        rows = self.db.execute("select host, host_class, facts from hosts").fetchall()
-        return {host: (host_class, from_json(facts)) for host, host_class, facts in rows}
 
     # -- claiming ----------------------------------------------------------------------------
 
