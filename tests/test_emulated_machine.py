@@ -149,6 +149,47 @@ def test_huge_pages_and_limit_recorded_and_restored_after_a_run(tmp_path, lab_tm
     assert "256MB (memory cgroup limit of the server)" in html
 
 
+def test_huge_pages_come_out_of_the_emulated_ram(tmp_path, lab_tmp, machine_before):
+    """The cap read back from the cgroup is RAM less the pool; a pool that leaves too little
+    fails its point; blocks run the "on" block first, shared_buffers as written."""
+    lab_dir = tmp_path / "lab"
+    result = run_cli(
+        "run", SPECS_DIR / "huge-pages-split.toml", "--lab-dir", lab_dir, "--no-report",
+        tmpdir=lab_tmp,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = store_query(
+        lab_dir,
+        "select m.status, m.reason, m.metrics, p.swept from measurements m"
+        " join points p using (run_id, point_index) order by m.started_at",
+    )
+    labels = [json.loads(swept) for _, _, _, swept in rows]
+    assert [(s["huge_pages"], s["shared_buffers"]) for s in labels] == [
+        ("on", "224MB"), ("on", "32MB"), ("off", "224MB"), ("off", "32MB"),
+    ]  # fmt: skip
+    (too_big, _, _, _), (on, _, on_metrics, _), (off_big, _, _, _), (off, _, off_metrics, _) = rows
+    assert too_big == "failed"
+    assert rows[0][1].startswith("hugepages_exceed_memory: the server's huge page pool of"), rows
+    assert "less than the 64MB" in rows[0][1]
+    assert (on, off_big, off) == ("ok", "ok", "ok"), rows
+    on_split = json.loads(on_metrics)["machine"]["memory_accounting"]
+    off_split = json.loads(off_metrics)["machine"]["memory_accounting"]
+    pool = on_split["huge_pages_pool_bytes"]
+    assert 32 * MIB < pool < 64 * MIB  # shared_buffers and the rest of the shared memory
+    assert pool == json.loads(on_metrics)["machine"]["hugepages_reserved_by_lab"][
+        "pages_needed"] * 2 * MIB  # fmt: skip
+    assert on_split["ram_bytes"] == off_split["ram_bytes"] == 256 * MIB
+    assert on_split["cap_bytes"] == on_split["cap_read_back_bytes"] == 256 * MIB - pool
+    assert off_split["cap_bytes"] == off_split["cap_read_back_bytes"] == 256 * MIB
+    assert off_split["huge_pages_pool_bytes"] == 0
+    # the "off" server's shared memory is charged to the cap as it is touched; the "on"
+    # server's is in the pool
+    off_shared = off_split["cap_bytes"] - off_split["os_cache_room_bytes"]
+    on_shared = on_split["cap_bytes"] - on_split["os_cache_room_bytes"]
+    assert off_shared > on_shared + 8 * MIB, (off_split, on_split)
+    assert on_split["accounting"].startswith("cap = RAM - huge page pool")
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "sigkill-then-resume"])
 def test_interrupted_runs_give_the_machine_back(tmp_path, lab_tmp, machine_before, how):
     lab_dir = tmp_path / "lab"

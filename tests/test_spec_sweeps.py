@@ -98,3 +98,57 @@ def test_values_equal_once_converted_are_refused_as_repeats(text, message):
     assert "\n" not in error.message
     assert re.search(message, error.message), error.message
     assert error.hint == "list each value once"
+
+
+SEED_000_VALUES = ["14GB", "13GB", "12GB", "11GB", "10GB", "9GB", "8GB", "7GB", "6GB", "5GB",
+                   "4GB", "3GB", "2GB", "1GB", "512MB", "256MB", "128MB", "64MB", "32MB", "16MB",
+                   "8MB", "4MB", "2MB", "1MB", "512kB", "256kB", "128kB"]  # fmt: skip
+
+
+def blocks_spec(values: list[str], hp: str = '["on", "off"]', extra: str = "") -> str:
+    listed = ", ".join(f'"{v}"' for v in values)
+    return (
+        f'workload = "cache-wash"\nrepetitions = 2\norder = "blocks"\n{extra}'
+        f"[sweep.settings]\nshared_buffers = [{listed}]\nhuge_pages = {hp}\n"
+    )
+
+
+def test_blocks_run_the_block_key_s_values_in_turn_the_others_as_written():
+    """Seed 000: every shared_buffers with huge pages, largest first, then every one without;
+    the seed's list of 27 values as written; one round after the other."""
+    parsed = spec(blocks_spec(SEED_000_VALUES, extra='block_by = "huge_pages"\n'))
+    points = parsed.points()
+    order = [(points[p].swept["huge_pages"], points[p].swept["shared_buffers"], r)
+             for p, r in parsed.schedule()]  # fmt: skip
+    expected = [(hp, value, r) for r in (0, 1) for hp in ("on", "off") for value in SEED_000_VALUES]
+    assert order == expected
+
+
+def test_blocks_keep_a_written_ascending_order_which_other_orders_sort_down_for_huge_pages():
+    ascending = ["1MB", "8MB", "256MB"]
+    parsed = spec(blocks_spec(ascending, hp='["off", "on"]', extra='block_by = "huge_pages"\n'))
+    assert [p.swept["shared_buffers"] for p in parsed.points()][:3] == ascending
+    assert [p.swept["huge_pages"] for p in parsed.points()] == ["off"] * 3 + ["on"] * 3
+    interleaved = spec(blocks_spec(ascending).replace('"blocks"', '"interleaved"'))
+    assert [p.swept["shared_buffers"] for p in interleaved.points()][::2] == ascending[::-1]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (blocks_spec(["1MB"]), r'order: order = "blocks" needs block_by.*add e.g. block_by'),
+        (
+            blocks_spec(["1MB"], extra='block_by = "clients"\n'),
+            r'block_by: invalid value "clients": not a swept key.*shared_buffers, huge_pages',
+        ),
+        (
+            blocks_spec(["1MB"], extra='block_by = "huge_pages"\n').replace(
+                'order = "blocks"', 'order = "interleaved"'
+            ),
+            r'block_by: invalid value "huge_pages": only used with order = "blocks"',
+        ),
+    ],
+)
+def test_blocks_order_needs_a_swept_key_to_block_by(text, message):
+    error = error_of(text)
+    assert re.search(message, f"{error} {error.hint}", re.S), f"{error} / {error.hint}"

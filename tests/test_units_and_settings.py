@@ -100,3 +100,15 @@ def test_bool_and_string():
 )
 def test_parse_version(line, expected):
     assert parse_version(line) == expected
+
+
+def test_huge_pages_come_out_of_the_machine_s_ram():
+    from pgcachelab.errors import ClusterError
+    from pgcachelab.machine.emulated import MIN_MEMORY_LEFT, cap_for_pool
+
+    gib, mib = 1024**3, 1024**2
+    assert cap_for_pool(gib, 0) == gib
+    assert cap_for_pool(gib, 300 * mib) == gib - 300 * mib
+    assert cap_for_pool(gib, gib - MIN_MEMORY_LEFT) == MIN_MEMORY_LEFT
+    with pytest.raises(ClusterError, match=r"^hugepages_exceed_memory: .* pool of 1000MB leaves"):
+        cap_for_pool(gib, 1000 * mib)

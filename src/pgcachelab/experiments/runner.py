@@ -351,6 +351,7 @@ def schedule_record(spec: ExperimentSpec) -> dict:
     return {
         **rounds,
         "order": spec.order,
+        **({"block_by": spec.block_by} if spec.order == "blocks" else {}),
         "seed": spec.seed,
         "repetitions": "auto" if spec.auto_repetitions else spec.repetitions,
         "max_repetitions": spec.repetitions if spec.auto_repetitions else None,

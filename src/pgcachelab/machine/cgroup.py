@@ -56,6 +56,20 @@ def parse_mountinfo(text: str) -> tuple[Path | None, Path | None]:
     return v1_memory, v2
 
 
+def hugetlb_mounts(mountinfo_text: str) -> list[str]:
+    """Where a hugetlb controller is mounted: v1 hierarchies naming it, as 'v1 at <path>'."""
+    found = []
+    for line in mountinfo_text.splitlines():
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        separator = fields.index("-")
+        super_options = fields[separator + 3].split(",") if len(fields) > separator + 3 else []
+        if fields[separator + 1] == "cgroup" and "hugetlb" in super_options:
+            found.append(f"v1 at {fields[4]}")
+    return found
+
+
 def find_hierarchy() -> tuple[Hierarchy | None, str]:
     """Where a memory cgroup can be made here, or None and the reason it cannot."""
     if os.geteuid() != 0:
@@ -125,6 +139,41 @@ class MemoryCgroup:
         (self.path / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
         with contextlib.suppress(OSError):  # exists only with swap accounting
             (self.path / "memory.memsw.limit_in_bytes").write_text(str(self.limit_bytes))
+
+    def set_limit(self, limit_bytes: int) -> None:
+        """A new cap; below what the group holds, the kernel reclaims its page cache first (as
+        growing a huge page pool does on a real machine), or refuses with OSError (EBUSY)."""
+        if limit_bytes == self.limit_bytes:
+            return
+        if self.hierarchy.version == 2:
+            (self.path / "memory.max").write_text(str(limit_bytes))
+        else:
+            # v1 keeps memory.limit <= memsw.limit at every moment: lower the memory limit
+            # first, raise memsw first
+            memory = self.path / "memory.limit_in_bytes"
+            memsw = self.path / "memory.memsw.limit_in_bytes"
+            for path in (memory, memsw) if limit_bytes < self.limit_bytes else (memsw, memory):
+                if path is memory:
+                    path.write_text(str(limit_bytes))
+                    continue
+                with contextlib.suppress(OSError):  # exists only with swap accounting
+                    path.write_text(str(limit_bytes))
+        self.limit_bytes = limit_bytes
+
+    def limit_read_back(self) -> int | None:
+        """The cap as the kernel holds it (rounded down to whole pages)."""
+        name = "memory.max" if self.hierarchy.version == 2 else "memory.limit_in_bytes"
+        text = (_read(self.path / name) or "").strip()
+        return int(text) if text.isdigit() else None
+
+    def hugetlb_limit_file(self, page_size_bytes: int) -> Path | None:
+        """cgroup v2's hugetlb.<size>.max in this group, when the hugetlb controller is on in
+        it; None on v1 (its hugetlb controller is a hierarchy of its own, not mounted here)."""
+        if self.hierarchy.version != 2:
+            return None
+        size = f"{page_size_bytes // 1024**2}MB" if page_size_bytes < 1024**3 else "1GB"
+        path = self.path / f"hugetlb.{size}.max"
+        return path if path.exists() else None
 
     @property
     def procs_file(self) -> str:

@@ -7,11 +7,32 @@ instead of left to the OOM killer.
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pgcachelab.errors import ClusterError, UserError
 from pgcachelab.machine import fusedisk, hugepages, oscache
-from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy
+from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy, hugetlb_mounts
 from pgcachelab.units import format_bytes, shared_buffers_bytes
+
+# What a huge page pool must leave of the emulated RAM for everything else: the server's
+# processes and the OS cache. Below it a point fails (`hugepages_exceed_memory`), as seed 000's
+# script records `hugepage_error` when the kernel cannot give the pool.
+MIN_MEMORY_LEFT = 64 * 1024**2
+CAP_MINUS_POOL = "cap = RAM - huge page pool"
+
+
+def cap_for_pool(ram_bytes: int, pool_bytes: int, min_left: int = MIN_MEMORY_LEFT) -> int:
+    """The server's memory cap when `pool_bytes` of huge pages come out of `ram_bytes`, as on a
+    real machine, where vm.nr_hugepages takes the pool from RAM before anything else runs."""
+    left = ram_bytes - pool_bytes
+    if left < min_left:
+        raise ClusterError(
+            f"hugepages_exceed_memory: the server's huge page pool of {format_bytes(pool_bytes)} "
+            f"leaves {format_bytes(max(left, 0))} of the machine's {format_bytes(ram_bytes)} of "
+            f"RAM, less than the {format_bytes(min_left)} the lab keeps for the processes and "
+            "the OS cache"
+        )
+    return left
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,7 @@ class EmulatedMachine:
         self.cgroup: MemoryCgroup | None = None
         self.huge_pages = hugepages.HugePagesReservation()
         self.last_huge_pages: dict = {}
+        self.accounting: dict = {}  # the last start's split of RAM: pool, cap (memory_split)
         self._charged_here: set = set()  # data directories whose cached pages are the cgroup's
 
     def open(self) -> None:
@@ -85,8 +107,12 @@ class EmulatedMachine:
                     f"shared_buffers_exceeds_memory: shared_buffers {format_bytes(shared)} does "
                     f"not fit in the server's memory limit {format_bytes(self.memory_bytes)}"
                 )
+        pool_bytes = 0
         if str(settings.get("huge_pages", "")).lower() == "on":
             pages = cluster.huge_pages_needed()
+            pool_bytes = pages * hugepages.page_size_bytes()
+            if self.memory_bytes is not None:
+                cap_for_pool(self.memory_bytes, pool_bytes)  # before the pool is taken
             try:
                 self.last_huge_pages = self.huge_pages.ensure(pages)
             except hugepages.HugePagesUnavailable as error:
@@ -94,6 +120,7 @@ class EmulatedMachine:
         elif self.huge_pages.added:
             self.huge_pages.release()  # an "off" or "try" point must not find pages waiting
             self.last_huge_pages = {}
+        self._split_memory(pool_bytes)
         if self.cgroup is not None and cluster.data_dir not in self._charged_here:
             # Pages cached before the server joined the cgroup (initdb's, a killed run's) are
             # charged elsewhere and would escape the cap: make the server read its files again,
@@ -105,6 +132,47 @@ class EmulatedMachine:
         if self.cgroup is not None:
             self.cgroup.reset_peak()
 
+    def _split_memory(self, pool_bytes: int) -> None:
+        """Give the server's cgroup the emulated RAM less the huge page pool: a v1 memory cgroup
+        does not count hugetlb pages, so without this an "on" point would get its
+        shared_buffers on top of the cap, a bigger machine than its "off" twin."""
+        hugetlb = None
+        if self.cgroup is None:
+            self.accounting = {
+                "ram_bytes": None,
+                "huge_pages_pool_bytes": pool_bytes,
+                "cap_bytes": None,
+                "accounting": "no memory limit: the pool comes out of the host's RAM",
+            }
+            return
+        cap = cap_for_pool(self.memory_bytes, pool_bytes)
+        try:
+            self.cgroup.set_limit(cap)
+            hugetlb = self._limit_hugetlb(pool_bytes)
+        except OSError as error:
+            raise ClusterError(
+                f"memory_cap_failed: cannot set the server's memory cap to {format_bytes(cap)} "
+                f"(RAM {format_bytes(self.memory_bytes)} less a huge page pool of "
+                f"{format_bytes(pool_bytes)}): {error}"
+            ) from None
+        self.accounting = {
+            "ram_bytes": self.memory_bytes,
+            "huge_pages_pool_bytes": pool_bytes,
+            "cap_bytes": cap,
+            "cap_read_back_bytes": self.cgroup.limit_read_back(),
+            "min_memory_left_bytes": MIN_MEMORY_LEFT,
+            "accounting": CAP_MINUS_POOL + (f"; {hugetlb}" if hugetlb else ""),
+            "hugetlb_controller": hugetlb or _no_hugetlb_reason(),
+        }
+
+    def _limit_hugetlb(self, pool_bytes: int) -> str | None:
+        """Where the group has a hugetlb controller (cgroup v2), it caps the pages too."""
+        limit_file = self.cgroup.hugetlb_limit_file(hugepages.page_size_bytes())
+        if limit_file is None:
+            return None
+        limit_file.write_text(str(pool_bytes) if pool_bytes else "max")
+        return f"{limit_file.name} = {pool_bytes if pool_bytes else 'max'}"
+
     def begin_point(self) -> None:
         if self.cgroup is not None:
             self.cgroup.reset_peak()
@@ -115,7 +183,22 @@ class EmulatedMachine:
             "cgroup": self.cgroup.stats() if self.cgroup else None,
             "hugepages": hugepages.read_hugepages(),
             "hugepages_reserved_by_lab": self.last_huge_pages or None,
+            "memory_accounting": self._accounting_now(),
         }
+
+    def _accounting_now(self) -> dict | None:
+        """The split of RAM, and the room it left the OS cache: the cap less the shared memory
+        charged to the group (shared_buffers when they are not in huge pages)."""
+        if not self.accounting:
+            return None
+        accounting = dict(self.accounting)
+        cap = accounting.get("cap_bytes")
+        if cap is not None and self.cgroup is not None:
+            shmem = self.cgroup.stats().get("shmem_bytes") or 0
+            accounting["os_cache_room_bytes"] = max(cap - shmem, 0)
+        else:
+            accounting["os_cache_room_bytes"] = None
+        return accounting
 
     def close(self) -> None:
         """After the server stopped: huge pages back, cgroup removed."""
@@ -125,3 +208,13 @@ class EmulatedMachine:
             if self.cgroup is not None:
                 self.cgroup.remove()
                 self.cgroup = None
+
+
+def _no_hugetlb_reason() -> str:
+    try:
+        mounts = hugetlb_mounts(Path("/proc/self/mountinfo").read_text())
+    except OSError:
+        mounts = []
+    if mounts:
+        return f"not used: the hugetlb controller is a hierarchy of its own ({', '.join(mounts)})"
+    return "none on this host (no hugetlb controller mounted)"

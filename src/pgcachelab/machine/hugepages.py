@@ -49,6 +49,11 @@ def read_hugepages() -> dict:
         return {}
 
 
+def page_size_bytes() -> int:
+    """The kernel's default huge page size (2 MiB on x86-64)."""
+    return read_hugepages().get("page_size_bytes", 2 * 1024 * 1024)
+
+
 def pages_for_bytes(size_bytes: int, page_size_bytes: int) -> int:
     return math.ceil(size_bytes / page_size_bytes)
 

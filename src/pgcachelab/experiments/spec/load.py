@@ -95,6 +95,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         workload=file.workload,
         repetitions=file.max_repetitions if auto else file.repetitions,
         order=file.order,
+        block_by=file.block_by,
         seed=file.seed,
         pg_bin=file.server.pg_bin,
         listen_tcp=file.server.listen_tcp,

@@ -61,6 +61,7 @@ class ExperimentSpec:
     # The swept workload values as a point's workload gets them: converted exactly as the
     # fixed value of the key is ("5s" -> 5.0, [45, 43, 4, 4, 4] -> "45,43,4,4,4"; issue 16).
     sweep_resolved: dict[str, list] = field(default_factory=dict)
+    block_by: str | None = None  # order = "blocks": the swept key whose values make the blocks
 
     @property
     def rounds(self) -> int:
@@ -120,14 +121,15 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
         ("workload", k, list(zip(v, spec.sweep_resolved.get(k, v), strict=True)))
         for k, v in spec.sweep_workload.items()
     ]
+    # In blocks the values run as written: the spec's author chose the order (seed 000 writes
+    # shared_buffers from the largest down, so the huge page pool only ever shrinks in a block)
+    descending = huge_pages_on(spec) and spec.order != "blocks"
     axes += [
-        (
-            "settings",
-            k,
-            _descending_bytes(v) if k == "shared_buffers" and huge_pages_on(spec) else v,
-        )
+        ("settings", k, _descending_bytes(v) if k == "shared_buffers" and descending else v)
         for k, v in spec.sweep_settings.items()
     ]
+    if spec.order == "blocks":  # the block key outermost: one block of points after another
+        axes.sort(key=lambda axis: axis[1] != spec.block_by)
     points = []
     in_force = dict(zip([s.name for s in spec.ladder], cumulative(spec.ladder), strict=True))
     memory = spec.memory_for_shares or spec.memory_bytes
@@ -161,7 +163,8 @@ def schedule(
     point_count: int, repetitions: int, order: str, seed: int, groups: list | None = None
 ) -> list[tuple[int, int]]:
     """Sequential: all repetitions of a point together; interleaved: every point once per round
-    (slow drift of the machine then spreads over all points); random: shuffled rounds.
+    (slow drift of the machine then spreads over all points); random: shuffled rounds; blocks:
+    every point once per round in the points' order, which expand_points made block after block.
 
     `groups` (one key per point) keeps the points that share data together, groups in their
     first point's order, so that the order applies within a group: interleaving points that need

@@ -203,6 +203,37 @@ def scale_or_scale_class(spec: "SpecFile") -> None:
         )
 
 
+def blocks_order(spec: "SpecFile") -> None:
+    """order = "blocks" runs the points in blocks of a swept key's values: which key, named."""
+    if spec.order != "blocks":
+        if spec.block_by is not None:
+            raise refuse(
+                "block_by",
+                f'invalid value "{spec.block_by}": only used with order = "blocks"',
+                'set order = "blocks" or remove block_by',
+            )
+        return
+    swept = [*spec.sweep.settings, *spec.sweep.workload()]
+    if spec.block_by is None:
+        raise refuse(
+            "order",
+            'order = "blocks" needs block_by, the swept key whose values make the blocks',
+            f'add e.g. block_by = "{swept[0] if swept else "huge_pages"}"',
+        )
+    if "version" in spec.sweep.workload() or spec.ladder:
+        raise refuse(
+            "order",
+            'invalid value "blocks": a version sweep or a ladder runs in rounds of its own',
+            'use order = "interleaved", "random" or "sequential"',
+        )
+    if spec.block_by not in swept:
+        raise refuse(
+            "block_by",
+            f'invalid value "{spec.block_by}": not a swept key of this spec',
+            f"name one of: {', '.join(swept) or '(none: add a sweep)'}",
+        )
+
+
 RULES = (
     workload_tables,
     sweepable_keys,
@@ -214,4 +245,5 @@ RULES = (
     one_server_or_versions,
     control_of_a_version_sweep,
     scale_or_scale_class,
+    blocks_order,
 )

@@ -62,7 +62,7 @@ from pgcachelab.workloads.scale_class import SCALE_CLASSES
 from pgcachelab.workloads.tpcc.params import NO_LIMIT
 
 WORKLOADS = ("pgbench", "cache-wash", "tpcc")
-ORDERS = ("sequential", "interleaved", "random")
+ORDERS = ("sequential", "interleaved", "random", "blocks")
 PGBENCH_MODES = ("select-only", "simple-update", "tpcb-like", "custom")
 PROTOCOLS = ("simple", "extended", "prepared")
 SNAPSHOT_CHOICES = ("none", "before-after")  # and between a workload's phases (issue 7)
@@ -292,6 +292,9 @@ class SpecFile(Table):
     max_repetitions: Count(MIN_EXACT_95) = DEFAULT_MAX_REPETITIONS
     warmup_repetitions: Count(0) = 0  # run first at every point, stored, left out of figures
     order: Literal[ORDERS] = "sequential"
+    # order = "blocks": each round runs the points of one value of this swept key, then the next
+    # (values as written), the others' values in their written order (seed 000's schedule)
+    block_by: StrictStr | None = None
     seed: StrictInt = 1
     store: Store | None = None  # a postgresql:// URL or a SQLite path
     # One swept version measured a second time on clusters of its own, as "<version> control":
