@@ -217,4 +217,7 @@ def _no_hugetlb_reason() -> str:
         mounts = []
     if mounts:
         return f"not used: the hugetlb controller is a hierarchy of its own ({', '.join(mounts)})"
-    return "none on this host (no hugetlb controller mounted)"
+    return (
+        "not used: no hugetlb controller in the memory cgroup's hierarchy (v1 mounts none "
+        "here; cgroup v2's would need enabling in a hierarchy the memory cgroup is not in)"
+    )
