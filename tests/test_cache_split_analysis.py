@@ -138,3 +138,13 @@ def test_cache_wash_warms_up_for_a_time_or_a_count_of_lookups_not_both():
         parse('warmup = "5s"\nwarmup_lookups = 100')
     message = str(both.value).splitlines()[0]
     assert message == "x.toml: cache_wash.warmup_lookups: cannot be given with cache_wash.warmup"
+
+
+def test_the_mean_of_an_iteration_is_the_seeds_figure():
+    """pgbench --report-latencies gave the seed the mean of its 100 lookups per iteration; a
+    stalled lookup moves it where the median stays."""
+    wash = Repetition(MB, "on", 0, {"idx1": [0.1, 0.1, 0.1, 1.3], "seq": [812.5],
+                                    "idx2": [0.2, 0.4]})  # fmt: skip
+    assert wash.mean("idx1") == pytest.approx(0.4) and wash.median("idx1") == pytest.approx(0.1)
+    assert wash.mean("seq") == wash.median("seq") == 812.5  # the one scan
+    assert wash.mean("idx2") == pytest.approx(0.3)

@@ -152,5 +152,125 @@ def test_the_report_shows_the_new_findings(tiny_reports):
         "<h4>The index (random_random_idx)</h4>",
         "after: in the OS cache",
         "1 of their 240 lookups were logged as 0 us",
+        # the seed's findings judged, near the top of the section
+        "<h3>What the seed found, on this run</h3>",
+        "“PostgreSQL&#x27;s cache keeps the index through a sequential scan; the OS cache does "
+        "not”:<ul><li>huge_pages=off: <strong>could not be shown</strong>: idx2/idx1 ×0.89 "
+        "(95% CI 0.18–4.37) at 1MB; ×1.10 (95% CI 0.03–43.7) at 4MB, which holds the 2.45MB "
+        "index: a 95% interval reaches across the 10% tolerance of idx2 over idx1.</li>",
+        "<strong>could not be shown</strong>: no shared_buffers was measured with huge pages "
+        "both on and off.",
+        "“a larger shared_buffers speeds up the sequential scan”:<ul><li>huge_pages=off: "
+        "<strong>reproduced</strong>: seq ×0.47 (95% CI 0.26–0.86) at 16MB against 1MB: faster.",
+        "Order: interleaved: each of the 2 rounds measures every point once, in the spec&#x27;s "
+        "order, so a drift of the machine spreads over all points",
+        # the seed's charts, in the section, with what a box is
+        "<h3>The seed's charts: one mean per iteration</h3>",
+        "the mean of its 20 idx1 or idx2 lookups, the figure pgbench --report-latencies gave",
+        "cache-wash-seed-idx1 (also <a href='cache-wash-seed-idx1.png'>PNG</a>)",
     ):
         assert text in page, text
+    section = page[page.index("<h2>Cache wash") :]
+    assert section.index("What the seed found") < section.index("idx2 against idx1, per point")
+    assert "Both sides had the same RAM" not in page  # huge pages off only: nothing to compare
+
+
+# -- a huge pages on/off run in the seed's order, through the store ---------------------------
+
+GB = 2**30
+SIZES_MB = (256, 8, 1)  # in the order the seed ran them: from the largest down
+INDEX_BYTES = 155 * MB
+
+
+def _accounting(huge_pages: str, size_mb: int) -> dict:
+    pool = (size_mb + 31) * MB if huge_pages == "on" else 0
+    return {"ram_bytes": GB, "huge_pages_pool_bytes": pool, "cap_bytes": GB - pool,
+            "accounting": "cap = RAM − huge pages pool",
+            "os_cache_room_bytes": GB - pool}  # fmt: skip
+
+
+def _wash(huge_pages: str, size_mb: int, repetition: int) -> dict:
+    """The seed's shape: idx2 washed out below the index's size, huge pages 20% faster, the
+    scan faster with the larger shared_buffers."""
+    idx1 = 0.12 * (0.8 if huge_pages == "on" else 1.0) * (1 + 0.03 * repetition)
+    idx2 = idx1 * ((4.0, 5.0, 6.25)[repetition] if size_mb * MB < INDEX_BYTES else 1.0)
+    seq = (900.0 - size_mb) * (1 + 0.01 * repetition)
+    return {"idx1_ms": [idx1] * 5, "seq_ms": [seq], "idx2_ms": [idx2] * 5, "timing": "client",
+            "data": {"table_bytes": 10 * INDEX_BYTES, "index_bytes": INDEX_BYTES}}  # fmt: skip
+
+
+def _blocks_run(lab_dir, accounting=True) -> str:
+    """Three repetitions of each point, stored as the runner stores them, the points in the
+    order of blocks by huge_pages (every on point, then every off point)."""
+    from pgcachelab.experiments.spec import Point
+    from pgcachelab.store.records import Measurement
+    from pgcachelab.store.sqlite import SqliteResultStore
+
+    store = SqliteResultStore.in_lab_dir(lab_dir)
+    points = [
+        Point(index, {}, {"shared_buffers": f"{size}MB", "huge_pages": hp},
+              {"shared_buffers": f"{size}MB", "huge_pages": hp})
+        for index, (hp, size) in enumerate((hp, s) for hp in ("on", "off") for s in SIZES_MB)
+    ]  # fmt: skip
+    schedule = {"order": "blocks", "block_by": "huge_pages", "seed": 1, "repetitions": 3,
+                "max_repetitions": None, "target_ci": None, "warmup_repetitions": 0}  # fmt: skip
+    target = {"kind": "managed", "memory_limit_bytes": GB}
+    environment = {"memory_total_bytes": 8 * GB, "schedule": schedule}
+    spec = 'name = "blocks"\nworkload = "cache-wash"\n'
+    run_id = store.create_run("blocks", "blocks.toml", spec, target, environment, points)
+    for point in points:
+        hp, size_mb = point.settings["huge_pages"], int(point.settings["shared_buffers"][:-2])
+        for repetition in range(3):
+            metrics = {"cache_wash": _wash(hp, size_mb, repetition)}
+            if accounting:
+                metrics["machine"] = {"memory_accounting": _accounting(hp, size_mb),
+                                      "cgroup": {"peak_bytes": GB // 2}}  # fmt: skip
+            store.record_measurement(
+                run_id,
+                Measurement(point.index, repetition, "ok", None, 0.0, 1.0, 1.0, "restart",
+                            None, None, None, metrics),
+            )  # fmt: skip
+    store.finish_run(run_id, "done")
+    store.close()
+    return run_id
+
+
+def _section_text(lab_dir, run_id) -> str:
+    from pgcachelab.report.cache_wash import cache_wash_section
+    from pgcachelab.report.dataset import load_run
+    from pgcachelab.store.sqlite import SqliteResultStore
+
+    store = SqliteResultStore.in_lab_dir(lab_dir)
+    data = load_run(store, run_id)  # the report's read: only the metrics it names
+    store.close()
+    (lab_dir / "report").mkdir()
+    body = str(cache_wash_section(data, lab_dir / "report").body)
+    return body[: body.index("<h3>The seed's charts")]
+
+
+def test_an_on_off_run_in_blocks_gets_the_seeds_verdicts_its_order_and_the_same_ram(tmp_path):
+    text = _section_text(tmp_path, _blocks_run(tmp_path))
+    for line in (
+        "huge_pages=on: <strong>reproduced</strong>: idx2/idx1 ×5.00 (95% CI 2.87–8.70) at 1MB; "
+        "×1.00 (95% CI 1.00–1.00) at 256MB, which holds the 155MB index.",
+        "<li>idx1: <strong>reproduced</strong>: on/off ×0.80 (95% CI 0.80–0.80) at 256MB, the "
+        "largest measured both ways: faster with huge pages.</li>",
+        # 644/899 ms, both × (1, 1.01, 1.02): Welch's df 4, t 2.776, half width 0.0225
+        "huge_pages=off: <strong>reproduced</strong>: seq ×0.72 (95% CI 0.70–0.73) at 256MB "
+        "against 1MB: faster.",
+        "Order: blocks by huge_pages (the seed&#x27;s order: the on points, then the off points, "
+        "in each round). The on points run from the largest shared_buffers down",
+        "The 3 rounds alternate the blocks (on, off, on, …)",
+        "<p class='note'>Both sides had the same RAM: 1GB (huge pages on: cap 737MB + pool "
+        "287MB at 256MB; cap 985MB + pool 39MB at 8MB; cap 992MB + pool 32MB at 1MB; off: cap "
+        "1GB, no pool); cap = RAM − huge pages pool.</p>",
+    ):
+        assert line in text, line
+
+
+def test_an_on_off_run_stored_before_the_memory_accounting_is_warned_of(tmp_path):
+    text = _section_text(tmp_path, _blocks_run(tmp_path, accounting=False))
+    assert (
+        "<p class='warning'>This run was measured before huge pages were charged to the "
+        "emulated RAM: the on points had their pool on top of the memory limit;"
+    ) in text

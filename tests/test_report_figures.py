@@ -43,6 +43,9 @@ def test_every_report_draws_charts(tiny_reports):
     assert "tps-by-scale" in tiny_reports["big-cache-tiny"].figures
     assert "tps-by-clients-per-version" in tiny_reports["archaeology-tiny"].figures
     assert "cache-wash-idx2" in tiny_reports["cache-split-tiny"].figures
+    # the seed's own charts beside them: one mean per iteration and phase
+    for phase in ("idx1", "seq", "idx2"):
+        assert f"cache-wash-seed-{phase}" in tiny_reports["cache-split-tiny"].figures
     # [inspect] snapshots after idx1 and after seq: the index and the table around the scan
     assert "cache-wash-around-the-scan" in tiny_reports["cache-split-tiny"].figures
     assert "tpcc_tpmc_per_step" in tiny_reports["tpcc-ladder-tiny"].figures

@@ -1,7 +1,8 @@
 """Seed 000's questions answered from the cache-wash samples, with confidence intervals.
 
-Pure functions. Each repetition of a point gives one median per phase (idx1, seq, idx2); the
-repetitions are the sample over which the intervals are computed. The cache snapshots of a
+Pure functions. Each repetition of a point gives one median per phase (idx1, seq, idx2), and
+one mean, the seed's figure; the repetitions are the sample over which the intervals are
+computed. The cache snapshots of a
 point ([inspect]) say why idx2 is slow or not: where the index and the table were just before
 the scan (after idx1) and just after it (after seq).
 """
@@ -36,11 +37,20 @@ class Repetition:
     def median(self, phase: str) -> float:
         return self._medians_ms[phase]
 
+    def mean(self, phase: str) -> float:
+        """The phase's mean latency: the seed's one figure per iteration (pgbench
+        --report-latencies averages the 100 lookups; for seq it is the one scan)."""
+        return self._means_ms[phase]
+
     @functools.cached_property
     def _medians_ms(self) -> dict[str, float]:
         # Once per repetition: every table and ratio asks again (issue 24: 190,000 medians of
         # 100 samples for one report of 10,000 repetitions).
         return {phase: statistics.median(samples) for phase, samples in self.samples_ms.items()}
+
+    @functools.cached_property
+    def _means_ms(self) -> dict[str, float]:
+        return {phase: statistics.fmean(samples) for phase, samples in self.samples_ms.items()}
 
 
 def point_groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:

@@ -1,13 +1,18 @@
 """The cache-wash part of a report: seed 000's box plots, per-phase cache figures, findings.
 
-The findings: how the latencies were taken (and the client timing's cross-check), idx2/idx1 per
-point with its interval, the smallest shared_buffers that keeps the index next to the index's
-size, the huge pages effect per phase, and, from the cache snapshots, where the index and the
-table were just before and just after the scan: why idx2 is slow or not.
+It opens with the seed's own findings judged on the run (analysis/cache_split_claims.py), the
+order the points ran in, whether huge pages on and off had the same RAM, and the seed's charts
+(one mean per iteration). Then the findings: how the latencies were taken (and the client
+timing's cross-check), idx2/idx1 per point with its interval, the smallest shared_buffers that
+keeps the index next to the index's size, the huge pages effect per phase, and, from the cache
+snapshots, where the index and the table were just before and just after the scan: why idx2 is
+slow or not.
 """
 
+import functools
 import html
 import itertools
+import math
 import statistics
 from pathlib import Path
 
@@ -17,7 +22,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
-from matplotlib import cbook  # noqa: E402
+from matplotlib import cbook, ticker  # noqa: E402
 
 from pgcachelab.analysis.cache_split import (  # noqa: E402
     CLIENT_TIMING,
@@ -35,11 +40,14 @@ from pgcachelab.analysis.cache_split import (  # noqa: E402
     scan_residency,
     survival_table,
 )
+from pgcachelab.analysis.cache_split_claims import seed_verdicts  # noqa: E402
+from pgcachelab.analysis.memory_accounting import same_ram_check  # noqa: E402
+from pgcachelab.analysis.run_order import order_note  # noqa: E402
 from pgcachelab.analysis.summary import hit_ratio, summarise  # noqa: E402
 from pgcachelab.report.cache_composition import samples as snapshot_samples  # noqa: E402
-from pgcachelab.report.dataset import RunData, repetitions  # noqa: E402
+from pgcachelab.report.dataset import RunData, measured_memory, repetitions  # noqa: E402
 from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank  # noqa: E402
-from pgcachelab.report.render import Section, table  # noqa: E402
+from pgcachelab.report.render import Section, inline_svg, table  # noqa: E402
 from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
 
 TITLE = "Cache wash: idx1, the scan, idx2"
@@ -56,72 +64,128 @@ def _huge_pages_values(reps: list[Repetition]) -> list[str]:
 
 
 def box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path]:
-    """The seed's three charts: every latency of a phase, per shared_buffers, huge pages
-    side by side.
+    """Every latency of a phase, per shared_buffers, huge pages side by side.
 
     Each box is drawn from its summary (quartiles, whiskers at 1.5 IQR) and at most
     MAX_FLIERS of its outliers, evenly spaced by rank: a full design (13,554 repetitions of 100
     lookups) has thousands of outliers per box, which drew slowly into a page of megabytes
     and read as one smear."""
+    paths = []
+    for phase in PHASES:
+        figure, thinned = _box_figure(reps, functools.partial(_lookups, phase))
+        figure.axes[0].set_ylabel("latency (ms, log scale)")
+        title = f"{data.run.name}: {PHASE_TITLES[phase]}"
+        if thinned:
+            title += f"\noutliers: at most {MAX_FLIERS} per box, evenly spaced by rank"
+        figure.axes[0].set_title(title, fontsize=10 if thinned else None)
+        paths += save_figure(figure, out_dir, f"cache-wash-{phase}")
+    return paths
+
+
+def seed_box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list[Path]:
+    """The seed's three charts: one value per iteration and phase, the mean of its lookups
+    (what pgbench --report-latencies gave the seed; for seq the one scan), per shared_buffers,
+    huge pages side by side."""
+    paths = []
+    for phase in PHASES:
+        figure, _ = _box_figure(reps, functools.partial(_means, phase))
+        axis = figure.axes[0]
+        axis.set_ylabel("mean of the iteration (ms, log scale)")
+        axis.set_title(
+            f"{data.run.name}: {PHASE_TITLES[phase]}\none mean per iteration, as in the seed"
+        )
+        paths += save_figure(figure, out_dir, f"cache-wash-seed-{phase}")
+    return paths
+
+
+def seed_charts_html(reps: list[Repetition], paths: list[Path]) -> str:
+    """The seed's charts in the section, under a caption that says what a box is."""
+    typical = statistics.median_low([len(r.samples_ms["idx1"]) for r in reps])
+    caption = (
+        "<p class='note'>One box per shared_buffers setting and huge pages value (orange: huge "
+        "pages on, blue: off, as in the seed). A box holds one value per iteration "
+        f"(repetition) of the point: the mean of its {typical} idx1 or idx2 lookups, the figure "
+        "pgbench --report-latencies gave the seed, or the time of its one sequential scan. The "
+        "box spans the middle half of those values (first to third quartile), the line in it "
+        "is their median, the whiskers reach the furthest value within 1.5 box heights of the "
+        "box, and dots beyond them are single iterations. The charts under Plots draw every "
+        "lookup instead.</p>"
+    )
+    figures = "".join(
+        f"<figure>{inline_svg(path)}<figcaption class='note'>{html.escape(path.stem)} "
+        f"(also <a href='{html.escape(path.with_suffix('.png').name)}'>PNG</a>)"
+        "</figcaption></figure>"
+        for path in paths
+        if path.suffix == ".svg"
+    )
+    return caption + figures
+
+
+def _lookups(phase: str, group: list[Repetition]) -> np.ndarray:
+    # an array (given a list, matplotlib checks every value as a row), filled straight from
+    # the repetitions' lists: no list of 20 million floats between
+    chained = itertools.chain.from_iterable(r.samples_ms[phase] for r in group)
+    return np.fromiter(chained, dtype=float)
+
+
+def _means(phase: str, group: list[Repetition]) -> np.ndarray:
+    return np.fromiter((r.mean(phase) for r in group), dtype=float)
+
+
+def _box_figure(reps: list[Repetition], values_of) -> tuple:
+    """(figure, whether outliers were thinned): one box per shared_buffers and huge pages
+    value, side by side, of `values_of(repetitions of the point)`; the caller titles it."""
     sizes = sorted({r.shared_buffers_bytes for r in reps})
     modes = _huge_pages_values(reps)
     width = 0.8 / max(1, len(modes))
     groups = point_groups(reps)
-    paths = []
     thinned = False
-    for phase in PHASES:
-        figure, axis = plt.subplots(figsize=(max(8, len(sizes) * 0.9), 4.5))
-        for offset, mode in enumerate(modes):
-            positions, stats = [], []
-            for i, size in enumerate(sizes):
-                # an array (given a list, matplotlib checks every value as a row), filled
-                # straight from the repetitions' lists: no list of 20 million floats between
-                lookups = (r.samples_ms[phase] for r in groups.get((mode, size), []))
-                values = np.fromiter(itertools.chain.from_iterable(lookups), dtype=float)
-                if not values.size:
-                    continue
-                box = cbook.boxplot_stats(values)[0]
-                thinned = thinned or len(box["fliers"]) > MAX_FLIERS
-                box["fliers"] = thin_by_rank(box["fliers"], MAX_FLIERS)
-                positions.append(i + (offset - (len(modes) - 1) / 2) * width)
-                stats.append(box)
-            if not stats:
+    lowest, highest = math.inf, 0.0
+    figure, axis = plt.subplots(figsize=(max(8, len(sizes) * 0.9), 4.5))
+    for offset, mode in enumerate(modes):
+        positions, stats = [], []
+        for i, size in enumerate(sizes):
+            values = values_of(groups.get((mode, size), []))
+            if not values.size:
                 continue
-            parts = axis.bxp(
-                stats,
-                positions=positions,
-                widths=width * 0.9,
-                patch_artist=True,
-                showfliers=True,
-                flierprops={"markersize": 2},
-            )
-            color = HUGE_PAGES_COLORS.get(mode, "tab:gray")
-            for box in parts["boxes"]:
-                box.set_facecolor(color)
-                box.set_alpha(0.6)
-            axis.plot(
-                [],
-                [],
-                color=color,
-                linewidth=8,
-                alpha=0.6,
-                label=f"huge_pages={mode}" if mode else "all points",
-            )
-        axis.set_xticks(range(len(sizes)), [format_bytes(s) for s in sizes], rotation=45)
-        # one box per setting, evenly spaced: geometric settings as on a log axis
-        axis.set_xlabel("shared_buffers (one box per setting, evenly spaced)")
-        axis.set_ylabel("latency (ms, log scale)")
-        axis.set_yscale("log")
-        axis.grid(alpha=0.3, axis="y", which="both")
-        title = f"{data.run.name}: {PHASE_TITLES[phase]}"
-        if thinned:
-            title += f"\noutliers: at most {MAX_FLIERS} per box, evenly spaced by rank"
-        axis.set_title(title, fontsize=10 if thinned else None)
-        # beside the axes: "best" placement tests every line of every box (seconds at 54
-        # boxes), and inside it would hide some
-        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-        paths += save_figure(figure, out_dir, f"cache-wash-{phase}")
-    return paths
+            lowest, highest = min(lowest, values.min()), max(highest, values.max())
+            box = cbook.boxplot_stats(values)[0]
+            thinned = thinned or len(box["fliers"]) > MAX_FLIERS
+            box["fliers"] = thin_by_rank(box["fliers"], MAX_FLIERS)
+            positions.append(i + (offset - (len(modes) - 1) / 2) * width)
+            stats.append(box)
+        if not stats:
+            continue
+        parts = axis.bxp(
+            stats,
+            positions=positions,
+            widths=width * 0.9,
+            patch_artist=True,
+            showfliers=True,
+            flierprops={"markersize": 2},
+            # black: matplotlib's orange median would read as huge pages on
+            medianprops={"color": "black"},
+        )
+        color = HUGE_PAGES_COLORS.get(mode, "tab:gray")
+        for box in parts["boxes"]:
+            box.set_facecolor(color)
+            box.set_alpha(0.6)
+        axis.plot([], [], color=color, linewidth=8, alpha=0.6, label=_mode_label(mode))
+    axis.set_xticks(range(len(sizes)), [format_bytes(s) for s in sizes], rotation=45)
+    # one box per setting, evenly spaced: geometric settings as on a log axis
+    axis.set_xlabel("shared_buffers (one box per setting, evenly spaced)")
+    axis.set_yscale("log")
+    # plain numbers (0.14, not 1.4×10^-1); within a decade no power of ten is on the axis,
+    # so the minor ticks carry the labels
+    plain = ticker.FuncFormatter(lambda value, _: f"{value:g}")
+    axis.yaxis.set_major_formatter(plain)
+    within_a_decade = lowest > 0 and highest / lowest < 10
+    axis.yaxis.set_minor_formatter(plain if within_a_decade else ticker.NullFormatter())
+    axis.grid(alpha=0.3, axis="y", which="both")
+    # beside the axes: "best" placement tests every line of every box (seconds at 54
+    # boxes), and inside it would hide some
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return figure, thinned
 
 
 def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
@@ -549,11 +613,58 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
     return "".join(parts)
 
 
+def seed_verdicts_html(reps: list[Repetition], sizes: dict) -> str:
+    """Each of the seed's findings in its words, and whether this run reproduced it."""
+    items = []
+    for verdict in seed_verdicts(reps, sizes.get("index_bytes")):
+        parts = [
+            (f"{html.escape(j.scope)}: " if j.scope else "")
+            + f"<strong>{html.escape(j.outcome)}</strong>: {html.escape(j.evidence)}"
+            for j in verdict.judgements
+        ]
+        claim = f"“{html.escape(verdict.claim)}”"
+        if len(parts) == 1 and not verdict.judgements[0].scope:
+            items.append(f"<li>{claim}: {parts[0]}.</li>")
+        else:
+            items.append(f"<li>{claim}:<ul>{''.join(f'<li>{p}.</li>' for p in parts)}</ul></li>")
+    note = (
+        "<p class='note'>Seed 000's findings, each judged on this run's repetitions with 95% "
+        "intervals: idx2/idx1 by the rule of the table below (beyond or within "
+        f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1, geometric mean of the repetitions' "
+        "ratios), at the smallest shared_buffers and at every one larger than the index; "
+        "huge pages as the on/off ratio paired by repetition at the largest shared_buffers "
+        "measured both ways; the scan at the largest shared_buffers against the smallest as a "
+        "ratio of geometric means with Welch's interval on the log times.</p>"
+    )
+    return f"<ul class='verdicts'>{''.join(items)}</ul>{note}"
+
+
+def run_conditions_html(data: RunData) -> str:
+    """The order the points ran in, and whether huge pages on and off had the same RAM."""
+    settings = [result.point.settings for result in data.points]
+    parts = [f"<p class='note'>{html.escape(order_note(data.schedule, settings))}</p>"]
+    memory = same_ram_check(measured_memory(data), data.memory_limit_bytes is not None)
+    if memory is not None:
+        css = "note" if memory.same else "warning"
+        parts.append(f"<p class='{css}'>{html.escape(memory.text)}</p>")
+    return "".join(parts)
+
+
 def cache_wash_section(data: RunData, out_dir: Path) -> Section:
-    """Plots and the findings; empty when the run is not a cache-wash run."""
+    """The seed's findings judged, its charts, then the other plots and the findings; empty
+    when the run is not a cache-wash run."""
     reps = repetitions(data)
     if not reps:
         return Section(TITLE)
+    seed_charts = seed_box_plots(reps, data, out_dir)
     plots = box_plots(reps, data, out_dir) + phase_cache_plot(data, out_dir)
     plots += scan_residency_plot(data, out_dir)
-    return Section(TITLE, Markup(findings_html(reps, data)), plots)
+    body = (
+        "<h3>What the seed found, on this run</h3>"
+        + seed_verdicts_html(reps, data_sizes(data))
+        + run_conditions_html(data)
+        + "<h3>The seed's charts: one mean per iteration</h3>"
+        + seed_charts_html(reps, seed_charts)
+        + findings_html(reps, data)
+    )
+    return Section(TITLE, Markup(body), plots)

@@ -9,6 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from pgcachelab.analysis.cache_split import PGBENCH_LOG_TIMING, PHASES, Repetition
+from pgcachelab.analysis.memory_accounting import MeasuredMemory
 from pgcachelab.analysis.statistics import (
     Noise,
     StabilityWarning,
@@ -43,6 +44,7 @@ REPORT_METRICS = (
     "fleet",
     "inspect_windows",
     "machine.cgroup",
+    "machine.memory_accounting",
     "pgbench",
     "probes.database",
     "tpcc",
@@ -276,3 +278,21 @@ def _probe(measurement: Measurement, counter: str):
 def repetitions(data: RunData) -> list[Repetition]:
     """Every cache-wash repetition of the run with its phase latencies (seed 000's sample)."""
     return [wash for result in data.points for wash in result.washes]
+
+
+def measured_memory(data: RunData) -> list[MeasuredMemory]:
+    """Each successful measurement's memory accounting (metrics machine.memory_accounting: the
+    emulated RAM, the huge pages pool and the cap; None when stored before it was recorded),
+    with its point's huge pages and shared_buffers."""
+    found = []
+    for result in data.points:
+        settings = result.point.settings
+        for m in result.ok:
+            found.append(
+                MeasuredMemory(
+                    huge_pages=str(settings.get("huge_pages", "")).lower(),
+                    shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
+                    accounting=(m.metrics.get("machine") or {}).get("memory_accounting"),
+                )
+            )
+    return found

@@ -13,18 +13,12 @@ from pgcachelab.report.dataset import RunData
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
 from pgcachelab.report.hosts import run_host_split
 from pgcachelab.report.quality import quality_html
-from pgcachelab.report.render import ALL_COLUMNS, Row, Section, render, table
+from pgcachelab.report.render import ALL_COLUMNS, Row, Section, inline_svg, render, table
 from pgcachelab.units import exact_amount_text, format_bytes
 
 
 def _num(value, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
-
-
-def _inline_svg(path: Path) -> Markup:
-    text = path.read_text()
-    start = text.find("<svg")  # drop the XML prolog and doctype: invalid inside HTML
-    return Markup(text[start:] if start >= 0 else text)
 
 
 def _context_rows(data: RunData) -> list[tuple[str, str]]:
@@ -67,6 +61,8 @@ def _machine_note(data: RunData, classes: list[str]) -> str:
 def _schedule_note(schedule: dict) -> str:
     order = schedule.get("order", "sequential")
     text = f"order {order}"
+    if schedule.get("block_by"):
+        text += f" by {schedule['block_by']}"
     if order == "random":
         text += f" (seed {schedule.get('seed')})"
     else:
@@ -217,7 +213,7 @@ def render_html(
     run's workload adds before the plots."""
     run = data.run
     plots = [
-        {"svg": _inline_svg(p), "name": p.stem, "png": p.with_suffix(".png").name}
+        {"svg": inline_svg(p), "name": p.stem, "png": p.with_suffix(".png").name}
         for p in plot_paths
         if p.suffix == ".svg"
     ]

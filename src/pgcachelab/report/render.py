@@ -9,6 +9,7 @@ import sys
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup
@@ -62,6 +63,13 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
         finalize=escaped,
     )
+
+
+def inline_svg(path: Path) -> Markup:
+    """A saved SVG figure, to place in the page itself."""
+    text = path.read_text()
+    start = text.find("<svg")  # drop the XML prolog and doctype: invalid inside HTML
+    return Markup(text[start:] if start >= 0 else text)
 
 
 def template(name: str) -> Template:

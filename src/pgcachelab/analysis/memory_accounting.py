@@ -1,0 +1,126 @@
+"""Whether the huge pages on and off points of a run had machines of the same size. Pure.
+
+A server's huge pages pool is memory the OS cache cannot use. On the emulated machine a point
+that reserves huge pages has its memory cgroup capped at RAM − pool, and each measurement
+records how (metrics machine.memory_accounting); before that the pool came on top of the cap,
+so an on point had a bigger machine than its off twin, and their comparison was between two
+machines.
+"""
+
+from dataclasses import dataclass
+
+from pgcachelab.units import format_bytes
+
+# Examples of the on side in the line: the largest and smallest pools say the range.
+MAX_EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class MeasuredMemory:
+    """One measurement's memory accounting, with its point's huge pages and shared_buffers."""
+
+    huge_pages: str
+    shared_buffers_bytes: int
+    # metrics machine.memory_accounting: ram_bytes (None: no limit, the host's RAM),
+    # huge_pages_pool_bytes, cap_bytes, accounting, os_cache_room_bytes; None: stored before it
+    accounting: dict | None
+
+
+@dataclass(frozen=True)
+class RamCheck:
+    same: bool  # True: both sides had the same RAM; False: they did not, or it is not known
+    text: str
+
+
+def same_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamCheck | None:
+    """Whether every point of an on/off sweep had the same RAM; None for a run that does not
+    compare huge pages on and off. `memory_limited`: the run capped the server's memory."""
+    if not {"on", "off"} <= {m.huge_pages for m in measured}:
+        return None
+    missing = [m for m in measured if m.accounting is None]
+    if missing and not memory_limited:
+        return RamCheck(
+            True,
+            "Both sides had the same RAM: the host's, with no memory limit; the on points' "
+            "huge pages pool came out of it.",
+        )
+    if missing:
+        share = (
+            ""
+            if len(missing) == len(measured)
+            else f" ({len(missing)} of its {len(measured)} measurements)"
+        )
+        return RamCheck(
+            False,
+            f"This run was measured before huge pages were charged to the emulated RAM{share}: "
+            "the on points had their pool on top of the memory limit; the on/off comparison is "
+            "between machines of different sizes.",
+        )
+    rams = {m.accounting.get("ram_bytes") for m in measured}
+    if len(rams) > 1:
+        return RamCheck(False, _differing(measured))
+    return RamCheck(True, _same(measured, rams.pop()))
+
+
+def _ram(ram_bytes: int | None) -> str:
+    return "the host's, with no memory limit" if ram_bytes is None else format_bytes(ram_bytes)
+
+
+def _bytes(value: int | None) -> str:
+    return "?" if value is None else format_bytes(value)
+
+
+def _per_point(measured: list[MeasuredMemory], mode: str) -> dict[int, dict]:
+    """shared_buffers -> its first measurement's accounting, largest shared_buffers first."""
+    points: dict[int, dict] = {}
+    for m in sorted(measured, key=lambda m: -m.shared_buffers_bytes):
+        if m.huge_pages == mode:
+            points.setdefault(m.shared_buffers_bytes, m.accounting)
+    return points
+
+
+def _same(measured: list[MeasuredMemory], ram_bytes: int | None) -> str:
+    on = []
+    for size, accounting in _per_point(measured, "on").items():
+        pool = f"pool {_bytes(accounting.get('huge_pages_pool_bytes'))}"
+        cap = accounting.get("cap_bytes")
+        on.append(f"{'' if cap is None else f'cap {_bytes(cap)} + '}{pool} at {format_bytes(size)}")
+    caps = {a.get("cap_bytes") for a in _per_point(measured, "off").values()}
+    caps_text = ", ".join(_bytes(cap) for cap in sorted(cap for cap in caps if cap is not None))
+    off = f"cap {caps_text}, no pool" if caps_text else "no pool"
+    # how an on point was charged: what the line is about
+    on_points = (m.accounting for m in measured if m.huge_pages == "on")
+    accounting = next((a.get("accounting") for a in on_points), None)
+    return (
+        f"Both sides had the same RAM: {_ram(ram_bytes)} "
+        f"(huge pages on: {_examples(on, '; ')}; off: {off})"
+        + (f"; {accounting}." if accounting else ".")
+    )
+
+
+def _differing(measured: list[MeasuredMemory]) -> str:
+    """Each RAM the points had, with the points that had it."""
+    points: dict[int | None, dict[str, list[str]]] = {}
+    for m in sorted(measured, key=lambda m: (m.huge_pages != "on", -m.shared_buffers_bytes)):
+        by_mode = points.setdefault(m.accounting.get("ram_bytes"), {})
+        sizes = by_mode.setdefault(m.huge_pages, [])
+        if format_bytes(m.shared_buffers_bytes) not in sizes:
+            sizes.append(format_bytes(m.shared_buffers_bytes))
+    rams = "; ".join(
+        f"{_ram(ram)}: "
+        + " and ".join(
+            f"huge pages {mode} at {_examples(sizes)}" for mode, sizes in by_mode.items()
+        )
+        for ram, by_mode in points.items()
+    )
+    return (
+        f"The sides did not have the same RAM: {rams}. The on/off comparison is between "
+        "machines of different sizes."
+    )
+
+
+def _examples(texts: list[str], separator: str = ", ") -> str:
+    """Up to MAX_EXAMPLES of them: the first ones, and the last after "…"."""
+    if len(texts) > MAX_EXAMPLES:
+        texts = [*texts[: MAX_EXAMPLES - 1], "…", texts[-1]]
+    return separator.join(texts)
