@@ -87,8 +87,17 @@ def test_a_run_on_one_side_of_the_index_size_cannot_show_it(ratios, why):
     assert (judgement.outcome, judgement.evidence) == (NOT_SHOWN, why)
 
 
+def test_a_wash_out_gone_beyond_the_noise_shows_it_without_a_10_percent_proof():
+    gone = only(index_kept_verdict(survival({1: WASHED, 256: UNDECIDED}), INDEX_BYTES))
+    assert gone.outcome == REPRODUCED
+    assert (
+        "not shown within 10% of idx1, but it is ×0.22 (95% CI 0.13–0.36)" in gone.evidence
+    )  # scipy: 0.129–0.361
+    assert gone.evidence.endswith("of the washed-out ratio at 1MB: the wash-out is gone")
+
+
 def test_intervals_too_wide_or_missing_cannot_show_it():
-    wide = only(index_kept_verdict(survival({1: WASHED, 256: UNDECIDED}), INDEX_BYTES))
+    wide = only(index_kept_verdict(survival({1: WASHED, 256: (0.9, 3.0, 6.0)}), INDEX_BYTES))
     assert wide.outcome == NOT_SHOWN
     assert wide.evidence.endswith(
         "a 95% interval reaches across the 10% tolerance of idx2 over idx1"

@@ -64,10 +64,10 @@ def point_groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetitio
 def survival_ratio(reps: list[Repetition]) -> Summary | None:
     """idx2 / idx1 of the per-repetition medians. A repetition of an old run whose idx1 median
     pgbench logged as 0 (see pgbench_logged_zeros) has no ratio."""
-    return summarise(_ratios(reps))
+    return summarise(survival_ratios(reps))
 
 
-def _ratios(reps: list[Repetition]) -> list[float]:
+def survival_ratios(reps: list[Repetition]) -> list[float]:
     return [r.median("idx2") / r.median("idx1") for r in reps if r.median("idx1") > 0]
 
 
@@ -137,7 +137,9 @@ class SurvivalRow:
 def survival_table(reps: list[Repetition]) -> list[SurvivalRow]:
     """Per huge pages value and shared_buffers (ascending): the idx2/idx1 ratio."""
     return [
-        SurvivalRow(huge_pages, size, survival_ratio(group), geometric_interval(_ratios(group)))
+        SurvivalRow(
+            huge_pages, size, survival_ratio(group), geometric_interval(survival_ratios(group))
+        )
         for (huge_pages, size), group in sorted(
             point_groups(reps).items(), key=lambda item: (item[0][0] != "on", *item[0])
         )
