@@ -76,3 +76,19 @@ def test_a_run_stored_before_the_accounting_is_warned_of():
 def test_a_run_that_does_not_compare_huge_pages_has_no_line():
     assert same_ram_check([measured("off", 256), measured("off", 8)], True) is None
     assert same_ram_check([], True) is None
+
+
+def test_a_ladder_s_huge_pages_step_is_checked_against_the_steps_without_a_pool():
+    from pgcachelab.analysis.memory_accounting import ladder_ram_check
+
+    steps = [measured("try", 128, ram=2 * GB, pool=0), measured("", 1024, ram=2 * GB, pool=0),
+             measured("on", 1024, ram=2 * GB)]  # fmt: skip
+    check = ladder_ram_check(steps, memory_limited=True)
+    assert check.same
+    assert check.text == (
+        "Every step had the same RAM: 2GB (huge pages on: cap 993MB + pool 1055MB at 1GB; "
+        "off: cap 2GB, no pool); cap = RAM − huge pages pool."
+    )
+    old = [MeasuredMemory("", 128 * MB, None), MeasuredMemory("on", 1024 * MB, None)]
+    assert not ladder_ram_check(old, memory_limited=True).same
+    assert ladder_ram_check([measured("try", 128, pool=0)], memory_limited=True) is None

@@ -7,6 +7,7 @@ so an on point had a bigger machine than its off twin, and their comparison was 
 machines.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 from pgcachelab.units import format_bytes
@@ -60,6 +61,18 @@ def same_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamC
     if len(rams) > 1:
         return RamCheck(False, _differing(measured))
     return RamCheck(True, _same(measured, rams.pop()))
+
+
+def ladder_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamCheck | None:
+    """A ladder's huge pages step against the steps before it, which reserve no pool (their
+    huge_pages is the default "try", or off): whether every step had the same machine."""
+    as_on_off = [
+        dataclasses.replace(m, huge_pages="on" if m.huge_pages == "on" else "off") for m in measured
+    ]
+    check = same_ram_check(as_on_off, memory_limited)
+    if check is None:
+        return None
+    return RamCheck(check.same, check.text.replace("Both sides", "Every step", 1))
 
 
 def _ram(ram_bytes: int | None) -> str:

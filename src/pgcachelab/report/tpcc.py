@@ -15,7 +15,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
-from pgcachelab.report.dataset import RunData  # noqa: E402
+from pgcachelab.analysis.memory_accounting import ladder_ram_check  # noqa: E402
+from pgcachelab.report.dataset import RunData, measured_memory  # noqa: E402
 from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
 from pgcachelab.report.render import ALL_COLUMNS, Section, render, table  # noqa: E402
 from pgcachelab.report.tpcc_steps import (  # noqa: E402
@@ -240,6 +241,7 @@ def tpcc_section(data: RunData, out_dir: Path) -> Section:
     )
     body = render(
         "tpcc.html.j2",
+        memory=ladder_ram_check(measured_memory(data), data.memory_limit_bytes is not None),
         disclaimer=DISCLAIMER,
         differences="; ".join(DIFFERENCES),
         checks=checks_text,
