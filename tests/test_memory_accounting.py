@@ -86,7 +86,7 @@ def test_a_ladder_s_huge_pages_step_is_checked_against_the_steps_without_a_pool(
     check = ladder_ram_check(steps, memory_limited=True)
     assert check.same
     assert check.text == (
-        "Every step had the same RAM: 2GB (huge pages on: cap 993MB + pool 1055MB at 1GB; "
+        "Every step had the same RAM: 2GB (huge pages on: cap 993MB + pool 1.03GB at 1GB; "
         "off: cap 2GB, no pool); cap = RAM − huge pages pool."
     )
     old = [MeasuredMemory("", 128 * MB, None), MeasuredMemory("on", 1024 * MB, None)]
