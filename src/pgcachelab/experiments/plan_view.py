@@ -156,12 +156,12 @@ def _summary(spec: ExperimentSpec, machine: PlanMachine, points: list, entries: 
             f"{machine.ram_source}: {format_bytes(ram)} is more than this host's "
             f"{format_bytes(host)} of memory: the run refuses it here"
         )
-    if machine.ram_bytes is None:
-        notes.append(
-            "no memory limit: the server has the host's memory"
-            + (f" ({format_bytes(machine.host_memory_bytes)})" if machine.host_memory_bytes else "")
-            + ", and a huge page pool comes out of it"
-        )
+    if ram is None:
+        host_text = f" ({format_bytes(host)})" if host else ""
+        pool_text = ""
+        if any(entry["huge_pages_estimate"] for entry in entries):
+            pool_text = ", and the huge page pool comes out of it"
+        notes.append(f"no memory limit: the server has the host's memory{host_text}{pool_text}")
     notes += sorted({problem for entry in entries for problem in entry["problems"]})
     return {
         "spec": str(spec.path),
