@@ -7,6 +7,8 @@ before any server starts; a small real run must be listed, shown, exported and r
 import csv
 import io
 import json
+import os
+import pwd
 import re
 import shutil
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from conftest import (
     SPECS_DIR,
     dsn_of,
+    output_as_user,
     own_lines,
     postmaster_pid,
     processes_mentioning,
@@ -23,6 +26,8 @@ from conftest import (
     server_reachable_dir,
     store_query,
 )
+
+from pgcachelab.experiments.spec import load_spec
 
 VALID_SPEC = (SPECS_DIR / "two-points.toml").read_text()
 REPORT_RUNS_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
@@ -307,6 +312,18 @@ BAD_COMMANDS = [
                  id="queue-without-postgresql"),
     pytest.param(["run", "--resume", "x", "--queue", "--lab-dir", "{lab}"],
                  r"--queue with --resume", r"pgcachelab agent", id="queue-with-resume"),
+    pytest.param(["run", "--resume", "x", "--plan", "--lab-dir", "{lab}"],
+                 r"^pgcachelab: --plan with --resume$", r"a new run", id="plan-with-resume"),
+    pytest.param(["run", "{spec}", "--plan", "--queue", "--lab-dir", "{lab}"],
+                 r"--plan with --queue", r"then queue", id="plan-with-queue"),
+    pytest.param(["run", "{spec}", "--plan", "--dsn", "host=/nonexistent", "--lab-dir", "{lab}"],
+                 r"--plan with --dsn", r"drop --dsn", id="plan-with-dsn"),
+    pytest.param(["run", "--plan", "--lab-dir", "{lab}"], r"--plan needs a spec file",
+                 r"--plan", id="plan-without-spec"),
+    pytest.param(["run", "{spec}", "--json", "--lab-dir", "{lab}"], r"--json without --plan",
+                 r"--plan --json", id="json-without-plan"),
+    pytest.param(["run", "{spec}", "--plan", "--memory", "lots", "--lab-dir", "{lab}"],
+                 r"--memory: invalid value 'lots'", r"--memory 1GiB", id="plan-memory"),
     pytest.param(["pg", "install", "7.1"], r"invalid PostgreSQL major version '7\.1'", r"9\.6",
                  id="pg-install-unknown-version"),
     pytest.param(["tpcc", "run", "--duration", "5x"], r"--duration: invalid value '5x'",
@@ -403,6 +420,70 @@ def test_a_usage_error_is_exit_code_2_without_a_traceback(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert "No such option: --no-such-option" in result.stderr
+
+
+# -- run --plan: what a run would do, without starting anything -----------------------------------
+
+EXPERIMENTS = Path(__file__).parent.parent / "experiments"
+
+
+def test_plan_json_lists_the_measurements_in_the_order_of_the_schedule(tmp_path, lab_tmp):
+    spec = EXPERIMENTS / "cache-split-quick.toml"  # memory limit, huge pages, a disk: root's
+    lab_dir = tmp_path / "lab"
+    result = run_cli_forked("run", spec, "--plan", "--json", "--lab-dir", lab_dir, tmpdir=lab_tmp)
+    assert result.returncode == 0, result.stderr
+    assert own_lines(result.stderr) == []
+    plan = json.loads(result.stdout)
+    experiment = load_spec(spec)
+    schedule = experiment.schedule()
+    assert [(p["point"], p["repetition"]) for p in plan["points"]] == schedule
+    assert (plan["order"], plan["repetitions"]) == (experiment.order, experiment.repetitions)
+    assert plan["estimated_seconds"] == sum(p["estimated_seconds"] for p in plan["points"])
+    first = plan["points"][0]
+    assert first["settings"] == experiment.points()[schedule[0][0]].settings
+    on = next(p for p in plan["points"] if p["settings"]["huge_pages"] == "on")
+    pool = on["huge_pages_estimate"]["pages"] * on["huge_pages_estimate"]["page_size_bytes"]
+    assert on["huge_pages_estimate"]["bytes"] == pool
+    assert on["memory"] == {
+        "ram_bytes": 2**30,
+        "huge_pages_pool_bytes": pool,
+        "cap_bytes": 2**30 - pool,
+    }
+    assert first["workload"]["disk"] == "custom:read=500us,write=20us,sync=1ms"
+    # nothing started, nothing written: no store, no cluster directory
+    assert not lab_dir.exists()
+    assert list(lab_tmp.iterdir()) == []
+
+
+def test_plan_honours_memory_and_disk_as_the_run_would(tmp_path, lab_tmp):
+    spec = EXPERIMENTS / "tpcc-ladder-quick.toml"
+    options = ["--memory", "4GiB", "--disk", "nvme", "--lab-dir", tmp_path]
+    result = run_cli_forked("run", spec, "--plan", *options, tmpdir=lab_tmp)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("plan of tpcc-ladder-quick")
+    assert "RAM 4GB (--memory)" in lines[1]
+    step_memory = next(line for line in lines if "step=memory" in line)
+    assert "shared_buffers=2048MB" in step_memory  # 50% of the 4GiB --memory gives
+    total = next(line for line in lines if line.startswith("total: "))
+    assert total.startswith("total: ~10 min (630 s)")  # 15 x (10 s warm-up + 30 s + 2 s)
+    as_json = run_cli_forked(
+        "run", spec, "--plan", "--json", "--disk", "nvme", "--lab-dir", tmp_path, tmpdir=lab_tmp
+    )
+    assert {p["workload"]["disk"] for p in json.loads(as_json.stdout)["points"]} == {"nvme"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becoming the unprivileged user needs root")
+def test_plan_works_for_an_unprivileged_user_on_a_spec_that_needs_root():
+    from pgcachelab.cli.plan import plan_output
+
+    spec = EXPERIMENTS / "cache-split-quick.toml"
+    nobody = pwd.getpwnam("nobody")
+    text = output_as_user(nobody, lambda: plan_output(spec, None, None, None, as_json=True))
+    plan = json.loads(text)
+    assert plan["measurement_count"] == len(load_spec(spec).schedule())
+    pools = [p["huge_pages_estimate"]["pages"] for p in plan["points"] if p["huge_pages_estimate"]]
+    assert max(pools) > 128  # 256MB of shared_buffers and more
 
 
 # -- an existing server given by --dsn: measured, never reconfigured -----------------------------

@@ -128,12 +128,32 @@ def run(
             " of hosts (pgcachelab agent) to measure."
         ),
     ] = False,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Start nothing: print the measurements in the order they would run, with their"
+            " settings, memory, huge pages and an estimate of their time.",
+        ),
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="With --plan: as JSON.")] = False,
 ) -> None:
-    """Run an experiment (or --resume one) and write its report."""
+    """Run an experiment (or --resume one) and write its report; --plan shows what it would run."""
     from pgcachelab.cli.progress import make_progress
     from pgcachelab.experiments import runner
     from pgcachelab.experiments.spec import load_spec
 
+    if json_output and not plan:
+        raise UserError("--json without --plan", "use --plan --json; a run's results: export")
+    if plan:
+        from pgcachelab.cli.plan import plan_output, refuse_with_plan
+
+        refuse_with_plan(resume, queue, dsn)
+        if spec is None:
+            raise UserError("--plan needs a spec file", "e.g. pgcachelab run x.toml --plan")
+        memory_bytes, disk_text = _memory_option(memory), _disk_option(disk)
+        typer.echo(plan_output(spec, memory_bytes, disk_text, pg_bin, json_output))
+        return
     if (spec is None) == (resume is None):
         raise UserError("give either a spec file or --resume RUN", "e.g. pgcachelab run x.toml")
     progress = make_progress()

@@ -1,0 +1,329 @@
+"""The plan of a run (`run --plan`): every measurement in the order it will run, with the
+settings in force, the memory and huge pages it needs and an estimate of its time. Pure: it
+starts nothing, and reads the machine only through the PlanMachine the caller gives it.
+
+The order is the runner's own (runner.planned_schedule), so the plan cannot drift from the run.
+Every figure that is not read from the spec is an estimate, and says what it leaves out.
+"""
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgcachelab.analysis.versions import server_version_of
+from pgcachelab.experiments.runner import planned_schedule
+from pgcachelab.experiments.spec import ExperimentSpec, Point
+from pgcachelab.experiments.version_rounds import group_of
+from pgcachelab.machine.hugepages_estimate import (
+    DEFAULT_PAGE_SIZE_BYTES,
+    LATEST_CALIBRATED_MAJOR,
+    estimate_huge_pages,
+)
+from pgcachelab.units import format_bytes, shared_buffers_bytes
+from pgcachelab.workloads.cache_wash import target_table_bytes
+from pgcachelab.workloads.scale_class import BYTES_PER_SCALE, ScaleClassError, scale_for_class
+
+# What one measurement costs besides its workload: the server's restart or reload with the
+# point's settings (and their check), the session, the probes and the store write.
+OVERHEAD_S = 2.0
+# The emulated machine keeps at least this much of its RAM beside a huge page pool, or fails the
+# point (hugepages_exceed_memory: MIN_MEMORY_LEFT in machine/emulated.py, issue 31).
+MIN_MEMORY_LEFT_BYTES = 64 * 1024**2
+TPCC_BYTES_PER_WAREHOUSE = 100 * 1024**2  # about; tpcc.params says so to the user too
+ESTIMATE_IS = (
+    "estimate: each measurement's warm-up and measured run from the spec, plus "
+    f"{OVERHEAD_S:.0f} s for the server's restart, probes and store write"
+)
+_MAJOR = re.compile(r"^(\d+)(?:\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class PlanMachine:
+    """What the plan knows of the machine the run will have, gathered by the caller."""
+
+    ram_bytes: int | None  # the emulated RAM: --memory, else [machine] memory; None: no limit
+    ram_source: str | None  # "--memory" or "machine.memory", for the reader
+    host_memory_bytes: int | None  # this host's RAM: "% of memory" and scale classes without one
+    page_size_bytes: int = DEFAULT_PAGE_SIZE_BYTES
+    server_major: int | None = None  # the server a run without a version sweep uses, if known
+
+
+def major_of(version: str | None) -> int | None:
+    """18 for "18" or "18.6", 9 for "9.6"; None for a bin directory or nothing."""
+    match = _MAJOR.match(str(version or "").strip())
+    return int(match.group(1)) if match else None
+
+
+def build_plan(spec: ExperimentSpec, machine: PlanMachine) -> dict:
+    """The plan as JSON-ready data: {"points": [one entry per measurement, in run order], ...}.
+
+    Sets spec.memory_for_shares as the runner does: "N% of memory" is a share of the emulated
+    RAM, else of this host's.
+    """
+    spec.memory_for_shares = machine.ram_bytes or machine.host_memory_bytes
+    memory_for_data = machine.ram_bytes or machine.host_memory_bytes
+    points = spec.points()
+    schedule = planned_schedule(spec)
+    data_in_cluster: dict = {}  # the cluster a measurement runs on -> the data it holds now
+    entries = []
+    for position, (index, repetition) in enumerate(schedule, start=1):
+        # a version sweep's cluster per version and data group, as the runner switches to it:
+        # before the scale class becomes a scale
+        cluster = None
+        if spec.versions:
+            cluster = (points[index].workload["version"], group_of(points[index]))
+        point, scale_problem = _with_scale(points[index], memory_for_data)
+        builds = []
+        if cluster not in data_in_cluster:
+            version = point.workload.get("version")
+            builds.append(f"initdb (PostgreSQL {version})" if version else "initdb")
+            data_in_cluster[cluster] = None
+        data, data_text = _data_of(spec.workload, point, memory_for_data)
+        if data is not None and data_in_cluster[cluster] != data:
+            builds.append(data_text)
+            data_in_cluster[cluster] = data
+        entry = _entry(spec, machine, point, position, repetition, builds)
+        entry["problems"] += [scale_problem] if scale_problem else []
+        entries.append(entry)
+    return _summary(spec, machine, points, entries)
+
+
+def _entry(
+    spec: ExperimentSpec,
+    machine: PlanMachine,
+    point: Point,
+    position: int,
+    repetition: int,
+    builds: list[str],
+) -> dict:
+    seconds, left_out = _workload_seconds(spec, point)
+    major = major_of(server_version_of(point.workload["version"])) if spec.versions else None
+    major = major or machine.server_major
+    shared_buffers = _bytes_or_none(point.settings.get("shared_buffers"))
+    huge_pages = _huge_pages(point.settings, major, machine.page_size_bytes)
+    memory, problems = _memory(machine, shared_buffers, huge_pages)
+    return {
+        "position": position,
+        "point": point.index,
+        "repetition": repetition,
+        "warmup_repetition": repetition < spec.warmup_repetitions,
+        "label": point.label,
+        "swept": _json_safe(point.swept),
+        "settings": dict(point.settings),
+        "workload": _workload_that_matters(point.workload),
+        "server_major": major,
+        "shared_buffers_bytes": shared_buffers,
+        "huge_pages_estimate": huge_pages,
+        "memory": memory,
+        "problems": problems,
+        "estimated_seconds": seconds + OVERHEAD_S,
+        "not_estimated": left_out,
+        "builds_not_estimated": builds,
+    }
+
+
+def _summary(spec: ExperimentSpec, machine: PlanMachine, points: list, entries: list) -> dict:
+    total = sum(entry["estimated_seconds"] for entry in entries)
+    left_out = list(dict.fromkeys(item for entry in entries for item in entry["not_estimated"]))
+    builds = [build for entry in entries for build in entry["builds_not_estimated"]]
+    repetitions = {
+        "repetitions": "auto" if spec.auto_repetitions else spec.repetitions,
+        "warmup_repetitions": spec.warmup_repetitions,
+        "rounds_planned": spec.rounds,  # warm-up ones included; with auto, the first ones
+    }
+    notes = []
+    if spec.auto_repetitions:
+        most = total / spec.rounds * (spec.warmup_repetitions + spec.repetitions)
+        repetitions |= {
+            "max_repetitions": spec.repetitions,
+            "target_ci": spec.target_ci,
+            "estimated_seconds_at_most": most,
+        }
+        notes.append(
+            f'repetitions = "auto": the estimate is for the first {spec.rounds} rounds; points '
+            f"whose median has not settled to ±{spec.target_ci:.0%} run more, up to "
+            f"{spec.repetitions} measured repetitions: at most about {most:,.0f} s"
+        )
+    if any(e["server_major"] is None and e["huge_pages_estimate"] for e in entries):
+        notes.append(
+            "the server's version is unknown: its huge pages are estimated as for PostgreSQL "
+            f"{LATEST_CALIBRATED_MAJOR}"
+        )
+    ram, host = machine.ram_bytes, machine.host_memory_bytes
+    if ram and host and ram > host:
+        notes.append(
+            f"{machine.ram_source}: {format_bytes(ram)} is more than this host's "
+            f"{format_bytes(host)} of memory: the run refuses it here"
+        )
+    if ram is None:
+        host_text = f" ({format_bytes(host)})" if host else ""
+        pool_text = ""
+        if any(entry["huge_pages_estimate"] for entry in entries):
+            pool_text = ", and the huge page pool comes out of it"
+        notes.append(f"no memory limit: the server has the host's memory{host_text}{pool_text}")
+    notes += sorted({problem for entry in entries for problem in entry["problems"]})
+    return {
+        "spec": str(spec.path),
+        "name": spec.name,
+        "workload": spec.workload,
+        "order": spec.order,
+        "seed": spec.seed,
+        **repetitions,
+        "point_count": len(points),
+        "measurement_count": len(entries),
+        "memory": {
+            "ram_bytes": machine.ram_bytes,
+            "ram_source": machine.ram_source,
+            "host_memory_bytes": machine.host_memory_bytes,
+            "huge_page_size_bytes": machine.page_size_bytes,
+        },
+        "estimated_seconds": total,
+        "estimate": ESTIMATE_IS,
+        "not_estimated": left_out,
+        "builds_not_estimated": builds,
+        "notes": notes,
+        "points": entries,
+    }
+
+
+# -- one measurement's parts -----------------------------------------------------------------------
+
+
+def _bytes_or_none(value) -> int | None:
+    """A size setting in bytes; None when it is not one (an unresolved "25% of memory")."""
+    try:
+        return shared_buffers_bytes(value)
+    except ValueError:
+        return None
+
+
+def _huge_pages(settings: dict, major: int | None, page_size_bytes: int) -> dict | None:
+    """The pool a point with huge_pages = on needs; None when it is off or try (the lab then
+    gives back what it added: machine/emulated.py)."""
+    if str(settings.get("huge_pages", "")).lower() != "on":
+        return None
+    try:
+        estimate = estimate_huge_pages(settings, major, page_size_bytes)
+    except ValueError:  # a size still "N% of memory": nothing to resolve it against
+        return None
+    return {
+        "pages": estimate.pages,
+        "page_size_bytes": estimate.page_size_bytes,
+        "bytes": estimate.bytes,
+        "shared_memory_bytes": estimate.shared_memory_bytes,
+        "estimate": f"formula calibrated on PostgreSQL {estimate.calibrated_on}",
+    }
+
+
+def _memory(machine: PlanMachine, shared_buffers: int | None, huge_pages: dict | None):
+    """({"ram_bytes", "huge_pages_pool_bytes", "cap_bytes"}, problems): the emulated machine
+    caps the server's cgroup at its RAM less the huge page pool, as a real machine loses the
+    pool from its RAM."""
+    ram = machine.ram_bytes
+    pool = huge_pages["bytes"] if huge_pages else 0
+    memory = {
+        "ram_bytes": ram,
+        "huge_pages_pool_bytes": pool,
+        "cap_bytes": ram - pool if ram is not None else None,
+    }
+    problems = []
+    if ram is not None and shared_buffers is not None and shared_buffers >= ram:
+        problems.append(
+            f"shared_buffers {format_bytes(shared_buffers)} does not fit in the "
+            f"{format_bytes(ram)} of RAM: such a point fails (shared_buffers_exceeds_memory)"
+        )
+    elif ram is not None and pool and ram - pool < MIN_MEMORY_LEFT_BYTES:
+        problems.append(
+            f"a huge page pool of about {format_bytes(pool)} leaves less than "
+            f"{format_bytes(MIN_MEMORY_LEFT_BYTES)} of the {format_bytes(ram)} of RAM: such a "
+            "point fails (hugepages_exceed_memory)"
+        )
+    return memory, problems
+
+
+def _workload_seconds(spec: ExperimentSpec, point: Point) -> tuple[float, list[str]]:
+    """(seconds known from the spec, what takes time the spec does not say)."""
+    workload = point.workload
+    seconds, left_out = 0.0, []
+    if spec.workload == "cache-wash":
+        if workload.get("warmup_lookups") is not None:
+            left_out.append(f"the warm-up's {workload['warmup_lookups']:,} lookups")
+        else:
+            seconds += float(workload.get("warmup") or 0)
+        if workload.get("prewarm", True):
+            left_out.append("pg_prewarm of the table and index")
+        left_out.append(
+            f"the measured phases ({int(workload['lookups']) * 2:,} lookups and one scan of "
+            "the table)"
+        )
+    else:
+        seconds += float(workload.get("warmup") or 0)
+        if workload.get("transactions"):
+            left_out.append(
+                f"runs of {workload['transactions']:,} transactions: their time depends on "
+                "the throughput"
+            )
+        else:
+            seconds += float(workload["duration"])
+        if workload.get("prewarm"):
+            left_out.append("pg_prewarm of every relation")
+    if spec.inspect is not None:
+        left_out.append("the cache snapshots of [inspect]")
+    return seconds, left_out
+
+
+def _with_scale(point: Point, memory_bytes: int | None) -> tuple[Point, str | None]:
+    """(the point with the scale its scale class means on this machine, as runner._with_scale
+    gives it; the reason the run refuses the class, if it does)."""
+    scale_class = point.workload.get("scale_class")
+    shared_buffers = _bytes_or_none(point.settings.get("shared_buffers"))
+    if not scale_class or not memory_bytes or shared_buffers is None:
+        return point, None
+    try:
+        scale = scale_for_class(scale_class, shared_buffers, memory_bytes)
+    except ScaleClassError as error:  # runner._check_scale_classes refuses the whole run
+        return point, f"scale_class: {error}: the run refuses to start"
+    return dataclasses.replace(point, workload={**point.workload, "scale": scale}), None
+
+
+def _data_of(workload_name: str, point: Point, memory_bytes: int | None) -> tuple:
+    """(what identifies the data the point needs, how it is built) as each workload's
+    ensure_data keys it; (None, "") when the point needs none built."""
+    workload = point.workload
+    if workload_name == "pgbench":
+        if workload["mode"] == "custom" and not workload.get("init_steps"):
+            return None, ""
+        scale = workload["scale"]
+        size = format_bytes(scale * BYTES_PER_SCALE)
+        return (scale, workload.get("init_steps")), f"pgbench -i at scale {scale} (~{size})"
+    if workload_name == "tpcc":
+        warehouses = workload["warehouses"]
+        size = format_bytes(warehouses * TPCC_BYTES_PER_WAREHOUSE)
+        return warehouses, f"TPC-C load of {warehouses} warehouses (~{size})"
+    table_size = workload["table_size"]
+    if isinstance(table_size, float) and not memory_bytes:
+        return table_size, f"the cache-wash table ({table_size:g} x the server's memory)"
+    wanted = target_table_bytes(table_size, memory_bytes or 0)
+    return wanted, f"the cache-wash table of {format_bytes(wanted)}"
+
+
+def _workload_that_matters(workload: dict) -> dict:
+    """The point's workload parameters without those that do not apply: unset ones, and the
+    duration of a run for a count of transactions."""
+    shown = {k: v for k, v in workload.items() if v is not None and v != []}
+    if shown.get("transactions"):
+        shown.pop("duration", None)
+    return _json_safe(shown)
+
+
+def _json_safe(value):
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if dataclasses.is_dataclass(value):
+        return _json_safe(dataclasses.asdict(value))
+    if isinstance(value, Path):
+        return str(value)
+    return value
