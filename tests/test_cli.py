@@ -455,6 +455,53 @@ def test_plan_json_lists_the_measurements_in_the_order_of_the_schedule(tmp_path,
     assert list(lab_tmp.iterdir()) == []
 
 
+SEED_000_SHARED_BUFFERS = [
+    "14GB",
+    "13GB",
+    "12GB",
+    "11GB",
+    "10GB",
+    "9GB",
+    "8GB",
+    "7GB",
+    "6GB",
+    "5GB",
+    "4GB",
+    "3GB",
+    "2GB",
+    "1GB",
+    "512MB",
+    "256MB",
+    "128MB",
+    "64MB",
+    "32MB",
+    "16MB",
+    "8MB",
+    "4MB",
+    "2MB",
+    "1MB",
+    "512kB",
+    "256kB",
+    "128kB",
+]  # the seed's config.sh, verbatim
+
+
+def test_the_cache_split_plan_is_the_seed_s_27_values_with_huge_pages_then_without(tmp_path):
+    result = run_cli_forked(
+        "run", EXPERIMENTS / "cache-split.toml", "--plan", "--json", "--lab-dir", tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    points = json.loads(result.stdout)["points"]
+    first_round = [(p["settings"]["huge_pages"], p["settings"]["shared_buffers"])
+                   for p in points if p["repetition"] == 0]  # fmt: skip
+    assert first_round == [("on", v) for v in SEED_000_SHARED_BUFFERS] + [
+        ("off", v) for v in SEED_000_SHARED_BUFFERS
+    ]
+    # every round in the seed's order, one after the other
+    assert [p["repetition"] for p in points] == [r for r in range(10) for _ in range(54)]
+    assert all(p["settings"]["max_parallel_workers_per_gather"] == "6" for p in points)
+
+
 def test_plan_honours_memory_and_disk_as_the_run_would(tmp_path, lab_tmp):
     spec = EXPERIMENTS / "tpcc-ladder-quick.toml"
     options = ["--memory", "4GiB", "--disk", "nvme", "--lab-dir", tmp_path]

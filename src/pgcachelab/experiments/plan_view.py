@@ -15,6 +15,7 @@ from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.experiments.runner import planned_schedule
 from pgcachelab.experiments.spec import ExperimentSpec, Point
 from pgcachelab.experiments.version_rounds import group_of
+from pgcachelab.machine.emulated import MIN_MEMORY_LEFT
 from pgcachelab.machine.hugepages_estimate import (
     DEFAULT_PAGE_SIZE_BYTES,
     LATEST_CALIBRATED_MAJOR,
@@ -27,9 +28,6 @@ from pgcachelab.workloads.scale_class import BYTES_PER_SCALE, ScaleClassError, s
 # What one measurement costs besides its workload: the server's restart or reload with the
 # point's settings (and their check), the session, the probes and the store write.
 OVERHEAD_S = 2.0
-# The emulated machine keeps at least this much of its RAM beside a huge page pool, or fails the
-# point (hugepages_exceed_memory: MIN_MEMORY_LEFT in machine/emulated.py, issue 31).
-MIN_MEMORY_LEFT_BYTES = 64 * 1024**2
 TPCC_BYTES_PER_WAREHOUSE = 100 * 1024**2  # about; tpcc.params says so to the user too
 ESTIMATE_IS = (
     "estimate: each measurement's warm-up and measured run from the spec, plus "
@@ -233,10 +231,10 @@ def _memory(machine: PlanMachine, shared_buffers: int | None, huge_pages: dict |
             f"shared_buffers {format_bytes(shared_buffers)} does not fit in the "
             f"{format_bytes(ram)} of RAM: such a point fails (shared_buffers_exceeds_memory)"
         )
-    elif ram is not None and pool and ram - pool < MIN_MEMORY_LEFT_BYTES:
+    elif ram is not None and pool and ram - pool < MIN_MEMORY_LEFT:
         problems.append(
             f"a huge page pool of about {format_bytes(pool)} leaves less than "
-            f"{format_bytes(MIN_MEMORY_LEFT_BYTES)} of the {format_bytes(ram)} of RAM: such a "
+            f"{format_bytes(MIN_MEMORY_LEFT)} of the {format_bytes(ram)} of RAM: such a "
             "point fails (hugepages_exceed_memory)"
         )
     return memory, problems
