@@ -171,6 +171,8 @@ def test_huge_pages_come_out_of_the_emulated_ram(tmp_path, lab_tmp, machine_befo
     assert too_big == "failed"
     assert rows[0][1].startswith("hugepages_exceed_memory: the server's huge page pool of"), rows
     assert "less than the 64MB" in rows[0][1]
+    refused = json.loads(rows[0][2])["machine"]["memory_accounting"]  # its own, not the last's
+    assert refused["cap_bytes"] is None and refused["huge_pages_pool_bytes"] > 224 * MIB
     assert (on, off_big, off) == ("ok", "ok", "ok"), rows
     on_split = json.loads(on_metrics)["machine"]["memory_accounting"]
     off_split = json.loads(off_metrics)["machine"]["memory_accounting"]

@@ -92,3 +92,18 @@ def test_a_ladder_s_huge_pages_step_is_checked_against_the_steps_without_a_pool(
     old = [MeasuredMemory("", 128 * MB, None), MeasuredMemory("on", 1024 * MB, None)]
     assert not ladder_ram_check(old, memory_limited=True).same
     assert ladder_ram_check([measured("try", 128, pool=0)], memory_limited=True) is None
+
+
+def test_a_cap_that_is_not_the_ram_less_the_pool_is_said_plainly():
+    points = sweep([256, 8])
+    wrong = measured("on", 64)
+    wrong.accounting["cap_bytes"] = GB  # the pool on top of the cap: the old arithmetic
+    check = same_ram_check([*points, wrong], memory_limited=True)
+    assert not check.same
+    assert check.text.startswith(
+        "The sides did not have the RAM they were said to have: at huge_pages=on, "
+        "shared_buffers=64MB the RAM was 1GB, the pool 95MB, the cap 1GB"
+    )
+    held_otherwise = measured("off", 8)
+    held_otherwise.accounting["cap_read_back_bytes"] = GB - 10 * MB
+    assert not same_ram_check([*points, held_otherwise], memory_limited=True).same

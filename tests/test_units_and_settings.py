@@ -112,3 +112,15 @@ def test_huge_pages_come_out_of_the_machine_s_ram():
     assert cap_for_pool(gib, gib - MIN_MEMORY_LEFT) == MIN_MEMORY_LEFT
     with pytest.raises(ClusterError, match=r"^hugepages_exceed_memory: .* pool of 1000MB leaves"):
         cap_for_pool(gib, 1000 * mib)
+
+
+def test_a_huge_page_size_other_than_the_kernel_s_default_is_refused():
+    from pgcachelab.errors import ClusterError
+    from pgcachelab.machine.emulated import _check_huge_page_size
+    from pgcachelab.machine.hugepages import page_size_bytes
+
+    default_kb = page_size_bytes() // 1024
+    for fine in (None, "", "0", f"{default_kb}kB", str(default_kb)):
+        _check_huge_page_size(fine)
+    with pytest.raises(ClusterError, match=r"^huge_page_size_unsupported: huge_page_size = 1GB"):
+        _check_huge_page_size("1GB")

@@ -60,7 +60,37 @@ def same_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamC
     rams = {m.accounting.get("ram_bytes") for m in measured}
     if len(rams) > 1:
         return RamCheck(False, _differing(measured))
+    broken = next((m for m in measured if not _split_holds(m)), None)
+    if broken is not None:
+        return RamCheck(False, _unsplit(broken))
     return RamCheck(True, _same(measured, rams.pop()))
+
+
+PAGE = 4096  # a cgroup's limit is held in whole pages
+
+
+def _split_holds(m: MeasuredMemory) -> bool:
+    """The point's cap is its RAM less its pool, as the kernel holds it; an off point has no
+    pool. (No memory limit: nothing to split.)"""
+    ram, pool = m.accounting.get("ram_bytes"), m.accounting.get("huge_pages_pool_bytes") or 0
+    if ram is None:
+        return True
+    cap, read_back = m.accounting.get("cap_bytes"), m.accounting.get("cap_read_back_bytes")
+    if (m.huge_pages != "on" and pool) or cap is None or cap + pool != ram:
+        return False
+    return read_back is None or 0 <= cap - read_back < PAGE
+
+
+def _unsplit(m: MeasuredMemory) -> str:
+    a = m.accounting
+    return (
+        f"The sides did not have the RAM they were said to have: at huge_pages={m.huge_pages}, "
+        f"shared_buffers={format_bytes(m.shared_buffers_bytes)} the RAM was "
+        f"{_bytes(a.get('ram_bytes'))}, the pool {_bytes(a.get('huge_pages_pool_bytes'))}, the "
+        f"cap {_bytes(a.get('cap_bytes'))} (the kernel held "
+        f"{_bytes(a.get('cap_read_back_bytes'))}). The on/off comparison is between machines "
+        "of different sizes."
+    )
 
 
 def ladder_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamCheck | None:

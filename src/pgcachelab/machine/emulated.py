@@ -12,7 +12,7 @@ from pathlib import Path
 from pgcachelab.errors import ClusterError, UserError
 from pgcachelab.machine import fusedisk, hugepages, oscache
 from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy, hugetlb_mounts
-from pgcachelab.units import format_bytes, shared_buffers_bytes
+from pgcachelab.units import format_bytes, parse_bytes, shared_buffers_bytes
 
 # What a huge page pool must leave of the emulated RAM for everything else: the server's
 # processes and the OS cache. Below it a point fails (`hugepages_exceed_memory`), as seed 000's
@@ -100,6 +100,8 @@ class EmulatedMachine:
 
     def before_start(self, cluster) -> None:
         settings = cluster.settings
+        # A start that fails records no split but its own: never the previous point's
+        self.accounting, self.last_huge_pages = {}, {}
         if self.memory_bytes is not None:
             shared = shared_buffers_bytes(settings.get("shared_buffers"))
             if shared >= self.memory_bytes:
@@ -107,20 +109,21 @@ class EmulatedMachine:
                     f"shared_buffers_exceeds_memory: shared_buffers {format_bytes(shared)} does "
                     f"not fit in the server's memory limit {format_bytes(self.memory_bytes)}"
                 )
-        pool_bytes = 0
-        if str(settings.get("huge_pages", "")).lower() == "on":
+        if str(settings.get("huge_pages", "")).lower() != "on":
+            if self.huge_pages.added:
+                self.huge_pages.release()  # an "off" or "try" point must not find pages waiting
+            self._split_memory(0)
+        else:
+            _check_huge_page_size(settings.get("huge_page_size"))
             pages = cluster.huge_pages_needed()
             pool_bytes = pages * hugepages.page_size_bytes()
-            if self.memory_bytes is not None:
-                cap_for_pool(self.memory_bytes, pool_bytes)  # before the pool is taken
+            # The cap first: the kernel reclaims the group's page cache, as growing a pool does
+            # on a real machine, before the host is asked for the pool's memory
+            self._split_memory(pool_bytes)
             try:
                 self.last_huge_pages = self.huge_pages.ensure(pages)
             except hugepages.HugePagesUnavailable as error:
                 raise ClusterError(str(error)) from None
-        elif self.huge_pages.added:
-            self.huge_pages.release()  # an "off" or "try" point must not find pages waiting
-            self.last_huge_pages = {}
-        self._split_memory(pool_bytes)
         if self.cgroup is not None and cluster.data_dir not in self._charged_here:
             # Pages cached before the server joined the cgroup (initdb's, a killed run's) are
             # charged elsewhere and would escape the cap: make the server read its files again,
@@ -145,7 +148,17 @@ class EmulatedMachine:
                 "accounting": "no memory limit: the pool comes out of the host's RAM",
             }
             return
-        cap = cap_for_pool(self.memory_bytes, pool_bytes)
+        try:
+            cap = cap_for_pool(self.memory_bytes, pool_bytes)
+        except ClusterError:
+            self.accounting = {
+                "ram_bytes": self.memory_bytes,
+                "huge_pages_pool_bytes": pool_bytes,
+                "cap_bytes": None,
+                "min_memory_left_bytes": MIN_MEMORY_LEFT,
+                "accounting": "refused: the pool leaves too little of the RAM",
+            }
+            raise
         try:
             self.cgroup.set_limit(cap)
             hugetlb = self._limit_hugetlb(pool_bytes)
@@ -221,3 +234,20 @@ def _no_hugetlb_reason() -> str:
         "not used: no hugetlb controller in the memory cgroup's hierarchy (v1 mounts none "
         "here; cgroup v2's would need enabling in a hierarchy the memory cgroup is not in)"
     )
+
+
+def _check_huge_page_size(value) -> None:
+    """The pool is sized in the kernel's default huge pages (vm.nr_hugepages): a server asking
+    for pages of another size would find none, or a pool sized wrongly."""
+    if value is None or str(value).strip() in ("", "0"):
+        return
+    default = hugepages.page_size_bytes()
+    try:
+        size = parse_bytes(str(value).strip(), default_unit="kB")
+    except ValueError:
+        return  # the server's own check of the setting says what is wrong with it
+    if size != default:
+        raise ClusterError(
+            f"huge_page_size_unsupported: huge_page_size = {value}, but the lab reserves "
+            f"huge pages of the kernel's default size, {format_bytes(default)} (vm.nr_hugepages)"
+        )
