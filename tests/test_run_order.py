@@ -16,11 +16,13 @@ def test_blocks_by_huge_pages_is_the_seeds_order_and_says_where_a_drift_lands():
     assert order_note(schedule, BLOCKS) == (
         "Order: blocks by huge_pages (the seed's order: the on points, then the off points, in "
         "each round). The on points run from the largest shared_buffers down, so the huge "
-        "pages pool shrinks step by step instead of being regrown between points (the kernel "
-        "may not find the memory to grow it). But each side is measured in its own part of "
-        "each round, so a drift of the machine within a round falls on one side: the on/off "
-        "comparison carries it. The 5 rounds alternate the blocks (on, off, on, …), so a drift "
-        "slower than a round falls on both sides alike."
+        "pages pool shrinks step by step and is grown once a round, for the largest, instead "
+        "of at every on point (the kernel may not find the memory to grow it). But each side "
+        "is measured in its own part of each round, so a drift of the machine within a round "
+        "falls on one side: the on/off comparison carries it. The 5 rounds repeat the blocks "
+        "in the same order, so a drift that comes and goes within the run spreads over them, "
+        "but a steady one puts each later block about a block's time further along it in "
+        "every round: the on/off comparison carries that much of it."
     )
 
 
@@ -45,8 +47,8 @@ def test_blocks_say_only_what_the_points_show():
     schedule = {"order": "blocks", "block_by": "disk", "repetitions": 2, "warmup_repetitions": 1}
     by_disk = order_note(schedule, disks)
     assert "the comparison between disk values carries it" in by_disk
-    assert "The 3 rounds alternate the blocks (a, b, c, a, …)" in by_disk
-    assert by_disk.endswith("falls on every value alike.")
+    assert "The 3 rounds repeat the blocks in the same order" in by_disk
+    assert by_disk.endswith("the comparison between disk values carries that much of it.")
 
 
 @pytest.mark.parametrize(

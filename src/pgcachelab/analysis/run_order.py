@@ -73,8 +73,8 @@ def _blocks_note(block_by: str | None, rounds: int | None, point_settings: list[
         if len(set(on_sizes)) > 1 and on_sizes == sorted(on_sizes, reverse=True):
             parts.append(
                 "The on points run from the largest shared_buffers down, so the huge pages "
-                "pool shrinks step by step instead of being regrown between points (the kernel may "
-                "not find the memory to grow it)."
+                "pool shrinks step by step and is grown once a round, for the largest, instead "
+                "of at every on point (the kernel may not find the memory to grow it)."
             )
         sides, comparison = "side", "the on/off comparison"
     else:
@@ -87,11 +87,11 @@ def _blocks_note(block_by: str | None, rounds: int | None, point_settings: list[
         f"within a round falls on one {sides}: {comparison} carries it."
     )
     if rounds and rounds > 1:
-        cycle = ", ".join([*values, *values[:1]])
-        alike = f"both {sides}s" if len(values) == 2 else f"every {sides}"
         parts.append(
-            f"The {rounds} rounds alternate the blocks ({cycle}, …), so a drift slower than a "
-            f"round falls on {alike} alike."
+            f"The {rounds} rounds repeat the blocks in the same order, so a drift that comes "
+            "and goes within the run spreads over them, but a steady one puts each later "
+            f"block about a block's time further along it in every round: {comparison} "
+            "carries that much of it."
         )
     elif rounds == 1:
         parts.append(f"With one round, a drift over the run falls on one {sides} as well.")

@@ -86,6 +86,8 @@ def _memory_text(entry: dict) -> str:
     memory = entry["memory"]
     if memory["ram_bytes"] is None:
         return "no limit"
+    if memory["cap_bytes"] is None:
+        return f"fails: {format_bytes(memory['ram_bytes'])} too small"
     if memory["huge_pages_pool_bytes"]:
         return f"cap ~{format_bytes(memory['cap_bytes'])} of {format_bytes(memory['ram_bytes'])}"
     return f"cap {format_bytes(memory['ram_bytes'])}"

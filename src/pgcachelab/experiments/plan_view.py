@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.analysis.versions import server_version_of
+from pgcachelab.errors import ClusterError
 from pgcachelab.experiments.runner import planned_schedule
 from pgcachelab.experiments.spec import ExperimentSpec, Point
 from pgcachelab.experiments.version_rounds import group_of
-from pgcachelab.machine.emulated import MIN_MEMORY_LEFT
+from pgcachelab.machine.emulated import MIN_MEMORY_LEFT, cap_for_pool
 from pgcachelab.machine.hugepages_estimate import (
     DEFAULT_PAGE_SIZE_BYTES,
     LATEST_CALIBRATED_MAJOR,
@@ -231,12 +232,17 @@ def _memory(machine: PlanMachine, shared_buffers: int | None, huge_pages: dict |
             f"shared_buffers {format_bytes(shared_buffers)} does not fit in the "
             f"{format_bytes(ram)} of RAM: such a point fails (shared_buffers_exceeds_memory)"
         )
-    elif ram is not None and pool and ram - pool < MIN_MEMORY_LEFT:
-        problems.append(
-            f"a huge page pool of about {format_bytes(pool)} leaves less than "
-            f"{format_bytes(MIN_MEMORY_LEFT)} of the {format_bytes(ram)} of RAM: such a "
-            "point fails (hugepages_exceed_memory)"
-        )
+        memory["cap_bytes"] = None
+    elif ram is not None and pool:
+        try:
+            cap_for_pool(ram, pool)  # the run's own rule
+        except ClusterError:
+            problems.append(
+                f"a huge page pool of about {format_bytes(pool)} leaves less than "
+                f"{format_bytes(MIN_MEMORY_LEFT)} of the {format_bytes(ram)} of RAM: such a "
+                "point fails (hugepages_exceed_memory)"
+            )
+            memory["cap_bytes"] = None
     return memory, problems
 
 

@@ -641,7 +641,8 @@ def seed_verdicts_html(reps: list[Repetition], sizes: dict) -> str:
 
 def run_conditions_html(data: RunData) -> str:
     """The order the points ran in, and whether huge pages on and off had the same RAM."""
-    settings = [result.point.settings for result in data.points]
+    # a block key may be a workload key (os_cache), which only the swept values hold
+    settings = [{**result.point.settings, **result.point.swept} for result in data.points]
     parts = [f"<p class='note'>{html.escape(order_note(data.schedule, settings))}</p>"]
     memory = same_ram_check(measured_memory(data), data.memory_limit_bytes is not None)
     if memory is not None:

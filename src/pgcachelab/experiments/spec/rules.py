@@ -232,6 +232,13 @@ def blocks_order(spec: "SpecFile") -> None:
             f'invalid value "{spec.block_by}": not a swept key of this spec',
             f"name one of: {', '.join(swept) or '(none: add a sweep)'}",
         )
+    if spec.block_by in DATA_KEYS:
+        raise refuse(
+            "block_by",
+            f'invalid value "{spec.block_by}": points that need other data already run one '
+            "data set after another, all its rounds together",
+            "block by a server setting or a workload key that keeps the data",
+        )
 
 
 RULES = (
