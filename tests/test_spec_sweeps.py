@@ -155,6 +155,9 @@ def test_blocks_order_needs_a_swept_key_to_block_by(text, message):
 
 
 def test_blocks_by_a_data_key_are_refused():
-    text = 'order = "blocks"\nblock_by = "scale"\n[pgbench]\nduration = "1s"\n[sweep]\nscale = [1, 2]\n'
+    text = (
+        'order = "blocks"\nblock_by = "scale"\n[pgbench]\nduration = "1s"\n'
+        "[sweep]\nscale = [1, 2]\n"
+    )
     error = error_of(text)
     assert re.search(r'block_by: invalid value "scale": points that need other data', str(error))
