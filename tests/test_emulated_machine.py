@@ -192,6 +192,34 @@ def test_huge_pages_come_out_of_the_emulated_ram(tmp_path, lab_tmp, machine_befo
     assert on_split["accounting"].startswith("cap = RAM - huge page pool")
 
 
+def test_a_server_that_takes_the_host_s_free_huge_pages_is_not_measured(
+    pg_install, server_os_user, cluster_parent, machine_before
+):
+    """huge_pages = try (the default) would put shared memory outside the cap when the host
+    has free huge pages (a database host often does): the start fails, with the reason."""
+    from pgcachelab.errors import ClusterError
+
+    before = nr_hugepages()
+    NR_HUGEPAGES.write_text(str(before + 64))  # the host's own pool, not the lab's
+    machine = EmulatedMachine(256 * MIB)
+    machine.open()
+    try:
+        cluster = ManagedCluster.create(
+            pg_install, server_os_user, parent_dir=cluster_parent, machine=machine
+        )
+        with cluster:
+            cluster._write_settings_file({"shared_buffers": "16MB"})
+            with pytest.raises(ClusterError, match=r"^huge_pages_outside_the_cap: .*try, the"):
+                cluster.start()
+            assert not cluster.running
+            cluster._write_settings_file({"shared_buffers": "16MB", "huge_pages": "off"})
+            cluster.start()  # told off, it stays inside the cap
+            assert cluster.running
+    finally:
+        machine.close()
+        NR_HUGEPAGES.write_text(str(before))
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "sigkill-then-resume"])
 def test_interrupted_runs_give_the_machine_back(tmp_path, lab_tmp, machine_before, how):
     lab_dir = tmp_path / "lab"

@@ -315,6 +315,12 @@ class ManagedCluster:
         if self.machine is not None:
             self.machine.before_start(self)
         self._spawn()
+        if self.machine is not None:
+            try:
+                self.machine.after_start(self)
+            except ClusterError:
+                self.stop()  # a server on another machine than the point's: not to measure
+                raise
 
     def _spawn(self, extra_args: tuple[str, ...] = ()) -> None:
         """Start the postmaster as the server user, inside the memory cgroup if there is one."""

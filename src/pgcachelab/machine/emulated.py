@@ -135,6 +135,23 @@ class EmulatedMachine:
         if self.cgroup is not None:
             self.cgroup.reset_peak()
 
+    def after_start(self, cluster) -> None:
+        """A server told huge_pages = try (the default) takes huge pages the host has free,
+        outside the cap and the pool: a bigger machine than the point's. 17+ says so."""
+        if self.cgroup is None or self.accounting.get("huge_pages_pool_bytes"):
+            return
+        if cluster.install.major < 17:
+            return
+        with cluster.connect() as conn:
+            status = conn.execute("select current_setting('huge_pages_status', true)").fetchone()
+        if status and status[0] == "on":
+            raise ClusterError(
+                "huge_pages_outside_the_cap: the server put its shared memory in huge pages "
+                "the host had free (huge_pages = "
+                f"{cluster.settings.get('huge_pages') or 'try, the default'}), outside the "
+                "emulated RAM; set huge_pages = off or on in the spec"
+            )
+
     def _split_memory(self, pool_bytes: int) -> None:
         """Give the server's cgroup the emulated RAM less the huge page pool: a v1 memory cgroup
         does not count hugetlb pages, so without this an "on" point would get its
