@@ -359,7 +359,11 @@ class ManagedCluster:
         15+: `postgres -C shared_memory_size_in_huge_pages`; before: the seeds' way, the
         postmaster's VmPeak after a start without huge pages.
         """
-        from pgcachelab.machine.hugepages import pages_for_bytes, parse_vmpeak_bytes, read_hugepages
+        from pgcachelab.machine.hugepages import (
+            page_size_bytes,
+            pages_for_bytes,
+            parse_vmpeak_bytes,
+        )
 
         if self.install.major >= 15:
             result = self._run_as_server_user(
@@ -380,7 +384,7 @@ class ManagedCluster:
         finally:
             self.stop()
         vmpeak = parse_vmpeak_bytes(status)
-        return pages_for_bytes(vmpeak, read_hugepages().get("page_size_bytes", 2 * 1024 * 1024))
+        return pages_for_bytes(vmpeak, page_size_bytes())
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT); immediate, then SIGKILL of the whole group if it hangs."""

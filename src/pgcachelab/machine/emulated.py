@@ -6,6 +6,7 @@ cache before the server re-enters the cgroup, and a shared_buffers that cannot f
 instead of left to the OOM killer.
 """
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,23 +209,24 @@ class EmulatedMachine:
             self.cgroup.reset_peak()
 
     def stats(self) -> dict:
+        cgroup = self.cgroup.stats() if self.cgroup else None
         return {
             "memory_limit_bytes": self.memory_bytes,
-            "cgroup": self.cgroup.stats() if self.cgroup else None,
+            "cgroup": cgroup,
             "hugepages": hugepages.read_hugepages(),
             "hugepages_reserved_by_lab": self.last_huge_pages or None,
-            "memory_accounting": self._accounting_now(),
+            "memory_accounting": self._accounting_now(cgroup),
         }
 
-    def _accounting_now(self) -> dict | None:
+    def _accounting_now(self, cgroup: dict | None) -> dict | None:
         """The split of RAM, and the room it left the OS cache: the cap less the shared memory
         charged to the group (shared_buffers when they are not in huge pages)."""
         if not self.accounting:
             return None
         accounting = dict(self.accounting)
         cap = accounting.get("cap_bytes")
-        if cap is not None and self.cgroup is not None:
-            shmem = self.cgroup.stats().get("shmem_bytes") or 0
+        if cap is not None and cgroup is not None:
+            shmem = cgroup.get("shmem_bytes") or 0
             accounting["os_cache_room_bytes"] = max(cap - shmem, 0)
         else:
             accounting["os_cache_room_bytes"] = None
@@ -240,6 +242,7 @@ class EmulatedMachine:
                 self.cgroup = None
 
 
+@functools.cache  # the mounts do not change during a run; asked at every start
 def _no_hugetlb_reason() -> str:
     try:
         mounts = hugetlb_mounts(Path("/proc/self/mountinfo").read_text())
