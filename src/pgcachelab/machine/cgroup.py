@@ -39,16 +39,21 @@ def parse_proc_cgroup(text: str) -> dict[str, str]:
     return paths
 
 
+def _mounts(text: str):
+    """(mount point, filesystem type, super options) of each /proc/self/mountinfo line."""
+    for line in text.splitlines():
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        separator = fields.index("-")
+        super_options = fields[separator + 3].split(",") if len(fields) > separator + 3 else []
+        yield Path(fields[4]), fields[separator + 1], super_options
+
+
 def parse_mountinfo(text: str) -> tuple[Path | None, Path | None]:
     """(the v1 memory controller's mount, the v2 unified mount) from /proc/self/mountinfo."""
     v1_memory = v2 = None
-    for line in text.splitlines():
-        fields = line.split()
-        if " - " not in line:
-            continue
-        separator = fields.index("-")
-        mount_point, fstype = Path(fields[4]), fields[separator + 1]
-        super_options = fields[separator + 3].split(",") if len(fields) > separator + 3 else []
+    for mount_point, fstype, super_options in _mounts(text):
         if fstype == "cgroup" and "memory" in super_options:
             v1_memory = mount_point
         elif fstype == "cgroup2" and v2 is None:
@@ -58,16 +63,11 @@ def parse_mountinfo(text: str) -> tuple[Path | None, Path | None]:
 
 def hugetlb_mounts(mountinfo_text: str) -> list[str]:
     """Where a hugetlb controller is mounted: v1 hierarchies naming it, as 'v1 at <path>'."""
-    found = []
-    for line in mountinfo_text.splitlines():
-        fields = line.split()
-        if "-" not in fields:
-            continue
-        separator = fields.index("-")
-        super_options = fields[separator + 3].split(",") if len(fields) > separator + 3 else []
-        if fields[separator + 1] == "cgroup" and "hugetlb" in super_options:
-            found.append(f"v1 at {fields[4]}")
-    return found
+    return [
+        f"v1 at {mount_point}"
+        for mount_point, fstype, super_options in _mounts(mountinfo_text)
+        if fstype == "cgroup" and "hugetlb" in super_options
+    ]
 
 
 def find_hierarchy() -> tuple[Hierarchy | None, str]:
