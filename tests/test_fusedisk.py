@@ -422,6 +422,9 @@ _CHILD_LAB = textwrap.dedent("""\
     from pathlib import Path
     from pgcachelab.machine.fusedisk import DiskTimings, FuseDisk
     faulthandler.register(signal.SIGUSR1)  # where it hangs, if a test times out (see below)
+    # Ctrl-C raises here as in the lab, which installs its own handler (interrupts.py), even
+    # when the suite runs in the background, where the shell has the children ignore SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     backing, mountpoint, uid, gid = sys.argv[1:]
     timings = DiskTimings(0.0, 0.0, 0.0)
     with FuseDisk(timings, Path(backing), Path(mountpoint), int(uid), int(gid)) as disk:
