@@ -9,6 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from pgcachelab.analysis.cache_split import PGBENCH_LOG_TIMING, PHASES, Repetition
+from pgcachelab.analysis.latency import PointPercentiles, point_percentiles
 from pgcachelab.analysis.memory_accounting import MeasuredMemory
 from pgcachelab.analysis.statistics import (
     Noise,
@@ -43,6 +44,7 @@ REPORT_METRICS = (
     "disk",
     "fleet",
     "inspect_windows",
+    "latency",
     "machine.cgroup",
     "machine.memory_accounting",
     "pgbench",
@@ -65,6 +67,7 @@ class PointResult:
     page_cache_bytes: float | None = None
     phase_medians_ms: dict | None = None  # cache-wash: phase -> median of repetition medians
     warmup: list[Measurement] = field(default_factory=list)  # discarded warm-up repetitions
+    latency_percentiles: PointPercentiles | None = None  # pgbench points with their logs
     warnings: list[StabilityWarning] = field(default_factory=list)
     settled: bool | None = None  # repetitions = "auto": whether it reached the target
     # cache-wash: each ok repetition's lookups, built once (its phase medians are then taken
@@ -229,6 +232,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
                 measurements=mine,
                 tps=summarise([m.tps for m in ok]),
                 latency_ms=summarise([m.latency_avg_ms for m in ok]),
+                latency_percentiles=point_percentiles([m.metrics.get("latency") for m in ok]),
                 database_size_bytes=max(sizes) if sizes else None,
                 blks_hit_ratio=hit_ratio(hits, reads) if ok else None,
                 shared_buffers_bytes=shared_buffers.get("normalised"),

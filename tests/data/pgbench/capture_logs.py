@@ -38,10 +38,32 @@ def capture(label: str, bin_dir: str | None) -> None:
             # --sampling-rate; each with what pgbench printed, to check the log against
             "zeros": ["-n", "-c", "2", "-j", "1", "-t", "500", "-f", str(select_one)],
             "rate": ["-n", "-c", "2", "-j", "1", "-T", "2", "-R", "300", "-b", "select-only"],
-            "skipped": ["-n", "-c", "1", "-T", "1", "-R", "2000", "--latency-limit", "0.03",
-                        "-b", "select-only"],  # fmt: skip
-            "sampled": ["-n", "-c", "1", "-T", "1", "--sampling-rate", "0.05", "-P", "1",
-                        "-b", "select-only"],  # fmt: skip
+            "skipped": [
+                "-n",
+                "-c",
+                "1",
+                "-T",
+                "1",
+                "-R",
+                "2000",
+                "--latency-limit",
+                "0.03",
+                "-b",
+                "select-only",
+            ],  # fmt: skip
+            "sampled": [
+                "-n",
+                "-c",
+                "1",
+                "-T",
+                "1",
+                "--sampling-rate",
+                "0.05",
+                "-P",
+                "1",
+                "-b",
+                "select-only",
+            ],  # fmt: skip
         }
         for name, args in runs.items():
             prefix = Path(scratch, name)
