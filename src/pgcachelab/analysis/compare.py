@@ -132,10 +132,7 @@ class PointSide:
     workload: dict
     settings: dict  # the spec's server settings for the point
     tps: list[float]  # of the repetitions that succeeded
-    server_settings: dict = field(default_factory=dict)
-    p99_ms: list[float] = field(
-        default_factory=list
-    )  # each repetition's, from pgbench's log  # name -> pg_settings value, as text
+    server_settings: dict = field(default_factory=dict)  # name -> pg_settings value, as text
     derived_settings: frozenset = frozenset()  # set by the server itself (default, override)
     p99_ms: list[float] = field(default_factory=list)  # each repetition's, from pgbench's log
 
