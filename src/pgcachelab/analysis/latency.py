@@ -20,6 +20,8 @@ class PointPercentiles:
     sampling_rate: float  # the smallest of the repetitions'
     biased_low: bool  # any repetition's log read low (pgbench's lazy clock)
     zeros_share: float  # the largest share of 0 us entries of a repetition
+    lag_p99_ms: float | None = None  # -R: median over the repetitions of the schedule lag's p99
+    skipped: int = 0  # -R with --latency-limit: transactions skipped as already late
 
 
 def point_percentiles(records: list[dict]) -> PointPercentiles | None:
@@ -34,7 +36,14 @@ def point_percentiles(records: list[dict]) -> PointPercentiles | None:
         sampling_rate=min(r["sampling_rate"] for r in timed),
         biased_low=any(r.get("biased_low") for r in timed),
         zeros_share=max(r.get("zeros_share") or 0.0 for r in timed),
+        lag_p99_ms=_median_or_none([(r.get("lag") or {}).get("p99_ms") for r in timed]),
+        skipped=sum(r.get("skipped") or 0 for r in timed),
     )
+
+
+def _median_or_none(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
 def percentile_values(records: list[dict], name: str = "p99") -> list[float]:

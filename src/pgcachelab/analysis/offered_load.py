@@ -1,0 +1,70 @@
+"""Latency against offered load: a sweep of pgbench's -R (issue 32). Pure functions.
+
+Under -R pgbench schedules each transaction on a Poisson timetable and measures its latency from
+the scheduled start, so a transaction that waited behind a slow one counts its wait (the
+schedule lag): the percentiles are free of coordinated omission. Below saturation the server
+achieves what is offered; the knee is the first rate it falls behind, and there the latency
+grows by the queue, not by the server's work.
+"""
+
+from dataclasses import dataclass
+
+# Achieved over offered below which the server is behind its schedule: pgbench's Poisson
+# timetable makes a short run's achieved rate wander a few percent around the offered one.
+KEEPS_UP = 0.95
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    offered_tps: float
+    achieved_tps: float  # median over the repetitions
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+    lag_p99_ms: float | None
+    biased_low: bool
+
+    @property
+    def keeps_up(self) -> bool:
+        return self.achieved_tps >= KEEPS_UP * self.offered_tps
+
+
+def knee(steps: list[LoadStep]) -> int | None:
+    """The index of the first step (by offered rate) the server fell behind at; None if it
+    kept up with every rate offered."""
+    for index, step in enumerate(sorted(steps, key=lambda s: s.offered_tps)):
+        if not step.keeps_up:
+            return index
+    return None
+
+
+def finding(steps: list[LoadStep]) -> str | None:
+    """One line: "p99 stays under X ms up to Y tps, then ..."; None without steps."""
+    if not steps:
+        return None
+    ordered = sorted(steps, key=lambda s: s.offered_tps)
+    behind = knee(ordered)
+    kept = ordered if behind is None else ordered[:behind]
+    if not kept:
+        first = ordered[0]
+        return (
+            f"the server fell behind already at the lowest rate offered, {first.offered_tps:,.0f}"
+            f" tps (achieved {first.achieved_tps:,.0f}, p99 {_ms(first.p99_ms)}): offer less"
+        )
+    worst = max(kept, key=lambda s: s.p99_ms)
+    line = f"p99 stays under {_ms(worst.p99_ms)} up to {kept[-1].offered_tps:,.0f} tps offered"
+    if behind is None:
+        return line + " (the highest rate offered: no knee within the sweep; offer more)"
+    past = ordered[behind]
+    lag = f", schedule lag p99 {_ms(past.lag_p99_ms)}" if past.lag_p99_ms is not None else ""
+    return (
+        f"{line}; at {past.offered_tps:,.0f} tps offered the server achieved only "
+        f"{past.achieved_tps:,.0f} ({past.achieved_tps / past.offered_tps:.0%}) and p99 rose to "
+        f"{_ms(past.p99_ms)} (×{past.p99_ms / worst.p99_ms:.1f}{lag}): the knee"
+    )
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3g} ms"

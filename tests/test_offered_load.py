@@ -1,0 +1,52 @@
+"""Latency against offered load (pgbench -R sweeps): the knee and the finding's line."""
+
+from pgcachelab.analysis.latency import point_percentiles
+from pgcachelab.analysis.offered_load import LoadStep, finding, knee
+
+
+def step(offered, achieved, p99, lag=None) -> LoadStep:
+    return LoadStep(offered, achieved, p99 / 3, p99, p99 * 2, lag, False)
+
+
+def test_the_knee_is_the_first_rate_the_server_falls_behind():
+    steps = [step(1000, 998, 0.5), step(4000, 3990, 0.8), step(8000, 6100, 40.0, lag=35.0)]
+    assert knee(steps) == 2
+    assert knee(list(reversed(steps))) == 2  # by offered rate, whatever the order given
+    line = finding(steps)
+    assert line.startswith("p99 stays under 0.8 ms up to 4,000 tps offered;")
+    assert "at 8,000 tps offered the server achieved only 6,100 (76%)" in line
+    assert "p99 rose to 40 ms (×50.0, schedule lag p99 35 ms): the knee" in line
+
+
+def test_a_few_percent_short_of_the_rate_still_keeps_up():
+    # pgbench's Poisson schedule makes a short run's achieved rate wander around the offered
+    assert knee([step(1000, 960, 0.5), step(2000, 1920, 0.6)]) is None
+    assert finding([step(1000, 960, 0.5), step(2000, 1920, 0.6)]) == (
+        "p99 stays under 0.6 ms up to 2,000 tps offered (the highest rate offered: no knee"
+        " within the sweep; offer more)"
+    )
+
+
+def test_behind_from_the_first_rate_says_to_offer_less():
+    assert "fell behind already at the lowest rate offered, 50,000 tps" in finding(
+        [step(50_000, 20_000, 9.0)]
+    )
+    assert finding([]) is None
+
+
+def test_a_points_percentiles_are_the_medians_of_its_repetitions():
+    reps = [
+        {"p50_ms": 1.0, "p95_ms": 2, "p99_ms": 3.0, "p999_ms": 4, "logged": 10,
+         "sampling_rate": 1.0, "zeros_share": 0.0, "lag": {"p99_ms": 0.5}},
+        {"p50_ms": 2.0, "p95_ms": 3, "p99_ms": 9.0, "p999_ms": 5, "logged": 20,
+         "sampling_rate": 0.5, "zeros_share": 0.2, "biased_low": True, "skipped": 3},
+        {"p50_ms": 3.0, "p95_ms": 4, "p99_ms": 5.0, "p999_ms": 6, "logged": 30,
+         "sampling_rate": 1.0, "zeros_share": 0.0, "lag": {"p99_ms": 1.5}},
+        None,  # a repetition stored before the logs, or of another workload
+    ]  # fmt: skip
+    figures = point_percentiles(reps)
+    assert figures.median_ms == {"p50": 2.0, "p95": 3, "p99": 5.0, "p999": 5}
+    assert (figures.repetitions, figures.logged, figures.sampling_rate) == (3, 60, 0.5)
+    assert figures.biased_low and figures.zeros_share == 0.2 and figures.skipped == 3
+    assert figures.lag_p99_ms == 1.0
+    assert point_percentiles([None, {}]) is None
