@@ -57,3 +57,18 @@ def test_the_report_and_advise_show_the_knee(rate_run):
     assert "p99 stays under" in advice.stdout and "the knee" in advice.stdout
     shown = run_cli("show", run_id, "--lab-dir", lab_dir)
     assert shown.returncode == 0 and "p99 ms" in shown.stdout, shown.stderr
+
+
+def test_report_point_plots_one_run_second_by_second(rate_run):
+    lab_dir, run_id, _, _ = rate_run
+    drawn = run_cli("report", run_id, "--lab-dir", lab_dir, "--point", "1")
+    assert drawn.returncode == 0, drawn.stderr
+    assert drawn.stdout.strip().endswith("point-1-r0.png") and "Traceback" not in drawn.stderr
+    for args, named in (
+        (["--point", "7"], "--point: no point 7 in this run"),
+        (["--point", "0", "--repetition", "4"], "--repetition: point 0 has no repetition 4"),
+        (["--repetition", "0"], "--repetition: only with --point"),
+    ):
+        refused = run_cli("report", run_id, "--lab-dir", lab_dir, *args)
+        assert refused.returncode == 2 and named in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
