@@ -2,6 +2,7 @@
 
 from pgcachelab.analysis.latency import point_percentiles
 from pgcachelab.analysis.offered_load import LoadStep, finding, knee
+from pgcachelab.analysis.step_resources import point_resources, step_explanation
 
 
 def step(offered, achieved, p99, lag=None) -> LoadStep:
@@ -50,3 +51,25 @@ def test_a_points_percentiles_are_the_medians_of_its_repetitions():
     assert figures.biased_low and figures.zeros_share == 0.2 and figures.skipped == 3
     assert figures.lag_p99_ms == 1.0
     assert point_percentiles([None, {}]) is None
+
+
+def test_a_step_is_explained_by_what_the_machine_did_either_side():
+    before = point_resources(
+        [
+            {"cpu_user_pct": 70.0, "cpu_system_pct": 25.0, "cpu_iowait_pct": 2.0,
+             "device_reads_per_s": 12.0, "device_writes_per_s": 0.0, "device_wait_ms": 0.4},
+            {"cpu_user_pct": 72.0, "cpu_system_pct": 24.0, "cpu_iowait_pct": 1.0,
+             "device_reads_per_s": 10.0, "device_writes_per_s": 0.0, "device_wait_ms": 0.5},
+            None,
+        ]
+    )  # fmt: skip
+    after = point_resources(
+        [{"cpu_user_pct": 12.0, "cpu_system_pct": 8.0, "cpu_iowait_pct": 93.0,
+          "device_reads_per_s": 160.0, "device_writes_per_s": 0.0, "device_wait_ms": 6.1}]
+    )  # fmt: skip
+    assert before["cpu_busy_pct"] == 95.5 and before["device_reads_per_s"] == 11.0
+    assert step_explanation(before, after) == (
+        "CPU busy 96% → 20%, iowait 2% → 93%, device reads 11 → 160/s at 6.1 ms"
+    )
+    assert step_explanation(None, after) is None
+    assert point_resources([None, {}]) is None
