@@ -88,6 +88,7 @@ def main() -> int:
         print(
             f"  {kind:28s} median {median:10,.0f} tps   ratio to no log {median / base:.3f}"
             f"   parsing {statistics.median(parse_share[kind]):.1%} of the run's time"
+            f"   (min..max {min(tps[kind]):,.0f}..{max(tps[kind]):,.0f})"
         )
     lab_kind = list(kinds)[2]
     cost = 1 - statistics.median(tps[lab_kind]) / base

@@ -17,11 +17,10 @@ the sum fall a little short of the clients' time too (0.92-0.95 on 30-50k tps ru
 
 import base64
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
-
-from pgcachelab.workloads.pgbench_log import LoggedTransaction, parse_transaction_log
 
 HIGHEST_US = 3_600_000_000  # one hour: a latency above it is clipped to it
 SIGNIFICANT_DIGITS = 3
@@ -31,9 +30,10 @@ PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 # of the clients' time the latencies must add up to.
 ZEROS_NOTED_SHARE = 0.01
 SUM_TRUSTED_SHARE = 0.9
-# Logged transactions wanted per run: enough for p99.9 (a thousand beyond it at 1e6) while the
-# log stays a few tens of MB; pgbench's --sampling-rate keeps a run near it.
-LOGGED_TARGET = 1_000_000
+# Logged transactions wanted per run: enough for p99.9 (200 beyond it) while writing the log
+# costs pgbench little and reading it a fraction of a second (bench/latency_log.py);
+# pgbench's --sampling-rate keeps a run near it.
+LOGGED_TARGET = 200_000
 # Before any run of a point has been measured: an upper bound of one client's tps (cached
 # select-only on a fast core), so that the first run's log stays small too.
 ASSUMED_TPS_PER_CLIENT = 25_000.0
@@ -105,53 +105,94 @@ def percentiles_ms(histogram: HdrHistogram) -> dict[str, float]:
 
 
 def latency_distribution(logs: list[str], rate: float, figures: LogFigures) -> dict:
-    """The distribution of the logged latencies (and schedule lags), with its cross-checks."""
-    transactions = [t for text in logs for t in parse_transaction_log(text, figures.rate_limited)]
-    transactions.sort(key=lambda t: (t.epoch_s, t.epoch_us))
-    latencies = new_histogram()
-    lags = new_histogram()
-    zeros = failed = skipped = 0
-    sum_us = 0
-    for transaction in transactions:
-        if transaction.lag_us is not None:
-            lags.record_value(min(transaction.lag_us, HIGHEST_US))
-        if transaction.latency_us is None:
-            skipped += transaction.skipped
-            failed += not transaction.skipped
-            continue
-        zeros += transaction.latency_us == 0
-        sum_us += transaction.latency_us
-        latencies.record_value(min(transaction.latency_us, HIGHEST_US))
+    """The distribution of the logged latencies (and schedule lags), with its cross-checks.
+
+    One pass over the lines without an object per transaction, and the histograms filled
+    from counts of equal values: a million lines take about a second here (bench/latency_log.py).
+    """
+    read = _read_logs(logs, figures.rate_limited)
+    latencies = _histogram_of(Counter(read.latencies_us))
     logged = latencies.get_total_count()
+    zeros = read.zeros
     record: dict = {
         "unit": "us",
         "sampling_rate": rate,
         "logged": logged,
-        "failed": failed,
-        "skipped": skipped,
+        "failed": read.failed,
+        "skipped": read.skipped,
         "zeros": zeros,
         "zeros_share": zeros / logged if logged else None,
         "hdr": base64.b64encode(latencies.encode()).decode() if logged else None,
     }
     if logged:
         record.update({f"{name}_ms": value for name, value in percentiles_ms(latencies).items()})
-        record.update(_cross_checks(sum_us / 1000.0, logged, rate, figures, transactions))
+        span_s = (read.last_end_s - read.first_end_s) if logged > 1 else None
+        record.update(_cross_checks(sum(read.latencies_us) / 1000.0, logged, rate, figures, span_s))
     record["biased_low"] = bool(logged) and (
         zeros / logged > ZEROS_NOTED_SHARE
         or record.get("sum_to_busy_time", 1.0) < SUM_TRUSTED_SHARE
     )
-    if lags.get_total_count():
+    if read.lags_us:
+        lags = _histogram_of(Counter(read.lags_us))
         record["lag"] = {f"{k}_ms": v for k, v in percentiles_ms(lags).items()}
         record["lag"]["hdr"] = base64.b64encode(lags.encode()).decode()
-    record["per_second"] = per_second(transactions)
+    record["per_second"] = per_second(read.seconds, read.latencies_us)
     return record
 
 
-def _cross_checks(sum_ms, logged, rate, figures: LogFigures, transactions) -> dict:
+@dataclass
+class _ReadLogs:
+    latencies_us: list[int]  # of the transactions with a latency, in the logs' order
+    seconds: list[int]  # the Unix second each of them ended in
+    lags_us: list[int]
+    zeros: int = 0
+    failed: int = 0
+    skipped: int = 0
+    first_end_s: float = math.inf
+    last_end_s: float = -math.inf
+
+
+def _read_logs(logs: list[str], with_lag: bool) -> _ReadLogs:
+    """The columns of pgbench_log's format (see pgbench_log.py), read straight off the lines."""
+    read = _ReadLogs([], [], [])
+    for text in logs:
+        for line_number, line in enumerate(text.splitlines(), 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) < 6:
+                raise ValueError(f"line {line_number} of a pgbench log has {len(fields)} fields")
+            if with_lag and len(fields) > 6 and fields[6].isdigit():
+                read.lags_us.append(int(fields[6]))
+            time_field = fields[2]
+            if not time_field.isdigit():
+                if time_field == "skipped":
+                    read.skipped += 1
+                else:
+                    read.failed += 1
+                continue
+            latency, second = int(time_field), int(fields[4])
+            read.zeros += latency == 0
+            read.latencies_us.append(latency)
+            read.seconds.append(second)
+            end_s = second + int(fields[5]) / 1e6
+            read.first_end_s = min(read.first_end_s, end_s)
+            read.last_end_s = max(read.last_end_s, end_s)
+    return read
+
+
+def _histogram_of(counts: Counter, digits: int = SIGNIFICANT_DIGITS) -> HdrHistogram:
+    histogram = new_histogram(digits)
+    for value, count in counts.items():
+        histogram.record_value(min(value, HIGHEST_US), count)
+    return histogram
+
+
+def _cross_checks(sum_ms, logged, rate, figures: LogFigures, span_s: float | None) -> dict:
     checks: dict = {}
     if figures.latency_avg_ms:
         checks["mean_to_pgbench_avg"] = sum_ms / logged / figures.latency_avg_ms
-    duration_s = figures.duration_s or _span_s(transactions)
+    duration_s = figures.duration_s or span_s
     if not figures.rate_limited and duration_s and figures.clients:
         # Closed loop: each client is always in a transaction, so the latencies (all of them,
         # hence / rate) add up to nearly the clients' time, unless the lazy clock lost some.
@@ -159,31 +200,19 @@ def _cross_checks(sum_ms, logged, rate, figures: LogFigures, transactions) -> di
     return checks
 
 
-def _span_s(transactions: list[LoggedTransaction]) -> float | None:
-    if len(transactions) < 2:
-        return None
-    first, last = transactions[0], transactions[-1]
-    return (last.epoch_s - first.epoch_s) + (last.epoch_us - first.epoch_us) / 1e6
-
-
-def per_second(transactions: list[LoggedTransaction]) -> list[list]:
+def per_second(seconds: list[int], latencies_us: list[int]) -> list[list]:
     """[end second (Unix), logged, p50 ms, p99 ms, max ms] for each second a transaction
-    ended in, from the time-ordered transactions; one small histogram alive at a time."""
-    rows = []
-    histogram = new_histogram(PER_SECOND_DIGITS)
-    second = None
-    for transaction in transactions:
-        if transaction.latency_us is None:
-            continue
-        if transaction.epoch_s != second:
-            if second is not None:
-                rows.append(_second_row(second, histogram))
-                histogram.reset()
-            second = transaction.epoch_s
-        histogram.record_value(min(transaction.latency_us, HIGHEST_US))
-    if second is not None:
-        rows.append(_second_row(second, histogram))
-    return rows
+    ended in."""
+    by_second: dict[int, Counter] = {}
+    for second, latency in zip(seconds, latencies_us, strict=True):
+        counts = by_second.get(second)
+        if counts is None:
+            counts = by_second[second] = Counter()
+        counts[latency] += 1
+    return [
+        _second_row(second, _histogram_of(by_second[second], PER_SECOND_DIGITS))
+        for second in sorted(by_second)
+    ]
 
 
 def _second_row(second: int, histogram: HdrHistogram) -> list:
