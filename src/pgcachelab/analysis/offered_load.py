@@ -12,6 +12,8 @@ from dataclasses import dataclass
 # Achieved over offered below which the server is behind its schedule: pgbench's Poisson
 # timetable makes a short run's achieved rate wander a few percent around the offered one.
 KEEPS_UP = 0.95
+# How far above the lowest rate's p99 a p99 may be and still count as the flat part.
+LATENCY_RISE = 2.0
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,11 @@ def knee(steps: list[LoadStep]) -> int | None:
 
 
 def finding(steps: list[LoadStep]) -> str | None:
-    """One line: "p99 stays under X ms up to Y tps, then ..."; None without steps."""
+    """One line: "p99 stays under X ms up to Y tps, then ..."; None without steps.
+
+    X is the p99 of the flat part: the lowest rates, while p99 stays within LATENCY_RISE of
+    the lowest rate's; then where p99 went while the server still kept up; then the knee,
+    where it fell behind."""
     if not steps:
         return None
     ordered = sorted(steps, key=lambda s: s.offered_tps)
@@ -51,16 +57,26 @@ def finding(steps: list[LoadStep]) -> str | None:
             f"the server fell behind already at the lowest rate offered, {first.offered_tps:,.0f}"
             f" tps (achieved {first.achieved_tps:,.0f}, p99 {_ms(first.p99_ms)}): offer less"
         )
-    worst = max(kept, key=lambda s: s.p99_ms)
-    line = f"p99 stays under {_ms(worst.p99_ms)} up to {kept[-1].offered_tps:,.0f} tps offered"
+    flat = [kept[0]]
+    for step in kept[1:]:
+        if step.p99_ms > LATENCY_RISE * kept[0].p99_ms:
+            break
+        flat.append(step)
+    line = (
+        f"p99 stays under {_ms(max(s.p99_ms for s in flat))} up to "
+        f"{flat[-1].offered_tps:,.0f} tps offered"
+    )
+    if len(flat) < len(kept):
+        last = kept[-1]
+        line += f", then rises to {_ms(last.p99_ms)} at {last.offered_tps:,.0f} tps"
     if behind is None:
-        return line + " (the highest rate offered: no knee within the sweep; offer more)"
+        return line + " (the server kept up with every rate offered: offer more for the knee)"
     past = ordered[behind]
     lag = f", schedule lag p99 {_ms(past.lag_p99_ms)}" if past.lag_p99_ms is not None else ""
     return (
         f"{line}; at {past.offered_tps:,.0f} tps offered the server achieved only "
-        f"{past.achieved_tps:,.0f} ({past.achieved_tps / past.offered_tps:.0%}) and p99 rose to "
-        f"{_ms(past.p99_ms)} (×{past.p99_ms / worst.p99_ms:.1f}{lag}): the knee"
+        f"{past.achieved_tps:,.0f} ({past.achieved_tps / past.offered_tps:.0%}) and p99 was "
+        f"{_ms(past.p99_ms)}{lag}: the knee"
     )
 
 
