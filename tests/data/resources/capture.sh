@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Recapture the kernel files the resource parser tests read (tests/test_resource_parsers.py).
+# Recapture the kernel files the resource parser tests read (tests/test_resources.py).
 #
 # Usage (from anywhere): tests/data/resources/capture.sh
 #
