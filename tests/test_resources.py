@@ -278,3 +278,15 @@ class OldServer:
 
 def test_pg_stat_io_is_absent_before_16_without_a_query():
     assert snapshot(OldServer(), [IoProbe()]) == {"io": {"absent": True}}
+
+
+def test_a_summary_that_cannot_be_made_leaves_the_series(monkeypatch, tmp_path):
+    def broken(*args):
+        raise KeyError("ios")
+
+    monkeypatch.setattr(resource_sampler, "summary", broken)
+    sampler = ResourceSampler.start(sources_of(FakeTarget(tmp_path)), interval_s=0.05)
+    time.sleep(0.12)
+    kept = sampler.close()
+    assert kept["rows"] and kept["summary"] is None
+    assert kept["failed"] == 1 and kept["first_error"] == "summary: KeyError: 'ios'"

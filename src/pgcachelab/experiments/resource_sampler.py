@@ -223,7 +223,11 @@ class ResourceSampler:
         self._thread.join()
         whole = None
         if self.first is not None and self.last is not self.first:
-            whole = summary(self.first, self.last, self.rows, self.cpu_count)
+            try:
+                whole = summary(self.first, self.last, self.rows, self.cpu_count)
+            except Exception as error:  # the series stays; the measurement goes on
+                self.failed += 1
+                self.first_error = self.first_error or f"summary: {type(error).__name__}: {error}"
         return {
             "interval_s": self.interval_s,
             "source": self.sources.record(),
