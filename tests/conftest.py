@@ -26,6 +26,7 @@ from pgcachelab.clusters.binaries import PgInstall, find_install
 from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ManagedCluster, reap_stale
 from pgcachelab.clusters.osuser import OsUser, install_usable_by, server_user
+from pgcachelab.clusters.shmem_leftovers import release_shared_memory
 from pgcachelab.errors import UserError
 
 SPECS_DIR = Path(__file__).parent / "data" / "specs"
@@ -112,6 +113,8 @@ def _reap_everything_under(base: Path) -> None:
     for pid in processes_mentioning(str(base)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    for pid_file in base.rglob("postmaster.pid"):  # what a server killed just now left
+        release_shared_memory(pid_file.parent)
     shutil.rmtree(base, ignore_errors=True)
 
 

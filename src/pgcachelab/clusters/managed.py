@@ -29,6 +29,7 @@ from pgcachelab.clusters.guc import (
     setting_value_text,
 )
 from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
+from pgcachelab.clusters.shmem_leftovers import release_shared_memory
 from pgcachelab.errors import ClusterError
 from pgcachelab.machine import owned
 
@@ -391,17 +392,21 @@ class ManagedCluster:
         if self.process is None:
             return
         process, self.process = self.process, None
-        for sig, wait_s in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGQUIT, 10.0)):
+        try:
+            for sig, wait_s in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGQUIT, 10.0)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, sig)
+                try:
+                    process.wait(timeout=wait_s)
+                    return
+                except subprocess.TimeoutExpired:
+                    continue
             with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, sig)
-            try:
-                process.wait(timeout=wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        finally:
+            # A server that died killed (by us, the OOM killer, anyone) left its shared memory.
+            release_shared_memory(self.data_dir)
 
     def restart(self) -> None:
         self.stop()
@@ -596,6 +601,7 @@ def reap_stale(work_dir: Path, remove: bool = True) -> bool:
             else:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
+    release_shared_memory(data_dir_in(work_dir))
     if remove:
         shutil.rmtree(work_dir, ignore_errors=True)
     return found
