@@ -755,7 +755,8 @@ def test_every_measurement_stores_the_machine_s_resources_per_second(finished_ru
         resources = metrics["resources"]
         assert resources["failed"] == 0, resources["first_error"]
         assert resources["source"]["device_source"] in ("diskstats", None)
-        assert resources["source"]["cgroup"] is None  # no [machine] memory: no cgroup
+        # no [machine] memory, so no cgroup: the server's processes are counted instead
+        assert resources["source"]["cgroup"].startswith("the server's processes (postmaster")
         assert len(resources["rows"]) >= 1 and resources["samples"] == len(resources["rows"]) + 1
         columns = resources["columns"]
         for row in resources["rows"]:
@@ -768,6 +769,7 @@ def test_every_measurement_stores_the_machine_s_resources_per_second(finished_ru
             if resources["source"]["device_source"] == "diskstats":
                 assert values["device_reads_per_s"] >= 0 and values["device_writes_per_s"] >= 0
         summary = resources["summary"]
+        assert 0 < summary["cgroup_cpu_pct"] <= 100
         assert 0 <= summary["cpu_idle_pct"] <= 100 and summary["seconds"] >= 1
         assert 0 <= resources["sampler_cpu_s"] < summary["seconds"]
         io = metrics["probes"]["io"]  # the lab's default install is PostgreSQL 16+

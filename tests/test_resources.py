@@ -30,6 +30,8 @@ from pgcachelab.probes.host_resources import (
     parse_cgroup_v2_cpu_stat,
     parse_diskstats,
     parse_meminfo,
+    parse_process_cpu_ticks,
+    process_tree_cpu_us,
     row,
     summary,
 )
@@ -216,7 +218,8 @@ class FakeDiskTarget(FakeTarget):
 
 def test_sources_say_where_each_figure_comes_from_or_why_not(tmp_path):
     assert sources_of(FakeTarget()).record()["notes"] == [
-        "device: the server's data directory is not on this machine"
+        "device: the server's data directory is not on this machine",
+        "cgroup: no managed server here to count the CPU of",
     ]
     gone = sources_of(FakeTarget(tmp_path / "gone")).record()
     assert gone["device"] is None and gone["notes"][0].startswith("device_source: FileNotFound")
@@ -289,3 +292,20 @@ def test_a_summary_that_cannot_be_made_leaves_the_series(monkeypatch, tmp_path):
     kept = sampler.close()
     assert kept["rows"] and kept["summary"] is None
     assert kept["failed"] == 1 and kept["first_error"] == "summary: KeyError: 'ios'"
+
+
+def test_the_server_s_processes_are_counted_where_no_cgroup_counts_them():
+    # a postmaster and one of its io workers (18), captured from a real run
+    postmaster = parse_process_cpu_ticks((DATA / "postmaster-stat.txt").read_text())
+    worker = parse_process_cpu_ticks((DATA / "backend-stat.txt").read_text())
+    assert postmaster == (1, 6, 3127, 2215)  # its own time, then its reaped children's
+    assert worker == (4, 33, 0, 0)
+    assert (DATA / "postmaster-children.txt").read_text().split()[0] == "3720"
+    assert process_tree_cpu_us(postmaster, [worker], 100) == {
+        "usage": (1 + 3127 + 4 + 6 + 2215 + 33) * 10_000,
+        "user": (1 + 3127 + 4) * 10_000,
+        "system": (6 + 2215 + 33) * 10_000,
+    }
+    # a command name with spaces and parentheses does not shift the fields
+    odd = "42 (a) b (c) R 1 42 42 0 -1 0 0 0 0 0 7 8 9 10 20 0 1 0 5 0 0"
+    assert parse_process_cpu_ticks(odd) == (7, 8, 9, 10)

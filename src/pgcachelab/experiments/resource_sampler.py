@@ -9,6 +9,7 @@ series so that every run shows what it cost. A sample that cannot be read is cou
 reason and never fails the measurement.
 """
 
+import contextlib
 import os
 import threading
 import time
@@ -27,6 +28,8 @@ from pgcachelab.probes.host_resources import (
     parse_cgroup_v2_cpu_stat,
     parse_diskstats,
     parse_meminfo,
+    parse_process_cpu_ticks,
+    process_tree_cpu_us,
     row,
     summary,
 )
@@ -127,7 +130,7 @@ def cgroup_source(target) -> Sources:
     machine = target.machine
     cgroup = machine.cgroup if machine is not None else None
     if cgroup is None:
-        return Sources()
+        return process_tree_source(target, None)
     path = cgroup.path
     if cgroup.hierarchy.version == 2:
         cpu_stat = path / "cpu.stat"
@@ -137,9 +140,12 @@ def cgroup_source(target) -> Sources:
     usage, stat = path / "cpuacct.usage", path / "cpuacct.stat"
     if not usage.exists():
         # The server joins the memory hierarchy only (machine/cgroup.py); where cpuacct is
-        # mounted apart, the server shares the lab's cpuacct group, pgbench included.
-        return Sources(
-            notes=(f"cgroup: {path} has no CPU account (cgroup v1 mounts cpuacct apart)",)
+        # mounted apart, the server shares the lab's cpuacct group, pgbench included: count
+        # its processes instead.
+        return process_tree_source(
+            target,
+            f"cgroup: {path} has no CPU account (cgroup v1 "
+            "mounts cpuacct apart): the server's processes counted",
         )
     ticks_per_s = os.sysconf("SC_CLK_TCK")
     return Sources(
@@ -148,6 +154,28 @@ def cgroup_source(target) -> Sources:
             usage.read_text(), stat.read_text(), ticks_per_s
         ),
     )
+
+
+def process_tree_source(target, note: str | None) -> Sources:
+    """The CPU of the managed server's processes (postmaster, backends, auxiliaries), counted
+    from /proc, where no cgroup counts it: what a cgroup of the server alone would say."""
+    cluster = getattr(target, "cluster", None) if target.kind == "managed" else None
+    process = getattr(cluster, "process", None)
+    notes = (note,) if note else ()
+    if process is None:
+        return Sources(notes=(*notes, "cgroup: no managed server here to count the CPU of"))
+    pid, ticks_per_s = process.pid, os.sysconf("SC_CLK_TCK")
+
+    def read() -> dict:
+        own = parse_process_cpu_ticks((PROC / str(pid) / "stat").read_text())
+        children = []
+        for child in (PROC / str(pid) / "task" / str(pid) / "children").read_text().split():
+            with contextlib.suppress(OSError):  # it ended since the list was read
+                children.append(parse_process_cpu_ticks((PROC / child / "stat").read_text()))
+        return process_tree_cpu_us(own, children, ticks_per_s)
+
+    return Sources(cgroup=f"the server's processes (postmaster {pid})", read_cgroup=read,
+                   notes=notes)  # fmt: skip
 
 
 def sources_of(target) -> Sources:
