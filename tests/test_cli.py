@@ -743,6 +743,39 @@ def test_export_json_is_the_whole_run(finished_run):
     assert all(m["status"] == "ok" for m in document["measurements"])
 
 
+@pytest.mark.server
+@pytest.mark.slow
+def test_every_measurement_stores_the_machine_s_resources_per_second(finished_run):
+    """Issue 32: the sampler's series over each 1 s run, on the data directory's own device
+    (no emulated disk here), and pg_stat_io's deltas among the probes."""
+    rows = store_query(finished_run["lab_dir"], "select metrics from measurements")
+    assert len(rows) == STORED
+    for (text,) in rows:
+        metrics = json.loads(text)
+        resources = metrics["resources"]
+        assert resources["failed"] == 0, resources["first_error"]
+        assert resources["source"]["device_source"] in ("diskstats", None)
+        # no [machine] memory, so no cgroup: the server's processes are counted instead
+        assert resources["source"]["cgroup"].startswith("the server's processes (postmaster")
+        assert len(resources["rows"]) >= 1 and resources["samples"] == len(resources["rows"]) + 1
+        columns = resources["columns"]
+        for row in resources["rows"]:
+            values = dict(zip(columns, row, strict=True))
+            shares = [values[c] for c in columns if c.startswith("cpu_") and c.endswith("_pct")]
+            assert all(0 <= share <= 100 for share in shares), values
+            assert sum(shares) == pytest.approx(100, abs=1)
+            assert values["ctx_switches_per_s"] > 0 and values["page_cache_bytes"] > 0
+            assert values["dirty_bytes"] >= 0 and values["writeback_bytes"] >= 0
+            if resources["source"]["device_source"] == "diskstats":
+                assert values["device_reads_per_s"] >= 0 and values["device_writes_per_s"] >= 0
+        summary = resources["summary"]
+        assert 0 < summary["cgroup_cpu_pct"] <= 100
+        assert 0 <= summary["cpu_idle_pct"] <= 100 and summary["seconds"] >= 1
+        assert 0 <= resources["sampler_cpu_s"] < summary["seconds"]
+        io = metrics["probes"]["io"]  # the lab's default install is PostgreSQL 16+
+        assert io["client backend"]["hits"] > 0  # pgbench's selects, found in shared_buffers
+
+
 # What a browser would fetch: src/href-like attributes, CSS url() and @import. (Inline SVG also
 # holds URLs that are never fetched: xmlns namespace names, RDF identifiers, the creator's name.)
 _FETCHED = re.compile(

@@ -1,6 +1,7 @@
 """`compare`'s pure parts: the Mann-Whitney U test against textbook values, matching points by
 their parameters, the context differences, and the store locations with masked passwords."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -216,6 +217,20 @@ def test_identical_runs_have_no_context_differences_and_every_format_renders():
     assert "0 of 2 matched points differ significantly" in table
     assert "Welch's t on log tps" in table and "Mann-Whitney U" in table
     assert FORMATS["markdown"](comparison).count("| scale=") == 2
+
+
+def test_p99_is_compared_where_both_runs_logged_latencies_lower_being_better():
+    fast = dataclasses.replace(side({"scale": 1}), p99_ms=[1.0, 1.1, 0.9, 1.05])
+    slow = dataclasses.replace(side({"scale": 1}), p99_ms=[2.0, 2.2, 1.9, 2.1])
+    comparison = compare_runs(run([fast, side({"scale": 2})]), run([slow, side({"scale": 2})]))
+    [p99] = comparison.p99  # scale=2 has no logs on either side: not compared
+    assert p99.ratio == pytest.approx(2.0, rel=0.05) and p99.ci_low > 1
+    assert p99.verdict == "B SLOWER"
+    assert compare_runs(run([slow]), run([fast])).p99[0].verdict == "B faster"
+    table = FORMATS["table"](comparison)
+    assert "p99 latency:" in table and "median p99 ms A" in table
+    assert as_dict(comparison)["p99"][0]["verdict"] == "B SLOWER"
+    assert "### p99 latency" in FORMATS["markdown"](comparison)
 
 
 # -- store locations ---------------------------------------------------------------------------

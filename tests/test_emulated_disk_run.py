@@ -86,6 +86,13 @@ def test_each_point_stores_its_disk_its_probe_and_the_device_requests(
     # The host point loaded the data; the emulated one started on a new mount, so its reads
     # missed the page cache and reached the device.
     assert emulated["device"]["reads"] > 0
+    # The per-second series (issue 32) follows the same disk: the host's block device, then
+    # the daemon's own counters, which saw those reads.
+    host_series, emulated_series = (json.loads(metrics)["resources"] for _, _, metrics in rows)
+    assert host_series["source"]["device_source"] == "diskstats"
+    assert emulated_series["source"]["device_source"] == "emulated disk"
+    assert emulated_series["failed"] == 0 and emulated_series["rows"]
+    assert emulated_series["summary"]["device_reads_per_s"] > 0
     html = Path(result.stdout.strip()).read_text()
     assert "emulated custom:read=300us,write=0us,sync=500us (read 0.3 ms" in html
     assert "host disk, not emulated: cold read median" in html

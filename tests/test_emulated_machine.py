@@ -145,6 +145,11 @@ def test_huge_pages_and_limit_recorded_and_restored_after_a_run(tmp_path, lab_tm
         assert 0 < machine["cgroup"]["peak_bytes"] <= 256 * MIB
         assert set(machine["hugepages"]) >= {"total", "free", "reserved"}
         assert (machine["hugepages"]["total"] > 0) == huge_pages_on
+        # The server's cgroup's CPU; where v1 mounts cpuacct apart from memory, its processes'.
+        resources = json.loads(metrics)["resources"]
+        assert 0 < resources["summary"]["cgroup_cpu_pct"] <= 100
+        if resources["source"]["cgroup"].startswith("the server's processes"):
+            assert any("no CPU account" in note for note in resources["source"]["notes"])
     html = Path(result.stdout.strip()).read_text()
     assert "256MB (memory cgroup limit of the server)" in html
 

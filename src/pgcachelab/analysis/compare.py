@@ -134,6 +134,7 @@ class PointSide:
     tps: list[float]  # of the repetitions that succeeded
     server_settings: dict = field(default_factory=dict)  # name -> pg_settings value, as text
     derived_settings: frozenset = frozenset()  # set by the server itself (default, override)
+    p99_ms: list[float] = field(default_factory=list)  # each repetition's, from pgbench's log
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,7 @@ class PointComparison:
     ci_high: float | None
     median_ratio: float | None
     rank_test: RankTest | None
+    lower_is_better: bool = False  # a latency: B/A below 1 is B faster
 
     @property
     def label(self) -> str:
@@ -230,17 +232,20 @@ class PointComparison:
             return "too few repetitions"
         if not self.significant:
             return "no significant difference"
-        return "B faster" if self.ratio > 1 else "B SLOWER"
+        return "B faster" if (self.ratio > 1) != self.lower_is_better else "B SLOWER"
 
 
-def compare_point(key: tuple, tps_a: list[float], tps_b: list[float]) -> PointComparison:
+def compare_point(
+    key: tuple, tps_a: list[float], tps_b: list[float], lower_is_better: bool = False
+) -> PointComparison:
+    """B against A on one figure per repetition: tps, or a latency (`lower_is_better`)."""
     a = [v for v in tps_a if v is not None and v > 0]
     b = [v for v in tps_b if v is not None and v > 0]
     median_a = statistics.median(a) if a else None
     median_b = statistics.median(b) if b else None
     if not a or not b:
         return PointComparison(
-            key, len(a), len(b), median_a, median_b, None, None, None, None, None
+            key, len(a), len(b), median_a, median_b, None, None, None, None, None, lower_is_better
         )
     ratio, low, high = welch_log_ratio(a, b)
     return PointComparison(
@@ -254,6 +259,7 @@ def compare_point(key: tuple, tps_a: list[float], tps_b: list[float]) -> PointCo
         high,
         median_b / median_a,
         mann_whitney_u(a, b),
+        lower_is_better,
     )
 
 
@@ -438,6 +444,8 @@ class Comparison:
     points: list[PointComparison]
     only_a: list[str]  # labels of points only run A has
     only_b: list[str]
+    # p99 latency per matched point (B/A: below 1 is better), for points with pgbench logs
+    p99: list[PointComparison] = field(default_factory=list)
 
     @property
     def significant(self) -> list[PointComparison]:
@@ -469,4 +477,9 @@ def compare_runs(a: RunSide, b: RunSide) -> Comparison:
         points=points,
         only_a=[key_label(key) for key, _ in matching.only_a],
         only_b=[key_label(key) for key, _ in matching.only_b],
+        p99=[
+            compare_point(key, pa.p99_ms, pb.p99_ms, lower_is_better=True)
+            for key, pa, pb in matching.pairs
+            if pa.p99_ms and pb.p99_ms
+        ],
     )

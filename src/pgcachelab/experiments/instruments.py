@@ -18,14 +18,16 @@ import time
 from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.experiments.cache_sampler import CacheSampler
 from pgcachelab.experiments.recording import Recording
+from pgcachelab.experiments.resource_sampler import ResourceSampler, sources_of
 from pgcachelab.experiments.spec import InspectOptions, Point
 from pgcachelab.experiments.wait_sampler import WaitSampler
 from pgcachelab.probes.base import delta, snapshot
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
+from pgcachelab.probes.io import IoProbe
 from pgcachelab.units import format_bytes
 
-PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe()]
+PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe(), IoProbe()]
 # The emulated disk daemon's counters a measurement keeps, as differences over the measurement.
 DEVICE_COUNTERS = ("reads", "read_bytes", "writes", "write_bytes", "syncs", "delayed_us")
 
@@ -183,7 +185,7 @@ class AlternatingWindows:
 
 
 class ProbeDeltas:
-    """The server's counters (database, statio, checkpointer, WAL) over the run, on the
+    """The server's counters (database, statio, checkpointer, WAL, I/O) over the run, on the
     measurement's session, and the database's size after it."""
 
     def __init__(self, conn, recording: Recording):
@@ -216,6 +218,21 @@ class WaitEvents:
     def __exit__(self, *exc) -> None:
         if self.sampler is not None:
             self.recording.metrics["wait_events"] = self.sampler.close()
+
+
+class ResourceSeries:
+    """The machine's resources once a second through the run (issue 32), in
+    metrics["resources"]; kept when the point fails too: a failure's seconds explain it."""
+
+    def __init__(self, target, recording: Recording):
+        self.target, self.recording = target, recording
+
+    def __enter__(self) -> "ResourceSeries":
+        self.sampler = ResourceSampler.start(sources_of(self.target))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.recording.metrics["resources"] = self.sampler.close()
 
 
 def _disk_metrics(before: dict | None, after: dict | None) -> dict | None:

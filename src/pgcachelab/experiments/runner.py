@@ -33,6 +33,7 @@ from pgcachelab.experiments.instruments import (
     DiskWatch,
     MachineWatch,
     ProbeDeltas,
+    ResourceSeries,
     ServerWatch,
     WaitEvents,
 )
@@ -530,6 +531,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             machine.start_run()
             disk.start_run()
             stack.enter_context(ProbeDeltas(conn, recording))
+            stack.enter_context(ResourceSeries(ctx.target, recording))
             stack.enter_context(WaitEvents(ctx.target, point, inspect, recording))
             recording.outcome = workload.run(bench, point, conn, mark)
     except ConsistencyError as error:

@@ -38,6 +38,7 @@ from pgcachelab.analysis.versions import (
     version_order,
 )
 from pgcachelab.report.dataset import PointResult, RunData, repetitions, swept_text
+from pgcachelab.report.offered_load import offered_load_findings
 from pgcachelab.report.overhead_sags import (
     METHOD_NAMES,
     MethodSag,
@@ -580,6 +581,28 @@ def comparison_advice(comparison: Comparison) -> list[Advice]:
 # -- every run ---------------------------------------------------------------------------------
 
 
+def offered_load_advice(data: RunData) -> list[Advice]:
+    """The knee of a sweep of pgbench's -R, one line per cell (report/offered_load.py)."""
+    biased = any(r.latency_percentiles and r.latency_percentiles.biased_low for r in data.points)
+    caveats = (
+        ["pgbench's log read low at some points (0 µs entries): their percentiles are too low"]
+        if biased
+        else []
+    )
+    return [
+        Advice(
+            "rate",
+            cell,
+            line,
+            "latency percentiles from pgbench's per-transaction log, measured from each "
+            "transaction's scheduled start (no coordinated omission); medians over the "
+            "repetitions",
+            list(caveats),
+        )
+        for cell, line in offered_load_findings(data)
+    ]
+
+
 def run_advice(data: RunData) -> list[Advice]:
     """Every piece of advice the run's sweep allows; a note when it allows none."""
     keys = data.swept_keys
@@ -602,6 +625,8 @@ def run_advice(data: RunData) -> list[Advice]:
             advice += best_value_advice(data, "clients", "gives the peak throughput")
         if "scale" in keys:
             advice += scale_advice(data)
+        if "rate" in keys:
+            advice += offered_load_advice(data)
     if not advice:
         swept = ", ".join(keys) or "nothing"
         advice.append(
@@ -610,7 +635,7 @@ def run_advice(data: RunData) -> list[Advice]:
                 "",
                 "no advice: the measurements answer none of the questions advise knows",
                 f"the run swept {swept}; advise knows cache-wash, TPC-C ladder and "
-                "inspect-overhead runs, and sweeps of clients, scale or version",
+                "inspect-overhead runs, and sweeps of clients, scale, rate or version",
                 [],
             )
         )

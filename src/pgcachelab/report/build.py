@@ -12,6 +12,7 @@ from pgcachelab.report.findings import findings_html
 from pgcachelab.report.hosts import host_classes_section
 from pgcachelab.report.html import render_html
 from pgcachelab.report.inspect_overhead import inspect_overhead_section
+from pgcachelab.report.offered_load import offered_load_section
 from pgcachelab.report.plots import all_plots
 from pgcachelab.report.regimes import regimes_html
 from pgcachelab.report.render import Section
@@ -50,10 +51,11 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     steps = Section("Steps: where the throughput drops", Markup(steps_html(data)))
     regimes = Section("Regimes: where the data lives", Markup(regimes_html(data)))
     hosts = host_classes_section(data)
+    offered = offered_load_section(data, out_dir)
     # The page's order; the plots come in their own, each section's before the generic ones.
-    ordered = (wash, steps, regimes, versions, tpcc, overhead, composition, hosts)
+    ordered = (offered, wash, steps, regimes, versions, tpcc, overhead, composition, hosts)
     sections = [s for s in ordered if s.body]
-    plots = [p for s in (overhead, composition, tpcc, versions, wash) for p in s.plots]
+    plots = [p for s in (offered, overhead, composition, tpcc, versions, wash) for p in s.plots]
     if all(s.generic_plots for s in sections):
         plots += all_plots(data, out_dir)
     answer = findings_html(run_advice(data), f"pgcachelab advise {data.run.run_id}")

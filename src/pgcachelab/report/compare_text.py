@@ -19,6 +19,11 @@ HEADER = [
     "MWU p",
     "verdict",
 ]
+P99_HEADER = ["point", "n A", "n B", "median p99 ms A", "median p99 ms B", *HEADER[5:]]
+P99_NOTE = (
+    "p99: each repetition's 99th percentile from pgbench's per-transaction log; B/A below 1"
+    " means B answered faster, with the same interval and test as tps."
+)
 
 
 def method_note(comparison: Comparison) -> str:
@@ -40,15 +45,15 @@ def _ratio(value) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def point_row(point: PointComparison) -> list[str]:
+def point_row(point: PointComparison, digits: int = 0) -> list[str]:
     ci = f"{_ratio(point.ci_low)}..{_ratio(point.ci_high)}" if point.ci_low is not None else "–"
     p_value = f"{point.rank_test.p_value:.3g}" if point.rank_test else "–"
     return [
         point.label,
         str(point.n_a),
         str(point.n_b),
-        _num(point.median_a),
-        _num(point.median_b),
+        _num(point.median_a, digits),
+        _num(point.median_b, digits),
         _ratio(point.ratio),
         ci,
         _ratio(point.median_ratio),
@@ -94,6 +99,10 @@ def render_table(comparison: Comparison) -> str:
     for side, labels in (("A", comparison.only_a), ("B", comparison.only_b)):
         if labels:
             lines.append(f"points only in {side}: {'; '.join(labels)}")
+    if comparison.p99:
+        lines += ["", "p99 latency:"]
+        lines.append(format_table(P99_HEADER, [point_row(p, 3) for p in comparison.p99]))
+        lines.append(P99_NOTE)
     lines.append("")
     lines.append(_summary(comparison))
     lines += [f"- {item.recommendation}" for item in comparison_advice(comparison)]
@@ -132,6 +141,10 @@ def render_markdown(comparison: Comparison) -> str:
     for side, labels in (("A", comparison.only_a), ("B", comparison.only_b)):
         if labels:
             parts += ["", f"Points only in {side}: {'; '.join(labels)}"]
+    if comparison.p99:
+        parts += ["", "### p99 latency", ""]
+        parts.append(_md_table(P99_HEADER, [point_row(p, 3) for p in comparison.p99]))
+        parts += ["", P99_NOTE]
     parts += ["", f"{_summary(comparison)}.", ""]
     parts += [f"- {item.recommendation}" for item in comparison_advice(comparison)]
     parts += ["", method_note(comparison)]
@@ -163,6 +176,21 @@ def as_dict(comparison: Comparison) -> dict:
                 "verdict": p.verdict,
             }
             for p in comparison.points
+        ],
+        "p99": [
+            {
+                "point": dict(p.key),
+                "n_a": p.n_a,
+                "n_b": p.n_b,
+                "median_p99_ms_a": p.median_a,
+                "median_p99_ms_b": p.median_b,
+                "ratio_geometric_mean": p.ratio,
+                "ci95_low": p.ci_low,
+                "ci95_high": p.ci_high,
+                "significant": p.significant,
+                "verdict": p.verdict,
+            }
+            for p in comparison.p99
         ],
         "only_a": comparison.only_a,
         "only_b": comparison.only_b,

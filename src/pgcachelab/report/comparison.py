@@ -17,7 +17,9 @@ def load_side(store, run_id: str) -> RunSide:
     warmup_repetitions = schedule_of(run).get("warmup_repetitions") or 0
     counted: dict[int, list] = {}
     with gc_paused():
-        measurements = store.measurements(run_id, metrics=("load_average_1m", "fleet.host_class"))
+        measurements = store.measurements(
+            run_id, metrics=("load_average_1m", "fleet.host_class", "latency.p99_ms")
+        )
     for m in measurements:
         if m.status == "ok" and m.repetition >= warmup_repetitions:
             counted.setdefault(m.point_index, []).append(m)
@@ -29,6 +31,11 @@ def load_side(store, run_id: str) -> RunSide:
             workload=point.workload,
             settings=point.settings,
             tps=[m.tps for m in counted.get(point.point_index, []) if m.tps is not None],
+            p99_ms=[
+                p99
+                for m in counted.get(point.point_index, [])
+                if (p99 := (m.metrics.get("latency") or {}).get("p99_ms")) is not None
+            ],
             server_settings=_as_text(server_settings.get(point.point_index, {})),
             derived_settings=_chosen_by_server(server_settings.get(point.point_index, {})),
         )

@@ -9,6 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from pgcachelab.analysis.cache_split import PGBENCH_LOG_TIMING, PHASES, Repetition
+from pgcachelab.analysis.latency import PointPercentiles, point_percentiles
 from pgcachelab.analysis.memory_accounting import MeasuredMemory
 from pgcachelab.analysis.statistics import (
     Noise,
@@ -20,6 +21,7 @@ from pgcachelab.analysis.statistics import (
     repetitions_warning,
     settled,
 )
+from pgcachelab.analysis.step_resources import point_resources
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
 from pgcachelab.store.records import (
     Measurement,
@@ -43,10 +45,12 @@ REPORT_METRICS = (
     "disk",
     "fleet",
     "inspect_windows",
+    "latency",
     "machine.cgroup",
     "machine.memory_accounting",
     "pgbench",
     "probes.database",
+    "resources.summary",
     "tpcc",
     "wait_events",
 )
@@ -65,6 +69,8 @@ class PointResult:
     page_cache_bytes: float | None = None
     phase_medians_ms: dict | None = None  # cache-wash: phase -> median of repetition medians
     warmup: list[Measurement] = field(default_factory=list)  # discarded warm-up repetitions
+    latency_percentiles: PointPercentiles | None = None  # pgbench points with their logs
+    resources: dict | None = None  # medians of the resource sampler's summaries
     warnings: list[StabilityWarning] = field(default_factory=list)
     settled: bool | None = None  # repetitions = "auto": whether it reached the target
     # cache-wash: each ok repetition's lookups, built once (its phase medians are then taken
@@ -229,6 +235,10 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
                 measurements=mine,
                 tps=summarise([m.tps for m in ok]),
                 latency_ms=summarise([m.latency_avg_ms for m in ok]),
+                latency_percentiles=point_percentiles([m.metrics.get("latency") for m in ok]),
+                resources=point_resources(
+                    [(m.metrics.get("resources") or {}).get("summary") for m in ok]
+                ),
                 database_size_bytes=max(sizes) if sizes else None,
                 blks_hit_ratio=hit_ratio(hits, reads) if ok else None,
                 shared_buffers_bytes=shared_buffers.get("normalised"),

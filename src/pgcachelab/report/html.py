@@ -6,6 +6,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from pgcachelab.analysis.latency import PointPercentiles
 from pgcachelab.analysis.statistics import coefficient_of_variation
 from pgcachelab.analysis.storage import storage_note, storage_uses
 from pgcachelab.analysis.versions import differing_settings
@@ -160,6 +161,7 @@ def _points_detail_table(data: RunData) -> str:
         "point",
         "tps min..max",
         "latency ms (median)",
+        "p50 / p99 / p99.9 ms",
         "database size",
         "shared_buffers",
         "hit ratio %",
@@ -174,6 +176,7 @@ def _points_detail_table(data: RunData) -> str:
                     result.point.label,
                     f"{_num(tps.minimum)}..{_num(tps.maximum)}" if tps else "–",
                     _num(latency.median if latency else None, 3),
+                    _percentiles_text(result.latency_percentiles),
                     format_bytes(result.database_size_bytes) if result.database_size_bytes else "–",
                     format_bytes(result.shared_buffers_bytes)
                     if result.shared_buffers_bytes
@@ -185,7 +188,25 @@ def _points_detail_table(data: RunData) -> str:
                 "failed" if result.failures else "",
             )
         )
-    return table(header, rows)
+    biased = [r for r in data.points if r.latency_percentiles and r.latency_percentiles.biased_low]
+    note = ""
+    if biased:
+        share = max(r.latency_percentiles.zeros_share for r in biased)
+        note = (
+            f"<p class='note'>* pgbench logged up to {share:.0%} of the transactions of "
+            f"{len(biased)} point(s) as 0 µs (its lazy clock: a reply already waiting); their "
+            "latencies add up to less than the clients' time, so their percentiles read low.</p>"
+        )
+    return table(header, rows) + note
+
+
+def _percentiles_text(percentiles: PointPercentiles | None) -> str:
+    """Medians over the repetitions of p50, p99 and p99.9 (each repetition's from its log)."""
+    if percentiles is None:
+        return "–"
+    figures = percentiles.median_ms
+    text = " / ".join(_num(figures[name], 3) for name in ("p50", "p99", "p999"))
+    return text + (" *" if percentiles.biased_low else "")
 
 
 def _median_interval_text(tps) -> str:

@@ -3,6 +3,7 @@ much, and which boundary each step matches; or, plainly, that there is none."""
 
 from markupsafe import Markup
 
+from pgcachelab.analysis.step_resources import step_explanation
 from pgcachelab.analysis.steps import (
     DISK,
     MATCH_FACTOR,
@@ -162,6 +163,18 @@ def _short_boundary(name: str | None) -> str:
     }.get(name, "no boundary")
 
 
+def step_machine_text(step: Step, data: RunData) -> str | None:
+    """The resource figures of the last point before the step and the first after it."""
+    by_label = {r.point.label: r.resources for r in data.points}
+    return step_explanation(
+        by_label.get(step.before.points[-1].label), by_label.get(step.after.points[0].label)
+    )
+
+
+def _machine_text(step: Step, data: RunData) -> str:
+    return step_machine_text(step, data) or "– (no resource series: measured before issue 32)"
+
+
 def steps_html(data: RunData) -> str:
     finding = run_steps(data)
     if finding is None:
@@ -175,6 +188,7 @@ def steps_html(data: RunData) -> str:
             Markup("<b>×{:.2f}</b>").format(step.ratio),
             _interval(step),
             boundary_text(step.boundary, step.boundary_bytes, data),
+            _machine_text(step, data),
         ]
         for index, step in enumerate(finding.steps, start=1)
     ]
@@ -186,10 +200,11 @@ def steps_html(data: RunData) -> str:
         "drop",
         "95% interval",
         "matches",
+        "what the machine did (the points either side)",
     ]
     return (
         _summary(finding)
-        + (table(head, rows, {1, 6}) if rows else "")
+        + (table(head, rows, {1, 6, 7}) if rows else "")
         + "<h3>Where seed 004 expects steps</h3>"
         + _boundary_table(finding, data)
         + "<p class='note'>Steps are found from the data alone: neighbouring points (in database "

@@ -81,6 +81,7 @@ def run_table(store: ResultStore, run_id: str) -> str:
                 _number(tps.median if tps else None),
                 ci,
                 _number(latency.median if latency else None, 3),
+                _p99_text(result.latency_percentiles),
                 format_bytes(result.database_size_bytes) if result.database_size_bytes else "-",
                 _number(
                     result.blks_hit_ratio * 100 if result.blks_hit_ratio is not None else None, 1
@@ -95,6 +96,7 @@ def run_table(store: ResultStore, run_id: str) -> str:
         "tps (median)",
         "95% CI of median",
         "latency ms",
+        "p99 ms",
         "db size",
         "hit %",
         "failures",
@@ -102,6 +104,13 @@ def run_table(store: ResultStore, run_id: str) -> str:
     run = data.run
     title = f"run {run.run_id} ({run.name}, {run.status})"
     return title + "\n" + format_table(header, rows)
+
+
+def _p99_text(percentiles) -> str:
+    """The median p99 over the repetitions; * when pgbench's log read low (see the report)."""
+    if percentiles is None:
+        return "-"
+    return _number(percentiles.median_ms["p99"], 3) + ("*" if percentiles.biased_low else "")
 
 
 def _cache_wash_table(data) -> str:

@@ -16,6 +16,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
 from pgcachelab.analysis.memory_accounting import ladder_ram_check  # noqa: E402
+from pgcachelab.analysis.step_resources import step_explanation
 from pgcachelab.report.dataset import RunData, measured_memory  # noqa: E402
 from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
 from pgcachelab.report.render import ALL_COLUMNS, Section, render, table  # noqa: E402
@@ -157,8 +158,11 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
         "retries",
         "failed tx",
         "client CPU ms/tx",
+        "what the machine did (vs step before)",
     ]
+    resources = {step_name(r): r.resources for r in data.points}
     rows = []
+    previous = None
     for result in results:
         runs = by_name.get(result.name, [])
         new_order_p90 = _median(
@@ -186,8 +190,12 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
             figure(_median([run.get("retries") for run in runs])),
             figure(_median([run.get("failed") for run in runs])),
             figure(_median([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
+            (step_explanation(resources.get(previous), resources.get(result.name)) or "–")
+            if previous
+            else "",
         ]
         rows.append(cells)
+        previous = result.name
     return table(header, rows, ALL_COLUMNS)
 
 

@@ -57,6 +57,8 @@ def run_args(workload: dict, duration_s: float | None = None, with_reports: bool
         args += ["-T", str(int(workload["duration"]))]
     if workload.get("rate"):
         args += ["-R", str(workload["rate"])]
+    if workload.get("latency_limit"):
+        args += ["--latency-limit", f"{workload['latency_limit']:g}"]
     if workload.get("protocol", "simple") != "simple":
         args += ["-M", workload["protocol"]]
     if workload.get("max_tries"):

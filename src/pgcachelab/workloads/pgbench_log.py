@@ -1,8 +1,10 @@
 """pgbench's per-transaction log (--log): one latency per transaction. Pure functions.
 
-Each line is `client_id transaction_no time script_no time_epoch time_us [schedule_lag ...]`,
-`time` being the transaction's latency in microseconds; a failed transaction (15+) writes
-`failed` or `serialization`/`deadlock`/`other` in that column instead of a number.
+Each line is `client_id transaction_no time script_no time_epoch time_us [schedule_lag]
+[retries]`, `time` being the transaction's latency in microseconds; a failed transaction (15+)
+writes `failed` or `serialization`/`deadlock`/`other` in that column instead of a number, and one
+skipped under -R with --latency-limit `skipped`. The schedule lag is there only with -R (which
+the caller knows: the column count alone cannot tell it from the retries).
 """
 
 from dataclasses import dataclass
@@ -16,13 +18,15 @@ class LoggedTransaction:
     script: int
     epoch_s: int
     epoch_us: int
+    lag_us: int | None = None  # -R only
+    skipped: bool = False  # -R with --latency-limit: never sent, too late already
 
     @property
     def latency_ms(self) -> float | None:
         return None if self.latency_us is None else self.latency_us / 1000.0
 
 
-def parse_transaction_log(text: str) -> list[LoggedTransaction]:
+def parse_transaction_log(text: str, with_lag: bool = False) -> list[LoggedTransaction]:
     transactions = []
     for line_number, line in enumerate(text.splitlines(), 1):
         fields = line.split()
@@ -31,6 +35,7 @@ def parse_transaction_log(text: str) -> list[LoggedTransaction]:
         if len(fields) < 6:
             raise ValueError(f"line {line_number} of a pgbench log has {len(fields)} fields")
         latency = int(fields[2]) if fields[2].isdigit() else None
+        lag = int(fields[6]) if with_lag and len(fields) > 6 and fields[6].isdigit() else None
         transactions.append(
             LoggedTransaction(
                 client=int(fields[0]),
@@ -39,6 +44,8 @@ def parse_transaction_log(text: str) -> list[LoggedTransaction]:
                 script=int(fields[3]),
                 epoch_s=int(fields[4]),
                 epoch_us=int(fields[5]),
+                lag_us=lag,
+                skipped=fields[2] == "skipped",
             )
         )
     return transactions

@@ -28,20 +28,59 @@ def capture(label: str, bin_dir: str | None) -> None:
         subprocess.run([pgbench, "-i", "-s", "1", "-q", dsn], check=True, capture_output=True)
         lookup = Path(scratch, "query.sql")  # not lookup.*: that is the log's name
         lookup.write_text(LOOKUP_SQL)
+        select_one = Path(scratch, "one.sql")
+        select_one.write_text("select 1;\n")
         runs = {
             "lookup": ["-n", "-c", "1", "-t", "20", "-f", str(lookup)],
             "two": ["-n", "-c", "2", "-j", "2", "-t", "5", "-b", "select-only"],
+            # latency distributions (issue 32): `select 1`, where 14+ logs most replies as
+            # 0 us (its lazy clock); -R with its schedule lag column; --latency-limit's skipped; and
+            # --sampling-rate; each with what pgbench printed, to check the log against
+            "zeros": ["-n", "-c", "2", "-j", "1", "-t", "500", "-f", str(select_one)],
+            "rate": ["-n", "-c", "2", "-j", "1", "-T", "2", "-R", "300", "-b", "select-only"],
+            "skipped": [
+                "-n",
+                "-c",
+                "1",
+                "-T",
+                "1",
+                "-R",
+                "2000",
+                "--latency-limit",
+                "0.03",
+                "-b",
+                "select-only",
+            ],  # fmt: skip
+            "sampled": [
+                "-n",
+                "-c",
+                "1",
+                "-T",
+                "1",
+                "--sampling-rate",
+                "0.05",
+                "-P",
+                "1",
+                "-b",
+                "select-only",
+            ],  # fmt: skip
         }
         for name, args in runs.items():
             prefix = Path(scratch, name)
-            subprocess.run([pgbench, *args, "--log", f"--log-prefix={prefix}", dsn], check=True,
-                           capture_output=True)  # fmt: skip
+            done = subprocess.run([pgbench, *args, "--log", f"--log-prefix={prefix}", dsn],
+                                  check=True, capture_output=True, text=True)  # fmt: skip
             logs = sorted(Path(scratch).glob(f"{name}.*"))
             if name == "lookup":
                 shutil.copy(logs[0], out_dir / "transaction_log_lookup.log")
-            else:
+            elif name == "two":
                 for thread, log in enumerate(logs):
                     shutil.copy(log, out_dir / f"transaction_log_two_threads_{thread}.log")
+            else:
+                for thread, log in enumerate(logs):
+                    shutil.copy(log, out_dir / f"transaction_log_{name}_{thread}.log")
+                (out_dir / f"transaction_log_{name}_output.txt").write_text(
+                    done.stdout + done.stderr
+                )
             print(name, [log.name for log in logs])
 
 

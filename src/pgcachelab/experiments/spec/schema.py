@@ -40,6 +40,7 @@ from pgcachelab.experiments.spec.values import (
     Fraction,
     InitSteps,
     InspectMethod,
+    LatencyLimitMs,
     PgbenchRate,
     RateTpm,
     Repetitions,
@@ -105,6 +106,8 @@ class PgbenchParameters(Table):
     init_steps: InitSteps | None = None  # None: server-side generation where the server has it
     warmup: Seconds() = 0.0
     rate: PgbenchRate | None = None
+    # pgbench --latency-limit (ms): with rate, transactions already that late are skipped
+    latency_limit: LatencyLimitMs | None = None
     protocol: Literal[PROTOCOLS] = "simple"
     max_tries: Count() | None = None
     progress_warmup: Seconds() = 1.0  # its per-second tps is left out of stability checks

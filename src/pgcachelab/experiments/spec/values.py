@@ -140,6 +140,12 @@ def _positive_rate(value, hint: str) -> int | float:
     return value
 
 
+def _latency_limit_ms(value) -> float:
+    if not is_number(value) or value <= 0:
+        raise invalid("not a positive number of milliseconds", "milliseconds, e.g. 50")
+    return float(value)
+
+
 def _rate_tpm(value) -> int | float | str:
     """Transactions per minute of all terminals together (seed 002); "off": no limit."""
     if value == NO_LIMIT:
@@ -299,6 +305,7 @@ Threads = checked(int | str, _threads)
 TableSize = checked(int | float, _table_size)
 PgbenchRate = checked(float, lambda value: _positive_rate(value, "tps, e.g. 500"))
 RateTpm = checked(int | float | str, _rate_tpm)
+LatencyLimitMs = checked(float, _latency_limit_ms)
 Fraction = checked(float, _fraction)
 Repetitions = checked(int | str, _repetitions)
 InitSteps = checked(str, _init_steps)

@@ -1,0 +1,51 @@
+"""A point's latency percentiles over its repetitions (issue 32). Pure functions.
+
+Each repetition stores its own distribution (workloads/pgbench_latency.py); a point shows the
+median over its repetitions of each percentile, as it shows the median of their tps, so that
+one repetition's stall does not become the point's p99.
+"""
+
+import statistics
+from dataclasses import dataclass
+
+SHOWN = ("p50", "p95", "p99", "p999")
+LABELS = {"p50": "p50", "p95": "p95", "p99": "p99", "p999": "p99.9"}
+
+
+@dataclass(frozen=True)
+class PointPercentiles:
+    median_ms: dict[str, float]  # percentile name -> median over the repetitions
+    repetitions: int
+    logged: int  # transactions in the logs, all repetitions
+    sampling_rate: float  # the smallest of the repetitions'
+    biased_low: bool  # any repetition's log read low (pgbench's lazy clock)
+    zeros_share: float  # the largest share of 0 us entries of a repetition
+    lag_p99_ms: float | None = None  # -R: median over the repetitions of the schedule lag's p99
+    skipped: int = 0  # -R with --latency-limit: transactions skipped as already late
+
+
+def point_percentiles(records: list[dict]) -> PointPercentiles | None:
+    """From the repetitions' `latency` metrics (None for none with percentiles)."""
+    timed = [r for r in records if r and r.get("p99_ms") is not None]
+    if not timed:
+        return None
+    return PointPercentiles(
+        median_ms={name: statistics.median(r[f"{name}_ms"] for r in timed) for name in SHOWN},
+        repetitions=len(timed),
+        logged=sum(r["logged"] for r in timed),
+        sampling_rate=min(r["sampling_rate"] for r in timed),
+        biased_low=any(r.get("biased_low") for r in timed),
+        zeros_share=max(r.get("zeros_share") or 0.0 for r in timed),
+        lag_p99_ms=_median_or_none([(r.get("lag") or {}).get("p99_ms") for r in timed]),
+        skipped=sum(r.get("skipped") or 0 for r in timed),
+    )
+
+
+def _median_or_none(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def percentile_values(records: list[dict], name: str = "p99") -> list[float]:
+    """One repetition's figure each (ms), for comparing runs: e.g. every p99 of a point."""
+    return [r[f"{name}_ms"] for r in records if r and r.get(f"{name}_ms") is not None]
