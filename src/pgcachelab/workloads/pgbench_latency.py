@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
 
+from pgcachelab.workloads.pgbench_log import log_fields
+
 HIGHEST_US = 3_600_000_000  # one hour: a latency above it is clipped to it
 SIGNIFICANT_DIGITS = 3
 PER_SECOND_DIGITS = 2  # a per-second histogram lives only while its second is read
@@ -156,12 +158,7 @@ def _read_logs(logs: list[str], with_lag: bool) -> _ReadLogs:
     """The columns of pgbench_log's format (see pgbench_log.py), read straight off the lines."""
     read = _ReadLogs([], [], [])
     for text in logs:
-        for line_number, line in enumerate(text.splitlines(), 1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) < 6:
-                raise ValueError(f"line {line_number} of a pgbench log has {len(fields)} fields")
+        for fields in log_fields(text):
             if with_lag and len(fields) > 6 and fields[6].isdigit():
                 read.lags_us.append(int(fields[6]))
             time_field = fields[2]

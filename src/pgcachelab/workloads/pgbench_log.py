@@ -7,6 +7,7 @@ skipped under -R with --latency-limit `skipped`. The schedule lag is there only 
 the caller knows: the column count alone cannot tell it from the retries).
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -26,14 +27,20 @@ class LoggedTransaction:
         return None if self.latency_us is None else self.latency_us / 1000.0
 
 
-def parse_transaction_log(text: str, with_lag: bool = False) -> list[LoggedTransaction]:
-    transactions = []
+def log_fields(text: str) -> Iterator[list[str]]:
+    """The fields of each line of a log (blank lines skipped); a short line is refused."""
     for line_number, line in enumerate(text.splitlines(), 1):
         fields = line.split()
         if not fields:
             continue
         if len(fields) < 6:
             raise ValueError(f"line {line_number} of a pgbench log has {len(fields)} fields")
+        yield fields
+
+
+def parse_transaction_log(text: str, with_lag: bool = False) -> list[LoggedTransaction]:
+    transactions = []
+    for fields in log_fields(text):
         latency = int(fields[2]) if fields[2].isdigit() else None
         lag = int(fields[6]) if with_lag and len(fields) > 6 and fields[6].isdigit() else None
         transactions.append(
