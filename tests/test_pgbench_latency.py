@@ -26,7 +26,7 @@ DATA = Path(__file__).parent / "data" / "pgbench"
 
 def _captured(version: str, name: str, rate: float = 1.0):
     printed = parse_pgbench_output(
-        (DATA / version / f"transaction_log_{name}_output.txt").read_text()
+        (DATA / version / f"transaction_log_{name}_printed.out").read_text()
     )
     logs = [
         p.read_text() for p in sorted((DATA / version).glob(f"transaction_log_{name}_[0-9].log"))

@@ -31,6 +31,7 @@ TINY_RUN = {
     "inspect-overhead": "inspect-overhead", "inspect-overhead-quick": "inspect-overhead",
     "inspect-history": "inspect-history", "inspect-history-quick": "inspect-history",
     "compare-quick": "big-cache", "compare-quick-async-commit": "big-cache",  # scale sweeps
+    "latency-offered-load-quick": "offered-load",
 }  # fmt: skip
 TINY_RUNS = sorted(set(TINY_RUN.values()))
 PAGES = [*TINY_RUNS, "compare"]  # compare: what compare-quick and its async twin are for

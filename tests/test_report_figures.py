@@ -36,10 +36,11 @@ def _problems(figure: Figure) -> list[str]:
 def test_every_report_draws_charts(tiny_reports):
     assert set(tiny_reports) == {
         "big-cache-tiny", "archaeology-tiny", "cache-split-tiny", "tpcc-ladder-tiny",
-        "inspect-overhead-tiny", "inspect-history-tiny",
+        "inspect-overhead-tiny", "inspect-history-tiny", "offered-load-tiny",
     }  # fmt: skip
     for name, report in tiny_reports.items():
         assert report.figures, f"{name}: no chart"
+    assert "latency-by-offered-load" in tiny_reports["offered-load-tiny"].figures
     assert "tps-by-scale" in tiny_reports["big-cache-tiny"].figures
     assert "tps-by-clients-per-version" in tiny_reports["archaeology-tiny"].figures
     assert "cache-wash-idx2" in tiny_reports["cache-split-tiny"].figures

@@ -78,7 +78,7 @@ def capture(label: str, bin_dir: str | None) -> None:
             else:
                 for thread, log in enumerate(logs):
                     shutil.copy(log, out_dir / f"transaction_log_{name}_{thread}.log")
-                (out_dir / f"transaction_log_{name}_output.txt").write_text(
+                (out_dir / f"transaction_log_{name}_printed.out").write_text(
                     done.stdout + done.stderr
                 )
             print(name, [log.name for log in logs])

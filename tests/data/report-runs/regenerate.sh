@@ -5,7 +5,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 lab=$(mktemp -d)
 trap 'rm -rf "$lab"' EXIT
-for spec in big-cache archaeology cache-split tpcc-ladder inspect-overhead inspect-history; do
+for spec in big-cache archaeology cache-split tpcc-ladder inspect-overhead inspect-history \
+    offered-load; do
     "$here/../../../.venv/bin/pgcachelab" run "$here/$spec.toml" --lab-dir "$lab" >/dev/null
 done
 # one self-contained file: fold the write-ahead log in
