@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import SPECS_DIR, dsn_of, run_cli, store_query
 
-from pgcachelab.analysis.ladder import StepSamples, ladder_results, risks, steps_that_mattered
+from pgcachelab.analysis.ladder import (
+    StepSamples,
+    ladder_results,
+    limit_verdicts,
+    risks,
+    steps_that_mattered,
+)
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.ladder import memory_share, resolve_memory_shares
 from pgcachelab.experiments.spec import parse_spec
@@ -107,13 +113,19 @@ def test_shipped_ladders_follow_the_seed(name):
     spec = parse_spec(path.read_text(), path)
     spec.memory_for_shares = 2 * GIB
     steps = [step.name for step in spec.ladder]
-    assert steps == ["rate-limited", "limit-removed", "io", "memory", "huge-pages"]
+    assert steps == [
+        "rate-300", "rate-3000", "rate-50000", "io", "memory", "rate-500000", "limit-removed",
+        "huge-pages",
+    ]  # fmt: skip
     points = spec.points()
-    assert points[0].workload["rate_tpm"] == 300 and points[1].workload["rate_tpm"] == "off"
+    # the seed's limits in its order: 50,000 still in force while IO and memory are tuned
+    assert [p.workload["rate_tpm"] for p in points] == [
+        300, 3000, 50000, 50000, 50000, 500000, "off", "off"
+    ]  # fmt: skip
     assert points[-1].settings["shared_buffers"] == "1024MB"  # half of 2 GiB, as the seed's 16/32
     assert points[-1].settings["huge_pages"] == "on"
     assert points[-1].settings["synchronous_commit"] == "off"  # cumulative
-    # the quick variant: 5 steps x 3 repetitions x (30 s + 10 s warm-up) = 10 min of running
+    # the quick variant: 8 steps x 3 repetitions x (20 s + 5 s warm-up) = 10 min of running
     if name.endswith("quick.toml"):
         work = (
             len(points)
@@ -226,3 +238,21 @@ def test_a_broken_database_fails_the_run_loudly_and_is_recorded(running_cluster,
     assert ran.returncode == 2
     assert "tpcc.warehouses: invalid value 2: the database was loaded with 1" in ran.stderr
     assert tomllib.loads(spec.read_text())["tpcc"]["warehouses"] == 1
+
+
+def test_each_rung_says_whether_its_limit_bound_and_names_a_limit_still_binding():
+    steps = [
+        StepSamples("rate-300", [120.0, 118, 119], {}, 3, rate_tpm=300.0, tpm_total=262.0),
+        StepSamples("rate-50000", [9000.0, 9100, 8900], {}, 0, rate_tpm=50000.0,
+                    tpm_total=20000.0),
+        StepSamples("memory", [22000.0, 22100, 21900], {}, 2, rate_tpm=50000.0,
+                    tpm_total=49600.0),
+        StepSamples("limit-removed", [30000.0, 31000, 29000], {}, 0),
+    ]  # fmt: skip
+    assert limit_verdicts(ladder_results(steps)) == [
+        "binds: tpmTOTAL 262 of 300 (87%)",
+        "not reached: tpmTOTAL 20,000 of 50,000 (40%)",
+        "still capped in 2 of 3 by the 50,000 tpm limit set at rate-50000: tpmTOTAL 49,600 of"
+        " 50,000 (99%); it measured the limit, raise it",
+        "no limit",
+    ]

@@ -49,6 +49,8 @@ class StepSamples:
     rate_limited: int = 0  # repetitions that reached their rate limit
     failures: list[str] = field(default_factory=list)
     description: str = ""
+    rate_tpm: float | None = None  # the step's limit on all terminals together; None: no limit
+    tpm_total: float | None = None  # median tpmTOTAL of its repetitions (all transaction types)
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class StepResult:
     risks: list  # (setting, value, why) of the settings in force
     rate_limited: int
     failures: list[str]
+    rate_tpm: float | None = None
+    tpm_total: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -106,10 +110,47 @@ def ladder_results(steps: list[StepSamples]) -> list[StepResult]:
                 risks=risks(step.settings),
                 rate_limited=step.rate_limited,
                 failures=list(step.failures),
+                rate_tpm=step.rate_tpm,
+                tpm_total=step.tpm_total,
             )
         )
         previous = step
     return results
+
+
+def limit_verdicts(results: list[StepResult]) -> list[str]:
+    """Per step, what its rate limit did (seed 002: a limit raised can still bind):
+    "binds: ...", "not reached: ...", "still capped by the ... limit set at STEP" or "no limit".
+    A repetition binds when it did what its limit allowed (workloads/tpcc/driver.py)."""
+    verdicts = []
+    set_at: str | None = None
+    previous_limit: float | None = None
+    for result in results:
+        limit = result.rate_tpm
+        if limit is None:
+            verdicts.append("no limit")
+            set_at, previous_limit = None, None
+            continue
+        if limit != previous_limit:
+            set_at, previous_limit = result.name, limit
+        achieved = (
+            f"tpmTOTAL {result.tpm_total:,.0f} of {limit:,.0f} ({result.tpm_total / limit:.0%})"
+            if result.tpm_total is not None
+            else f"limit {limit:,.0f} tpm"
+        )
+        share = (
+            f" in {result.rate_limited} of {result.n}" if 0 < result.rate_limited < result.n else ""
+        )
+        if not result.rate_limited:
+            verdicts.append(f"not reached: {achieved}")
+        elif set_at != result.name:
+            verdicts.append(
+                f"still capped{share} by the {limit:,.0f} tpm limit set at {set_at}: {achieved};"
+                " it measured the limit, raise it"
+            )
+        else:
+            verdicts.append(f"binds{share}: {achieved}")
+    return verdicts
 
 
 def steps_that_mattered(results: list[StepResult]) -> list[StepResult]:

@@ -3,7 +3,6 @@ repetitions' spread, each step's settings diff and warnings, the tpmC series ove
 latencies per transaction type."""
 
 import itertools
-import statistics
 from pathlib import Path
 
 import matplotlib
@@ -14,7 +13,7 @@ from markupsafe import Markup  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from pgcachelab.analysis.ladder import StepResult, ladder_results  # noqa: E402
+from pgcachelab.analysis.ladder import StepResult, ladder_results, limit_verdicts  # noqa: E402
 from pgcachelab.analysis.memory_accounting import ladder_ram_check  # noqa: E402
 from pgcachelab.analysis.step_resources import step_explanation
 from pgcachelab.report.dataset import RunData, measured_memory  # noqa: E402
@@ -23,6 +22,7 @@ from pgcachelab.report.render import ALL_COLUMNS, Section, render, table  # noqa
 from pgcachelab.report.tpcc_steps import (  # noqa: E402
     figure,
     is_tpcc_run,
+    median_of,
     step_name,
     step_samples,
     tpcc_runs,
@@ -138,11 +138,6 @@ def series_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "tpcc_tpmc_series")
 
 
-def _median(values: list) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def _step_table(data: RunData, results: list[StepResult]) -> str:
     by_name = {step_name(r): tpcc_runs(r) for r in data.points}
     header = [
@@ -158,14 +153,16 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
         "retries",
         "failed tx",
         "client CPU ms/tx",
+        "rate limit",
         "what the machine did (vs step before)",
     ]
+    limits = limit_verdicts(results)
     resources = {step_name(r): r.resources for r in data.points}
     rows = []
     previous = None
-    for result in results:
+    for result, limit in zip(results, limits, strict=True):
         runs = by_name.get(result.name, [])
-        new_order_p90 = _median(
+        new_order_p90 = median_of(
             [
                 (run["by_type"].get("new_order") or {}).get("latency_ms", {}).get("p90")
                 for run in runs
@@ -176,7 +173,7 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
             if result.ci_low is not None
             else (f"×{result.ratio:.2f}" if result.ratio else "")
         )
-        share = _median([run.get("rollback_share") for run in runs])
+        share = median_of([run.get("rollback_share") for run in runs])
         cells = [
             result.name,
             str(result.n),
@@ -184,18 +181,62 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
             f"{figure(result.minimum)}..{figure(result.maximum)}",
             change,
             result.verdict,
-            figure(_median([run.get("tpm_total") for run in runs])),
+            figure(median_of([run.get("tpm_total") for run in runs])),
             figure(new_order_p90, 2),
             figure(share * 100 if share is not None else None, 2),
-            figure(_median([run.get("retries") for run in runs])),
-            figure(_median([run.get("failed") for run in runs])),
-            figure(_median([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
+            figure(median_of([run.get("retries") for run in runs])),
+            figure(median_of([run.get("failed") for run in runs])),
+            figure(median_of([run.get("client_cpu_ms_per_transaction") for run in runs]), 3),
+            limit,
             (step_explanation(resources.get(previous), resources.get(result.name)) or "–")
             if previous
             else "",
         ]
         rows.append(cells)
         previous = result.name
+    return table(header, rows, ALL_COLUMNS)
+
+
+USED_COLUMNS = (
+    ("cpu_user_pct", "CPU user %", 0),
+    ("cpu_system_pct", "system %", 0),
+    ("cpu_iowait_pct", "iowait %", 0),
+    ("cpu_idle_pct", "idle %", 0),
+    ("cgroup_cpu_pct", "server CPU %", 0),
+    ("device_reads_per_s", "device reads/s", 0),
+    ("device_writes_per_s", "writes/s", 0),
+    ("device_wait_ms", "wait ms/IO", 2),
+)
+
+
+def _used_table(data: RunData) -> str:
+    """Per step: the medians of its runs' resource summaries, WAL per second, checkpoints."""
+    if not any(r.resources for r in data.points):
+        return ""
+    header = ["step", *(label for _, label, _ in USED_COLUMNS), "WAL MB/s", "checkpoints"]
+    rows = []
+    for result in data.points:
+        used = result.resources or {}
+        wal_rates, checkpoints = [], []
+        for m in result.ok:
+            probes = m.metrics.get("probes") or {}
+            seconds = ((m.metrics.get("resources") or {}).get("summary") or {}).get("seconds")
+            wal = (probes.get("wal") or {}).get("bytes")
+            if wal is not None and seconds:
+                wal_rates.append(wal / seconds / 1e6)
+            counted = probes.get("checkpointer") or {}
+            timed = counted.get("checkpoints_timed")
+            requested = counted.get("checkpoints_requested")
+            if timed is not None and requested is not None:
+                checkpoints.append(timed + requested)
+        rows.append(
+            [
+                step_name(result),
+                *(figure(used.get(key), digits) for key, _, digits in USED_COLUMNS),
+                figure(median_of(wal_rates), 2),
+                figure(median_of(checkpoints)),
+            ]
+        )
     return table(header, rows, ALL_COLUMNS)
 
 
@@ -209,7 +250,7 @@ def _latency_table(data: RunData) -> str:
         cells = [step_name(result)]
         for name in types:
             quantiles = [
-                _median(
+                median_of(
                     [
                         ((run["by_type"].get(name) or {}).get("latency_ms") or {}).get(q)
                         for run in runs
@@ -256,5 +297,6 @@ def tpcc_section(data: RunData, out_dir: Path) -> Section:
         step_table=Markup(_step_table(data, results)),
         steps=[(result, _changes_text(result)) for result in results],
         latency_table=Markup(_latency_table(data)),
+        used_table=Markup(_used_table(data)),
     )
     return Section("TPC-C", Markup(body), plots, generic_plots=False)

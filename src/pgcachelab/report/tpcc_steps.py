@@ -2,6 +2,7 @@
 point), the settings in force, and advice on which steps mattered. No plotting here, so that
 `advise` and `doctor` do not load matplotlib."""
 
+import statistics
 import tomllib
 
 from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
@@ -34,6 +35,16 @@ def _descriptions(data: RunData) -> dict[str, str]:
     }
 
 
+def _limit(rate_tpm) -> float | None:
+    return float(rate_tpm) if isinstance(rate_tpm, int | float) else None  # "off": no limit
+
+
+def median_of(values: list) -> float | None:
+    """The median of the values present (None for none)."""
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
 def step_samples(data: RunData) -> list[StepSamples]:
     descriptions = _descriptions(data)
     # workload parameters that some step changes (the rate limit): the rest is the same for all
@@ -52,6 +63,8 @@ def step_samples(data: RunData) -> list[StepSamples]:
                 rate_limited=sum(1 for run in runs if run.get("rate_limited")),
                 failures=result.failure_reasons,
                 description=descriptions.get(step_name(result), ""),
+                rate_tpm=_limit(result.point.workload.get("rate_tpm")),
+                tpm_total=median_of([run.get("tpm_total") for run in runs]),
             )
         )
     return steps
@@ -85,6 +98,10 @@ def ladder_advice(data: RunData) -> list:
             caveats.append(f"only {min(result.n, before.n)} repetitions")
         if before.rate_limited:
             caveats.append(f"{before.name} ran at its rate limit: it measured the limit")
+        if result.rate_limited and result.rate_tpm is not None:
+            caveats.append(
+                f"{result.name} ran at the {result.rate_tpm:,.0f} tpm limit: it measured the limit"
+            )
         if result.significant:
             verdict = "mattered" if result.ratio > 1 else "made it SLOWER"
             recommendation = f"step {result.name} {verdict}: tpmC ×{result.ratio:.2f}{interval}"
