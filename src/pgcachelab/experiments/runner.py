@@ -115,6 +115,12 @@ def make_target(
             "a memory limit needs a server the lab runs, not one given by --dsn",
             "drop --dsn so the lab manages its own cluster, or drop the memory limit",
         )
+    if dsn and spec.has_host_settings():
+        raise UserError(
+            f"{spec.path}: host settings ([machine.host], [ladder.host]) need a server the lab "
+            "runs, not one given by --dsn",
+            "drop --dsn so the lab manages its own cluster, or drop the host settings",
+        )
     if spec.versions:
         if dsn or pg_bin:
             option = "--dsn" if dsn else "--pg-bin"
@@ -184,6 +190,7 @@ def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> N
         huge_pages_on=huge_pages_on(spec),
         drop_all_caches="drop-all" in os_cache_modes,
         emulated_disk=emulated_disk,
+        host_settings=spec.has_host_settings(),
     )
     for note in check_needs(needs, capabilities()):
         if progress is not None:
@@ -556,6 +563,7 @@ def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recordin
             ctx.workload_state, recording.metrics["version_switch"] = switched
     point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
     disk_changed = _use_disk(ctx, point)
+    _set_host(ctx, point, recording)
     recording.server_action = ctx.target.apply(point.settings)
     if disk_changed:
         recording.server_action += " (disk changed)"
@@ -564,6 +572,17 @@ def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recordin
     with _loading_data(ctx):
         recording.metrics["data"] = workload.ensure_data(bench, point)
     return point, bench
+
+
+def _set_host(ctx: RunContext, point: Point, recording: Recording) -> None:
+    """The point's host settings, on its disk (the device's read-ahead), before its server
+    (re)starts: the server starts under them, as after the seed's reboot into the OS rung.
+    Recorded as they are written, so a point that fails halfway says how far it got."""
+    machine = ctx.target.machine
+    if machine is None or (not point.host and not machine.host.held):
+        return
+    record = recording.metrics["host"] = {}
+    machine.set_host(point.host, ctx.target.data_dir, record)
 
 
 def _prepare_session(ctx: RunContext, point: Point, conn, recording: Recording) -> None:
