@@ -38,7 +38,8 @@ def test_choice_files_read_as_their_bracketed_value():
     assert host_tunables.read_value(TUNABLES["io_scheduler"], scheduler) == "mq-deadline"
     assert host_tunables.scheduler_refusal("none", scheduler) is None
     assert host_tunables.scheduler_refusal("deadline", scheduler) == (
-        "the device offers none, mq-deadline, kyber, bfq, not deadline"
+        "the device offers none, mq-deadline, kyber, bfq, not deadline (mq-deadline is its "
+        "multi-queue successor)"
     )  # the seed's "deadline" is mq-deadline on a multi-queue kernel
 
 

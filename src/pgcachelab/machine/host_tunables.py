@@ -219,7 +219,10 @@ def scheduler_refusal(wanted: str, file_text: str) -> str | None:
     choices = listed_choices(file_text)
     if wanted in choices:
         return None
-    return f"the device offers {', '.join(choices) or 'no scheduler'}, not {wanted}"
+    said = f"the device offers {', '.join(choices) or 'no scheduler'}, not {wanted}"
+    if f"mq-{wanted}" in choices:  # the seed's "deadline" on a multi-queue kernel (5.0+)
+        said += f" (mq-{wanted} is its multi-queue successor)"
+    return said
 
 
 def queue_dir_of(device_dir: str, is_partition: bool) -> str:
