@@ -20,7 +20,7 @@ from conftest import (
     wait_until_measuring,
 )
 
-from pgcachelab.machine import host_settings
+from pgcachelab.machine import fusedisk, host_settings
 from pgcachelab.machine.host_tunables import TUNABLES
 
 pytestmark = [
@@ -153,3 +153,28 @@ def test_an_interrupted_lab_gives_the_host_back(tmp_path, lab_tmp, host_before, 
         f"restored vm.swappiness (/proc/sys/vm/swappiness = {swappiness}), set by a killed lab "
         f"(pid {lab.pid})"
     ) in result.stderr
+
+
+@pytest.mark.skipif(not fusedisk.availability()[0], reason="the emulated disk is unavailable")
+def test_on_the_emulated_disk_readahead_is_the_mount_s_and_there_is_no_scheduler(
+    tmp_path, lab_tmp, host_before
+):
+    """The data on a FUSE mount has no block queue: the scheduler is not applicable, said so;
+    the read-ahead is the mount's own (its bdi, /sys/class/bdi/0:N), which goes with it."""
+    spec = tmp_path / "fuse.toml"
+    spec.write_text(SPEC.read_text().replace("[pgbench]", '[machine]\ndisk = "nvme"\n\n[pgbench]'))
+    lab_dir = tmp_path / "lab"
+    result = run_cli("run", spec, "--lab-dir", lab_dir, "--no-report", tmpdir=lab_tmp)
+    assert result.returncode == 0, result.stderr
+    rows = host_metrics(lab_dir)
+    assert all(status == "ok" for _, status, _, _ in rows), rows
+    host = rows[3][3]
+    assert host["not_applicable"] == {
+        "io_scheduler": "not applicable here: the data is on the emulated disk (FUSE), device "
+        + host["not_applicable"]["io_scheduler"].split("device ")[1]
+    }
+    assert "which has no block queue" in host["not_applicable"]["io_scheduler"]
+    readahead = host["applied"]["readahead"]
+    assert readahead["path"].startswith("/sys/class/bdi/0:")
+    assert readahead["now"] == "4096"
+    assert not Path(readahead["path"]).exists()  # unmounted with the disk
