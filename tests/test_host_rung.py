@@ -15,6 +15,7 @@ from conftest import (
     CLI_TIMEOUT_S,
     SPECS_DIR,
     lab_process,
+    lab_stderr,
     run_cli,
     store_query,
     wait_until_measuring,
@@ -105,6 +106,8 @@ def test_the_os_rung_is_applied_recorded_and_put_back_after_the_run(tmp_path, la
     assert swappiness["before"] == host_before["/proc/sys/vm/swappiness"].strip()
     assert swappiness["written"] == (swappiness["before"] != "10")
     assert applied["readahead"]["path"].endswith("/queue/read_ahead_kb")
+    assert "host settings put back: " in result.stderr
+    assert f"vm.swappiness = {swappiness['before']}" in result.stderr
     # later points of the rung, and the rung after it, find them in force: nothing rewritten
     for _, _, _, host in rows[4:]:
         assert {name: value["now"] for name, value in host["applied"].items()} == OS_RUNG
@@ -142,6 +145,7 @@ def test_an_interrupted_lab_gives_the_host_back(tmp_path, lab_tmp, host_before, 
         if how == "ctrl-c":
             lab.send_signal(signal.SIGINT)
             assert lab.wait(timeout=CLI_TIMEOUT_S) == 130
+            assert "host settings put back: " in lab_stderr(tmp_path)
             return  # host_before checks every value
         lab.send_signal(signal.SIGKILL)
         lab.wait()

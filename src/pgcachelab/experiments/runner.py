@@ -396,11 +396,13 @@ def execute(ctx: RunContext) -> None:
                 _auto_rounds(ctx, points, opened)
     except KeyboardInterrupt:
         kept = ctx.target.close(finished=False)
+        _say_host_put_back(ctx)
         _finish(ctx, run_entry, "interrupted", "interrupted by the user", kept)
         _say_kept(ctx, kept)
         raise
     except BaseException as error:
         kept = ctx.target.close(finished=False)
+        _say_host_put_back(ctx)
         failure = environment_failure(error, ctx.store.location, ctx.run_id)
         reason = failure.message if failure else f"{type(error).__name__}: {error}"
         _finish(ctx, run_entry, "failed", reason, kept)
@@ -409,6 +411,7 @@ def execute(ctx: RunContext) -> None:
             raise failure from None
         raise
     ctx.target.close()
+    _say_host_put_back(ctx)
     ctx.store.finish_run(ctx.run_id, "done")
     owned.forget(run_entry)
 
@@ -497,6 +500,17 @@ def open_target(ctx: RunContext) -> None:
             f"cannot create the cluster: {error}",
             "check the server binaries (--pg-bin) and that the machine can run them",
         ) from None
+
+
+def _say_host_put_back(ctx: RunContext) -> None:
+    """The host settings the run's end put back: recorded with no point, so said here."""
+    machine = ctx.target.machine
+    restored = machine.host.restored_at_end if machine is not None else {}
+    if restored:
+        ctx.progress.note(
+            "host settings put back: "
+            + ", ".join(f"{name} = {r['to']}" for name, r in restored.items() if r["to"])
+        )
 
 
 def _say_kept(ctx: RunContext, kept: str | None) -> None:

@@ -110,6 +110,7 @@ class HostSettings:
 
     def __init__(self):
         self.held: dict[str, Held] = {}
+        self.restored_at_end: dict[str, dict] = {}  # what restore_all put back, to say
 
     def apply(self, wanted: dict[str, str], data_dir: Path | None, record: dict) -> None:
         """Give the host `wanted` (name -> text) for a point; settings held for earlier points
@@ -192,6 +193,7 @@ class HostSettings:
                 restored[name] = self.restore(name)
             except OSError as error:
                 failure = failure or error
+        self.restored_at_end = restored
         if failure is not None:
             raise failure
         return restored
