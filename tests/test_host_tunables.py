@@ -36,11 +36,14 @@ def test_choice_files_read_as_their_bracketed_value():
     assert host_tunables.listed_choices(captured("thp_defrag")) == list(host_tunables.THP_DEFRAG)
     scheduler = captured("vda_scheduler")
     assert host_tunables.read_value(TUNABLES["io_scheduler"], scheduler) == "mq-deadline"
-    assert host_tunables.scheduler_refusal("none", scheduler) is None
-    assert host_tunables.scheduler_refusal("deadline", scheduler) == (
+    assert host_tunables.choice_refusal("none", scheduler) is None
+    assert host_tunables.choice_refusal("deadline", scheduler) == (
         "the device offers none, mq-deadline, kyber, bfq, not deadline (mq-deadline is its "
         "multi-queue successor)"
     )  # the seed's "deadline" is mq-deadline on a multi-queue kernel
+    assert host_tunables.choice_refusal("defer", "always [madvise] never", "the kernel") == (
+        "the kernel offers always, madvise, never, not defer"
+    )
 
 
 def test_sysctl_files_read_as_their_number():

@@ -133,7 +133,8 @@ class HostSettings:
         written = not host_tunables.same(current, text)
         if written:
             if tunable.choice_file:
-                refusal = host_tunables.scheduler_refusal(text, Path(path).read_text())
+                offered_by = "the device" if name == IO_SCHEDULER else "the kernel"
+                refusal = host_tunables.choice_refusal(text, Path(path).read_text(), offered_by)
                 if refusal:
                     raise ClusterError(f"host_setting_refused: {name} = {text}: {refusal}")
             if held is None:

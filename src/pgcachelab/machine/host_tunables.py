@@ -214,12 +214,13 @@ def restore_writes(
     return [members[ratio_name]]
 
 
-def scheduler_refusal(wanted: str, file_text: str) -> str | None:
-    """Why the device's scheduler file cannot take `wanted` (None when it lists it)."""
+def choice_refusal(wanted: str, file_text: str, offered_by: str = "the device") -> str | None:
+    """Why a choice file (a device's scheduler, THP's) cannot take `wanted` (None when it
+    lists it): which schedulers and THP modes exist depends on the kernel and the device."""
     choices = listed_choices(file_text)
     if wanted in choices:
         return None
-    said = f"the device offers {', '.join(choices) or 'no scheduler'}, not {wanted}"
+    said = f"{offered_by} offers {', '.join(choices) or 'no choice'}, not {wanted}"
     if f"mq-{wanted}" in choices:  # the seed's "deadline" on a multi-queue kernel (5.0+)
         said += f" (mq-{wanted} is its multi-queue successor)"
     return said
