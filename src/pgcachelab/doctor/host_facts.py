@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgcachelab.machine.cgroup import parse_mountinfo, parse_proc_cgroup
+from pgcachelab.machine.host_tunables import bracketed_choice  # the OS rung writes them too
 from pgcachelab.machine.hugepages import parse_meminfo_hugepages
 
 # A v1 memory.limit_in_bytes at or above this means "no limit" (the kernel's page-rounded
@@ -58,15 +59,6 @@ SYSCTLS = (
 
 
 # -- pure parsers ------------------------------------------------------------------------------
-
-
-def bracketed_choice(text: str) -> str | None:
-    """'always [madvise] never' -> 'madvise' (THP settings and the IO scheduler)."""
-    for word in text.split():
-        if word.startswith("[") and word.endswith("]"):
-            return word[1:-1]
-    words = text.split()
-    return words[0] if len(words) == 1 else None  # a single choice has no brackets
 
 
 def parse_limits(text: str) -> dict[str, tuple[int | None, int | None]]:

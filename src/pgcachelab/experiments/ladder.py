@@ -20,6 +20,7 @@ class LadderStep:
     description: str = ""
     settings: dict = field(default_factory=dict)  # server settings as text, as written
     workload: dict = field(default_factory=dict)  # workload parameters this step changes
+    host: dict = field(default_factory=dict)  # host (OS) settings as their files take them
 
 
 def memory_share(value: str) -> float | None:
@@ -48,4 +49,14 @@ def cumulative(steps: list[LadderStep]) -> list[tuple[dict, dict]]:
         settings = {**settings, **step.settings}
         workload = {**workload, **step.workload}
         in_force.append((dict(settings), dict(workload)))
+    return in_force
+
+
+def host_in_force(steps: list[LadderStep]) -> list[dict]:
+    """The host settings in force at each step: an OS rung's stay for the rungs after it."""
+    host: dict = {}
+    in_force = []
+    for step in steps:
+        host = {**host, **step.host}
+        in_force.append(dict(host))
     return in_force

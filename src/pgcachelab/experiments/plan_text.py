@@ -62,6 +62,9 @@ def _row(entry: dict) -> list[str]:
         repetition += " warm-up"
     time = duration_text(entry["estimated_seconds"]) + (" +" if entry["not_estimated"] else "")
     others = [f"{k}={v}" for k, v in entry["settings"].items() if k not in entry["swept"]]
+    others += [
+        f"host {k}={v}{' kB' if k == 'readahead' else ''}" for k, v in entry.get("host", {}).items()
+    ]
     return [
         str(entry["position"]),
         f"{entry['point']} {repetition}",

@@ -110,6 +110,7 @@ def _entry(
         "label": point.label,
         "swept": _json_safe(point.swept),
         "settings": dict(point.settings),
+        "host": dict(point.host),  # host (OS) settings in force: [machine.host], [ladder.host]
         "workload": _workload_that_matters(point.workload),
         "server_major": major,
         "shared_buffers_bytes": shared_buffers,

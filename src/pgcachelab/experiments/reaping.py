@@ -1,5 +1,5 @@
 """One reaper for everything killed labs left: servers, directories, cgroups, mounts, huge
-pages, and the killed runs' status in their stores.
+pages, host settings, and the killed runs' status in their stores.
 
 Every lab command calls `reap_everything` first (cli/main.py), whatever its store or --lab-dir:
 what a dead lab made is found through the entries under /run (machine/owned.py), not through
@@ -15,7 +15,7 @@ import psycopg
 
 from pgcachelab.clusters.managed import reap_stale
 from pgcachelab.errors import UserError
-from pgcachelab.machine import fusedisk, hugepages, owned
+from pgcachelab.machine import fusedisk, host_settings, hugepages, owned
 from pgcachelab.machine.cgroup import reap_stale_cgroups, remove_cgroup_dir
 from pgcachelab.progress import Progress
 
@@ -72,6 +72,7 @@ REAPERS = {
     "mount": _reap_mount,
     "cgroup": _reap_cgroup,
     "run": _reap_run,
+    "host": host_settings.reap_entry,
 }
 
 

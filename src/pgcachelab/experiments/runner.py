@@ -115,6 +115,12 @@ def make_target(
             "a memory limit needs a server the lab runs, not one given by --dsn",
             "drop --dsn so the lab manages its own cluster, or drop the memory limit",
         )
+    if dsn and spec.has_host_settings():
+        raise UserError(
+            f"{spec.path}: host settings ([machine.host], [ladder.host]) need a server the lab "
+            "runs, not one given by --dsn",
+            "drop --dsn so the lab manages its own cluster, or drop the host settings",
+        )
     if spec.versions:
         if dsn or pg_bin:
             option = "--dsn" if dsn else "--pg-bin"
@@ -184,6 +190,7 @@ def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> N
         huge_pages_on=huge_pages_on(spec),
         drop_all_caches="drop-all" in os_cache_modes,
         emulated_disk=emulated_disk,
+        host_settings=spec.has_host_settings(),
     )
     for note in check_needs(needs, capabilities()):
         if progress is not None:
@@ -389,11 +396,13 @@ def execute(ctx: RunContext) -> None:
                 _auto_rounds(ctx, points, opened)
     except KeyboardInterrupt:
         kept = ctx.target.close(finished=False)
+        _say_host_put_back(ctx)
         _finish(ctx, run_entry, "interrupted", "interrupted by the user", kept)
         _say_kept(ctx, kept)
         raise
     except BaseException as error:
         kept = ctx.target.close(finished=False)
+        _say_host_put_back(ctx)
         failure = environment_failure(error, ctx.store.location, ctx.run_id)
         reason = failure.message if failure else f"{type(error).__name__}: {error}"
         _finish(ctx, run_entry, "failed", reason, kept)
@@ -402,6 +411,7 @@ def execute(ctx: RunContext) -> None:
             raise failure from None
         raise
     ctx.target.close()
+    _say_host_put_back(ctx)
     ctx.store.finish_run(ctx.run_id, "done")
     owned.forget(run_entry)
 
@@ -492,6 +502,17 @@ def open_target(ctx: RunContext) -> None:
         ) from None
 
 
+def _say_host_put_back(ctx: RunContext) -> None:
+    """The host settings the run's end put back: recorded with no point, so said here."""
+    machine = ctx.target.machine
+    restored = machine.host.restored_at_end if machine is not None else {}
+    if restored:
+        ctx.progress.note(
+            "host settings put back: "
+            + ", ".join(f"{name} = {r['to']}" for name, r in restored.items() if r["to"])
+        )
+
+
 def _say_kept(ctx: RunContext, kept: str | None) -> None:
     if kept:
         ctx.progress.note(
@@ -556,6 +577,7 @@ def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recordin
             ctx.workload_state, recording.metrics["version_switch"] = switched
     point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
     disk_changed = _use_disk(ctx, point)
+    _set_host(ctx, point, recording)
     recording.server_action = ctx.target.apply(point.settings)
     if disk_changed:
         recording.server_action += " (disk changed)"
@@ -564,6 +586,17 @@ def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recordin
     with _loading_data(ctx):
         recording.metrics["data"] = workload.ensure_data(bench, point)
     return point, bench
+
+
+def _set_host(ctx: RunContext, point: Point, recording: Recording) -> None:
+    """The point's host settings, on its disk (the device's read-ahead), before its server
+    (re)starts: the server starts under them, as after the seed's reboot into the OS rung.
+    Recorded as they are written, so a point that fails halfway says how far it got."""
+    machine = ctx.target.machine
+    if machine is None or (not point.host and not machine.host.held):
+        return
+    record = recording.metrics["host"] = {}
+    machine.set_host(point.host, ctx.target.data_dir, record)
 
 
 def _prepare_session(ctx: RunContext, point: Point, conn, recording: Recording) -> None:

@@ -1,4 +1,5 @@
-"""The emulated machine a managed server runs on: a memory cap, huge pages, cache state.
+"""The emulated machine a managed server runs on: a memory cap, huge pages, cache state, and
+the host (OS) settings of a rung (host_settings.py).
 
 It hooks into every server start (`before_start`) because that is where each of its promises
 is kept: huge pages are sized while the server is down, the server's files leave the page
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.errors import ClusterError, UserError
-from pgcachelab.machine import fusedisk, hugepages, oscache
+from pgcachelab.machine import fusedisk, host_settings, hugepages, oscache
 from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy, hugetlb_mounts
 from pgcachelab.units import format_bytes, parse_bytes, shared_buffers_bytes
 
@@ -44,6 +45,7 @@ class MachineNeeds:
     huge_pages_on: bool
     drop_all_caches: bool
     emulated_disk: bool = False
+    host_settings: bool = False  # [machine.host] or a [ladder.host]
 
 
 def capabilities() -> dict[str, tuple[bool, str]]:
@@ -54,6 +56,7 @@ def capabilities() -> dict[str, tuple[bool, str]]:
         "huge pages": hugepages.availability(),
         "dropping the whole OS cache": oscache.drop_all_availability(),
         "emulated disk": fusedisk.availability(),
+        "host settings": host_settings.availability(),
     }
 
 
@@ -65,6 +68,7 @@ def check_needs(needs: MachineNeeds, available: dict[str, tuple[bool, str]]) -> 
         "huge pages": needs.huge_pages_on,
         "dropping the whole OS cache": needs.drop_all_caches,
         "emulated disk": needs.emulated_disk,
+        "host settings": needs.host_settings,
     }
     notes = []
     for feature, (ok, reason) in available.items():
@@ -84,6 +88,7 @@ class EmulatedMachine:
         self.memory_bytes = memory_bytes
         self.cgroup: MemoryCgroup | None = None
         self.huge_pages = hugepages.HugePagesReservation()
+        self.host = host_settings.HostSettings()
         self.last_huge_pages: dict = {}
         self.accounting: dict = {}  # the last start's split of RAM: pool, cap (memory_split)
         self._charged_here: set = set()  # data directories whose cached pages are the cgroup's
@@ -232,14 +237,21 @@ class EmulatedMachine:
             accounting["os_cache_room_bytes"] = None
         return accounting
 
+    def set_host(self, wanted: dict[str, str], data_dir: Path | None, record: dict) -> None:
+        """The point's host settings in force (none: the host's own values back)."""
+        self.host.apply(wanted, data_dir, record)
+
     def close(self) -> None:
-        """After the server stopped: huge pages back, cgroup removed."""
+        """After the server stopped: host settings and huge pages back, cgroup removed."""
         try:
-            self.huge_pages.release()
+            self.host.restore_all()
         finally:
-            if self.cgroup is not None:
-                self.cgroup.remove()
-                self.cgroup = None
+            try:
+                self.huge_pages.release()
+            finally:
+                if self.cgroup is not None:
+                    self.cgroup.remove()
+                    self.cgroup = None
 
 
 @functools.cache  # the mounts do not change during a run; asked at every start

@@ -150,8 +150,9 @@ def dead_entries(all_entries: list[Entry], alive: Callable[[Owner], bool]) -> li
 
 
 @contextlib.contextmanager
-def _reaping_lock() -> Iterator[None]:
-    """One reaper at a time: two labs starting together must not both stop one server."""
+def registry_lock() -> Iterator[None]:
+    """One reaper at a time: two labs starting together must not both stop one server. Also
+    held by a lab that looks for another's entry before it makes one (host_settings.py)."""
     directory = registry_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(directory / "lock", "w") as lock:
@@ -163,7 +164,7 @@ def reap(reapers: dict[str, Callable[[Entry], str | None]]) -> list[str]:
     """Reap every entry of a dead owner with the reaper for its kind; returns what each did
     (for notes). An entry of a kind without a reaper here is left for a lab that has one."""
     done = []
-    with _reaping_lock():
+    with registry_lock():
         for entry in dead_entries(entries(), Owner.alive):
             reaper = reapers.get(entry.kind)
             if reaper is None:

@@ -82,6 +82,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
             step.description,
             dict(step.settings),
             points.values(f"ladder[{position}].", step.workload()),
+            dict(step.host),
         )
         for position, step in enumerate(file.ladder)
     ]
@@ -101,6 +102,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         listen_tcp=file.server.listen_tcp,
         data_checksums=file.server.data_checksums,
         memory_bytes=file.machine.memory,
+        host=dict(file.machine.host),
         settings=dict(file.server.settings),
         parameters=points.fixed(),
         sweep_workload=sweep_workload,

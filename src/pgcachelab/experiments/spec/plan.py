@@ -8,7 +8,12 @@ from pathlib import Path
 
 from pgcachelab.analysis.statistics import MIN_EXACT_95
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import LadderStep, cumulative, resolve_memory_shares
+from pgcachelab.experiments.ladder import (
+    LadderStep,
+    cumulative,
+    host_in_force,
+    resolve_memory_shares,
+)
 from pgcachelab.experiments.spec.rules import DATA_KEYS
 from pgcachelab.experiments.spec.schema import InspectOptions
 from pgcachelab.units import shared_buffers_bytes
@@ -22,6 +27,7 @@ class Point:
     workload: dict  # pgbench parameters, all resolved (durations in seconds)
     settings: dict  # server settings as text, fixed ones merged with swept ones
     swept: dict  # just the swept values, as written: what tells points apart
+    host: dict = field(default_factory=dict)  # host (OS) settings in force: machine/host_settings
 
     @property
     def label(self) -> str:
@@ -62,6 +68,10 @@ class ExperimentSpec:
     # fixed value of the key is ("5s" -> 5.0, [45, 43, 4, 4, 4] -> "45,43,4,4,4"; issue 16).
     sweep_resolved: dict[str, list] = field(default_factory=dict)
     block_by: str | None = None  # order = "blocks": the swept key whose values make the blocks
+    host: dict = field(default_factory=dict)  # [machine.host]: host settings of every point
+
+    def has_host_settings(self) -> bool:
+        return bool(self.host) or any(step.host for step in self.ladder)
 
     @property
     def rounds(self) -> int:
@@ -132,11 +142,13 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
         axes.sort(key=lambda axis: axis[1] != spec.block_by)
     points = []
     in_force = dict(zip([s.name for s in spec.ladder], cumulative(spec.ladder), strict=True))
+    host_of_step = dict(zip([s.name for s in spec.ladder], host_in_force(spec.ladder), strict=True))
     memory = spec.memory_for_shares or spec.memory_bytes
     combos = itertools.product(*(values for _, _, values in axes)) if axes else [()]
     for index, combo in enumerate(combos):
         workload = dict(spec.parameters)
         settings = dict(spec.settings)
+        host = dict(spec.host)
         swept = {}
         for (kind, key, _), value in zip(axes, combo, strict=True):
             if kind == "workload":
@@ -147,10 +159,11 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
                 step_settings, step_workload = in_force[value]
                 settings.update(step_settings)
                 workload.update(step_workload)
+                host.update(host_of_step[value])
             else:
                 settings[key] = value
         settings = resolve_memory_shares(settings, memory)
-        points.append(Point(index=index, workload=workload, settings=settings, swept=swept))
+        points.append(Point(index, workload, settings, swept, host))
     return points
 
 

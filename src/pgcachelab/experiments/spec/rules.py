@@ -8,6 +8,7 @@ a new rule is one more function in RULES. Rules within one table are that table'
 from typing import TYPE_CHECKING
 
 from pgcachelab.experiments.spec.values import refuse
+from pgcachelab.machine.host_tunables import TUNABLES
 
 if TYPE_CHECKING:
     from pgcachelab.experiments.spec.schema import SpecFile
@@ -169,6 +170,29 @@ def ladder_or_sweep(spec: "SpecFile") -> None:
             )
 
 
+def coupled_host_settings(spec: "SpecFile") -> None:
+    """Steps are cumulative: a pair the kernel couples (vm.dirty_bytes, vm.dirty_ratio) set in
+    two places would be in force together, and writing one zeroes the other."""
+    places = [(("machine", "host"), spec.machine.host)]
+    places += [(("ladder", i, "host"), step.host) for i, step in enumerate(spec.ladder)]
+    seen: dict[str, tuple] = {}
+    for at, host in places:
+        for name in host:
+            other = TUNABLES[name].pair
+            if other in seen:
+                raise refuse(
+                    (*at, name),
+                    f"cannot be set with {other} (set at {_dotted(seen[other])}): the kernel "
+                    "zeroes one when the other is written",
+                    "keep one of them in the whole spec",
+                )
+            seen[name] = (*at, name)
+
+
+def _dotted(at: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in at).lstrip(".")
+
+
 def one_server_or_versions(spec: "SpecFile") -> None:
     if spec.server.pg_bin is not None and "version" in spec.sweep.workload():
         raise refuse(
@@ -249,6 +273,7 @@ RULES = (
     alternation,
     ladder_steps,
     ladder_or_sweep,
+    coupled_host_settings,
     one_server_or_versions,
     control_of_a_version_sweep,
     scale_or_scale_class,

@@ -38,6 +38,7 @@ from pgcachelab.experiments.spec.values import (
     Count,
     Disk,
     Fraction,
+    HostTable,
     InitSteps,
     InspectMethod,
     LatencyLimitMs,
@@ -238,10 +239,11 @@ class MachineTable(Table):
     disk: Disk | None = None
     os_cache: Literal[OS_CACHE_MODES] | None = None
     prewarm: StrictBool | None = None
+    host: HostTable = {}  # host (OS) settings for the whole run: machine/host_tunables.py
 
     def point_keys(self) -> dict:
         """The per-point keys this table sets, to merge into the workload's."""
-        return self.model_dump(exclude={"memory"}, exclude_none=True)
+        return self.model_dump(exclude={"memory", "host"}, exclude_none=True)
 
 
 class ReportTable(Table):
@@ -273,12 +275,14 @@ class SweepTable(Table):
 
 
 class LadderStepTable(Table):
-    """A `[[ladder]]` step: a name, settings, and workload keys it changes (rules check which)."""
+    """A `[[ladder]]` step: a name, settings, host (OS) settings, and workload keys it changes
+    (rules check which)."""
 
     model_config = ConfigDict(extra="allow")
     name: StepName = Field("", validate_default=True)
     description: StrictStr = ""
     settings: dict[str, SettingText] = {}
+    host: HostTable = {}
 
     def workload(self) -> dict:
         return self.model_extra

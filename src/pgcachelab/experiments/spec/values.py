@@ -18,6 +18,7 @@ from pgcachelab.clusters.guc import setting_value_text
 from pgcachelab.clusters.installs import normalise_major
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.ladder import memory_share
+from pgcachelab.machine import host_tunables
 from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
 from pgcachelab.units import parse_bytes, parse_seconds
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
@@ -278,6 +279,33 @@ def steps_list(value) -> list:
     return value
 
 
+def _host_settings(value) -> dict[str, str]:
+    """[machine.host] or [ladder.host]: host settings as the text their files take.
+    `vm.swappiness = 10` arrives as TOML's nested {"vm": {"swappiness": 10}}."""
+    if not isinstance(value, dict):
+        raise plain("must be a table", "write it as [ladder.host] with e.g. vm.swappiness = 10")
+    converted = {}
+    for name, item in host_tunables.flatten(value).items():
+        if name not in host_tunables.TUNABLES:
+            raise refuse(
+                (name,),
+                f'unknown host setting "{name}"',
+                f"use one of {', '.join(host_tunables.TUNABLES)}",
+            )
+        try:
+            converted[name] = host_tunables.convert(name, item)
+        except host_tunables.HostValueError as error:
+            raise invalid(error.why, error.hint, at=(name,), value=item) from None
+    both = host_tunables.coupled(converted)
+    if both:
+        raise refuse(
+            (both[1],),
+            f"cannot be set with {both[0]}: the kernel zeroes one when the other is written",
+            "keep one of them",
+        )
+    return converted
+
+
 @dataclass(frozen=True)
 class Script:
     file: Path
@@ -317,6 +345,7 @@ InspectMethod = checked(str, _inspect_method)
 SettingText = checked(str, setting_text)
 Store = checked(str, _store)
 StepName = checked(str, _step_name)
+HostTable = checked(dict, _host_settings)
 ScriptEntry = checked(Any, _script)
 
 
