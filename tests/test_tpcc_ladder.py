@@ -115,17 +115,17 @@ def test_shipped_ladders_follow_the_seed(name):
     steps = [step.name for step in spec.ladder]
     assert steps == [
         "rate-300", "rate-3000", "rate-50000", "io", "memory", "rate-500000", "limit-removed",
-        "huge-pages",
+        "huge-pages", "os",
     ]  # fmt: skip
     points = spec.points()
     # the seed's limits in its order: 50,000 still in force while IO and memory are tuned
     assert [p.workload["rate_tpm"] for p in points] == [
-        300, 3000, 50000, 50000, 50000, 500000, "off", "off"
+        300, 3000, 50000, 50000, 50000, 500000, "off", "off", "off"
     ]  # fmt: skip
     assert points[-1].settings["shared_buffers"] == "1024MB"  # half of 2 GiB, as the seed's 16/32
     assert points[-1].settings["huge_pages"] == "on"
     assert points[-1].settings["synchronous_commit"] == "off"  # cumulative
-    # the quick variant: 8 steps x 3 repetitions x (20 s + 5 s warm-up) = 10 min of running
+    # the quick variant: 9 steps x 3 repetitions x (20 s + 5 s warm-up) = 11 min of running
     if name.endswith("quick.toml"):
         work = (
             len(points)
