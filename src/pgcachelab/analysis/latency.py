@@ -9,7 +9,6 @@ import statistics
 from dataclasses import dataclass
 
 SHOWN = ("p50", "p95", "p99", "p999")
-LABELS = {"p50": "p50", "p95": "p95", "p99": "p99", "p999": "p99.9"}
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,3 @@ def point_percentiles(records: list[dict]) -> PointPercentiles | None:
 def _median_or_none(values: list) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
-
-
-def percentile_values(records: list[dict], name: str = "p99") -> list[float]:
-    """One repetition's figure each (ms), for comparing runs: e.g. every p99 of a point."""
-    return [r[f"{name}_ms"] for r in records if r and r.get(f"{name}_ms") is not None]
