@@ -20,7 +20,8 @@ METHOD = (
     "transaction is counted (its schedule lag): the percentiles are free of coordinated "
     "omission. Percentiles are medians over the repetitions of each repetition's, from "
     f"pgbench's per-transaction log. The knee: the first rate achieved below {KEEPS_UP:.0%} of "
-    "the offered one."
+    "the offered one by more than the Poisson schedule's own noise (three standard deviations "
+    "of the transactions it scheduled)."
 )
 
 
@@ -42,6 +43,10 @@ def _step(result: PointResult) -> LoadStep | None:
     if not rate or result.tps is None or percentiles is None:
         return None
     figures = percentiles.median_ms
+    runs = [m.metrics.get("pgbench") or {} for m in result.ok]
+    completed = [r.get("transactions_processed") for r in runs]
+    seconds = [r.get("duration_s") for r in runs]
+    counted = all(c is not None for c in completed) and all(s for s in seconds)
     return LoadStep(
         offered_tps=float(rate),
         achieved_tps=result.tps.median,
@@ -50,6 +55,8 @@ def _step(result: PointResult) -> LoadStep | None:
         p999_ms=figures["p999"],
         lag_p99_ms=percentiles.lag_p99_ms,
         biased_low=percentiles.biased_low,
+        completed=sum(completed) if counted else None,
+        measured_s=sum(seconds) if counted else None,
     )
 
 

@@ -17,6 +17,7 @@ from pgcachelab.progress import Progress
 from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_log import parse_transaction_log
 from pgcachelab.workloads.pgbench_output import parse_progress_line
+from pgcachelab.workloads.rate_schedule import kept_to_schedule
 from pgcachelab.workloads.tpcc.checks import CheckResult, require_consistent
 from pgcachelab.workloads.tpcc.loader import LoadInfo, read_load_info
 from pgcachelab.workloads.tpcc.params import (
@@ -34,9 +35,6 @@ from pgcachelab.workloads.tpcc.results import (
 from pgcachelab.workloads.tpcc.scripts import ScriptParameters, render_scripts
 
 LOG_PREFIX = "tpcc"
-# A run whose completed transactions are within this many standard deviations of what its rate
-# limit lets through (pgbench's schedule is a Poisson process) was capped by the limit.
-RATE_LIMIT_SIGMAS = 3.0
 
 
 @dataclass(frozen=True)
@@ -109,8 +107,7 @@ def reached_rate_limit(completed: int, rate_tpm: float, duration_s: float) -> bo
     pgbench schedules transactions as a Poisson process at the rate: over the run it lets
     through about rate x duration of them, give or take the square root of that.
     """
-    allowed = rate_tpm / 60.0 * duration_s
-    return completed >= allowed - RATE_LIMIT_SIGMAS * math.sqrt(allowed)
+    return kept_to_schedule(completed, rate_tpm / 60.0, duration_s)
 
 
 def pgbench_version(pgbench: Path) -> tuple[str, int]:
