@@ -4,7 +4,10 @@
 \echo Use "CREATE EXTENSION pg_cachelab" to load this file. \quit
 
 -- One row per relation fork present in shared_buffers. mode: 'consistent' reads each buffer
--- header under its header lock (as pg_buffercache does); 'fast' takes no lock at all.
+-- header under its header lock (as pg_buffercache does); 'fast' takes no lock at all;
+-- 'semiconsistent' holds one buffer-mapping partition lock at a time and counts the buffers
+-- mapped to it; 'snapshot' holds them all for one pass (as pg_buffercache did before 10).
+-- The library validates the mode, so a newer library adds modes to this same definition.
 CREATE FUNCTION pg_cachelab_relations(
     mode text DEFAULT 'consistent',
     OUT reldatabase oid,

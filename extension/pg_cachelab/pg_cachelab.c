@@ -11,7 +11,8 @@
  * tablespace, relfilenumber, fork): memory grows with the number of relation
  * forks in the cache, never with NBuffers.
  *
- * Two modes, named for what they promise:
+ * Four modes, named for what they promise (seed 003 proposed the last
+ * three under the names consistent, semiconsistent and nonconsistent):
  *
  * consistent: every buffer header is read under its header spinlock, as
  *	  pg_buffercache_pages() does since PostgreSQL 10: one lock at a time,
@@ -30,10 +31,36 @@
  *	  and a re-tag also changes the state word, so this needs the buffer to
  *	  change hands during the few nanoseconds of the read and the retries.
  *
- * Both are read-only, never hold more than one buffer header lock, never
- * call CHECK_FOR_INTERRUPTS() or allocate memory while holding one, and
- * check for interrupts every few thousand buffers (so a cancel or a
- * shutdown's SIGTERM ends the scan promptly).
+ * semiconsistent: the buffer-mapping partitions are taken one at a time, in
+ *	  shared mode, and under partition P's lock every buffer whose tag maps
+ *	  to P is counted (its header read under its spinlock, as consistent).
+ *	  A buffer enters or leaves a partition only under that partition's lock
+ *	  held exclusively, so while P is held the set of pages P maps is frozen:
+ *	  each partition's part of the count is a snapshot of that partition, and
+ *	  no moment holds more than one partition lock (a backend that misses
+ *	  shared_buffers waits only if its page maps to the one partition held).
+ *	  A buffer is counted once at most (a bitmap of the buffers counted): one
+ *	  that moves from a partition already read to one not yet read counts
+ *	  for its first page only, and one that moves the other way is missed.
+ *	  It costs one pass over all buffer headers per partition (128 passes;
+ *	  buffers already counted are skipped): slower to take than the others,
+ *	  as the seed found, and it grows with shared_buffers.
+ *
+ * snapshot: every buffer-mapping partition lock taken, in shared mode and in
+ *	  order (as pg_buffercache did before PostgreSQL 10, the seed's
+ *	  "consistent"), for one pass: no page can enter or leave shared_buffers
+ *	  meanwhile, so which pages are cached is an exact snapshot; a page's
+ *	  flags (dirty, pinned, usage count) and a read in progress becoming
+ *	  valid still change, as they need no partition lock.  Every backend
+ *	  that misses shared_buffers waits for the whole pass: this is the
+ *	  reference the other modes are measured against, not a monitoring mode.
+ *
+ * None of them ever holds more than one buffer header lock, calls
+ * CHECK_FOR_INTERRUPTS() or allocates memory while holding one.  consistent
+ * and fast check for interrupts every few thousand buffers, semiconsistent
+ * between partitions (an LWLock holds interrupts off), so a cancel or a
+ * shutdown's SIGTERM ends a scan promptly; snapshot's one pass cannot be
+ * interrupted.
  *
  * Supported: PostgreSQL 15 to 18 (BufferTag changed in 16; the state word
  * becomes 64-bit in 19).
@@ -78,7 +105,12 @@ typedef enum CachelabMode
 {
 	CACHELAB_CONSISTENT,
 	CACHELAB_FAST,
+	CACHELAB_SEMICONSISTENT,
+	CACHELAB_SNAPSHOT,
 } CachelabMode;
+
+/* Called once per buffer that holds a valid page, with its tag and state word. */
+typedef void (*BufferVisitor) (const BufferTag *tag, uint32 state, void *arg);
 
 /* Hashed as raw bytes (HASH_BLOBS): four 4-byte fields, no padding. */
 typedef struct CachelabRelationKey
@@ -117,26 +149,31 @@ parse_mode(text *mode_text)
 		return CACHELAB_CONSISTENT;
 	if (strcmp(mode, "fast") == 0)
 		return CACHELAB_FAST;
+	if (strcmp(mode, "semiconsistent") == 0)
+		return CACHELAB_SEMICONSISTENT;
+	if (strcmp(mode, "snapshot") == 0)
+		return CACHELAB_SNAPSHOT;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid pg_cachelab mode: \"%s\"", mode),
-			 errhint("Valid modes are \"consistent\" and \"fast\".")));
+			 errhint("Valid modes are \"consistent\", \"fast\", \"semiconsistent\" and "
+					 "\"snapshot\".")));
 	return CACHELAB_CONSISTENT; /* keep the compiler quiet */
 }
 
 /*
  * Copy one buffer's tag into *tag and return its state word.
  *
- * consistent: takes and releases the buffer's header spinlock (nothing else
- * happens while it is held).  fast: takes no lock; see the file header for
- * what that can show.
+ * fast takes no lock (see the file header for what that can show); every
+ * other mode takes and releases the buffer's header spinlock, and nothing
+ * else happens while it is held.
  */
 static inline uint32
 read_buffer_header(BufferDesc *desc, CachelabMode mode, BufferTag *tag)
 {
 	uint32		state;
 
-	if (mode == CACHELAB_CONSISTENT)
+	if (mode != CACHELAB_FAST)
 	{
 		state = LockBufHdr(desc);
 		*tag = desc->tag;
@@ -199,24 +236,124 @@ relation_key(const BufferTag *tag, CachelabRelationKey *key)
 #endif
 }
 
+static inline int
+tag_partition(const BufferTag *tag)
+{
+	return (int) BufTableHashPartition(BufTableHashCode((BufferTag *) tag));
+}
+
+/* One pass over every buffer header: consistent, fast and, under all partition locks, snapshot. */
+static void
+scan_in_one_pass(CachelabMode mode, BufferVisitor visit, void *arg)
+{
+	for (int i = 0; i < NBuffers; i++)
+	{
+		BufferTag	tag;
+		uint32		state;
+
+		/* never while a header lock is held: read_buffer_header releases it */
+		if ((i & (INTERRUPT_CHECK_INTERVAL - 1)) == 0)
+			CHECK_FOR_INTERRUPTS();
+		state = read_buffer_header(GetBufferDescriptor(i), mode, &tag);
+		if (buffer_in_use(state))
+			visit(&tag, state, arg);
+	}
+}
+
+/*
+ * semiconsistent: partition by partition, each buffer mapped to the partition
+ * held.  The unlocked read of a tag only chooses which headers to lock: a
+ * buffer mapped to the partition held cannot change its tag meanwhile, so its
+ * unlocked read is exact, and one that seemed to map there but does not (a
+ * torn read of a buffer changing hands elsewhere) is dropped once its locked
+ * read says so.
+ */
+static void
+scan_by_partition(BufferVisitor visit, void *arg)
+{
+	bits8	   *counted = palloc0((NBuffers + 7) / 8);
+
+	for (int partition = 0; partition < NUM_BUFFER_PARTITIONS; partition++)
+	{
+		LWLock	   *lock = BufMappingPartitionLockByIndex(partition);
+
+		CHECK_FOR_INTERRUPTS();
+		LWLockAcquire(lock, LW_SHARED);
+		for (int i = 0; i < NBuffers; i++)
+		{
+			BufferDesc *desc;
+			BufferTag	tag;
+			uint32		state;
+
+			if (counted[i / 8] & (1 << (i % 8)))
+				continue;
+			desc = GetBufferDescriptor(i);
+			if (!(pg_atomic_read_u32(&desc->state) & BM_TAG_VALID))
+				continue;
+			memcpy(&tag, &desc->tag, sizeof(BufferTag));
+			if (tag_partition(&tag) != partition)
+				continue;
+			state = read_buffer_header(desc, CACHELAB_SEMICONSISTENT, &tag);
+			if (!(state & BM_TAG_VALID) || tag_partition(&tag) != partition)
+				continue;
+			counted[i / 8] |= (1 << (i % 8));
+			if (buffer_in_use(state))
+				visit(&tag, state, arg);
+		}
+		LWLockRelease(lock);
+	}
+	pfree(counted);
+}
+
+/* Every buffer that holds a valid page, read as `mode` promises, given to `visit`. */
+static void
+scan_buffers(CachelabMode mode, BufferVisitor visit, void *arg)
+{
+	switch (mode)
+	{
+		case CACHELAB_CONSISTENT:
+		case CACHELAB_FAST:
+			scan_in_one_pass(mode, visit, arg);
+			break;
+		case CACHELAB_SEMICONSISTENT:
+			scan_by_partition(visit, arg);
+			break;
+		case CACHELAB_SNAPSHOT:
+			/* in order, as every other taker of several of them does (no deadlock) */
+			for (int partition = 0; partition < NUM_BUFFER_PARTITIONS; partition++)
+				LWLockAcquire(BufMappingPartitionLockByIndex(partition), LW_SHARED);
+			scan_in_one_pass(mode, visit, arg);
+			for (int partition = NUM_BUFFER_PARTITIONS - 1; partition >= 0; partition--)
+				LWLockRelease(BufMappingPartitionLockByIndex(partition));
+			break;
+	}
+}
+
 /*
  * Add one valid buffer to its relation's counters.  Neighbouring buffers
  * usually hold the same relation (a scan or a prewarm fills consecutive
  * victims), so the previous entry is tried before the hash table: dynahash
  * never moves an entry, and nothing is removed during the scan.
  */
-static CachelabRelation *
-count_buffer(HTAB *relations, CachelabRelation *previous, const BufferTag *tag, uint32 state)
+typedef struct RelationCounts
 {
+	HTAB	   *relations;
+	CachelabRelation *previous;
+} RelationCounts;
+
+static void
+count_buffer(const BufferTag *tag, uint32 state, void *arg)
+{
+	RelationCounts *counts = (RelationCounts *) arg;
 	CachelabRelationKey key;
-	CachelabRelation *relation = previous;
+	CachelabRelation *relation = counts->previous;
 	bool		found;
 	uint32		usage_count;
 
 	relation_key(tag, &key);
 	if (relation == NULL || memcmp(&relation->key, &key, sizeof(key)) != 0)
 	{
-		relation = (CachelabRelation *) hash_search(relations, &key, HASH_ENTER, &found);
+		relation = (CachelabRelation *) hash_search(counts->relations, &key, HASH_ENTER, &found);
 		if (!found)
 		{
 			relation->buffers = 0;
@@ -232,14 +369,13 @@ count_buffer(HTAB *relations, CachelabRelation *previous, const BufferTag *tag, 
 		relation->pinned++;
 	usage_count = BUF_STATE_GET_USAGECOUNT(state);
 	relation->usage_counts[Min(usage_count, BM_MAX_USAGE_COUNT)]++;
-	return relation;
+	counts->previous = relation;
 }
 
 /*
  * pg_cachelab_relations(mode text) returns one row per relation fork with at
  * least one valid buffer: its buffers, dirty buffers, pinned buffers and the
- * usage-count histogram.  One pass over NBuffers headers, at most one header
- * lock held at a time (consistent) or none (fast).
+ * usage-count histogram, read as the mode promises (see the file header).
  */
 Datum
 pg_cachelab_relations(PG_FUNCTION_ARGS)
@@ -247,9 +383,9 @@ pg_cachelab_relations(PG_FUNCTION_ARGS)
 	CachelabMode mode = parse_mode(PG_GETARG_TEXT_PP(0));
 	ReturnSetInfo *rsinfo;
 	HASHCTL		hash_control;
-	HTAB	   *relations;
+	RelationCounts counts = {0};
 	HASH_SEQ_STATUS cursor;
-	CachelabRelation *relation = NULL;
+	CachelabRelation *relation;
 
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -259,23 +395,11 @@ pg_cachelab_relations(PG_FUNCTION_ARGS)
 	hash_control.keysize = sizeof(CachelabRelationKey);
 	hash_control.entrysize = sizeof(CachelabRelation);
 	hash_control.hcxt = CurrentMemoryContext;
-	relations = hash_create("pg_cachelab relations", INITIAL_RELATIONS, &hash_control,
-							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	counts.relations = hash_create("pg_cachelab relations", INITIAL_RELATIONS, &hash_control,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	scan_buffers(mode, count_buffer, &counts);
 
-	for (int i = 0; i < NBuffers; i++)
-	{
-		BufferTag	tag;
-		uint32		state;
-
-		/* never while a header lock is held: read_buffer_header releases it */
-		if ((i & (INTERRUPT_CHECK_INTERVAL - 1)) == 0)
-			CHECK_FOR_INTERRUPTS();
-		state = read_buffer_header(GetBufferDescriptor(i), mode, &tag);
-		if (buffer_in_use(state))
-			relation = count_buffer(relations, relation, &tag, state);
-	}
-
-	hash_seq_init(&cursor, relations);
+	hash_seq_init(&cursor, counts.relations);
 	while ((relation = (CachelabRelation *) hash_seq_search(&cursor)) != NULL)
 	{
 		Datum		values[RELATIONS_COLUMNS];
@@ -293,16 +417,29 @@ pg_cachelab_relations(PG_FUNCTION_ARGS)
 			values[7 + usage] = Int64GetDatum(relation->usage_counts[usage]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	hash_destroy(relations);
+	hash_destroy(counts.relations);
 
 	return (Datum) 0;
+}
+
+static void
+add_to_totals(const BufferTag *tag, uint32 state, void *arg)
+{
+	CachelabTotals *totals = (CachelabTotals *) arg;
+
+	totals->used++;
+	if (state & BM_DIRTY)
+		totals->dirty++;
+	if (BUF_STATE_GET_REFCOUNT(state) > 0)
+		totals->pinned++;
 }
 
 /*
  * pg_cachelab_totals(mode text) returns one row: all buffers, used ones
  * (holding a valid page), free ones, and the dirty and pinned among the
  * used, so that the per-relation rows of a quiet server add up to it.  Same
- * locking as pg_cachelab_relations; no memory beyond the row.
+ * locking as pg_cachelab_relations; no memory beyond the row (semiconsistent:
+ * and its bitmap, one bit per buffer).
  */
 Datum
 pg_cachelab_totals(PG_FUNCTION_ARGS)
@@ -317,22 +454,7 @@ pg_cachelab_totals(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	check_columns(tupdesc, TOTALS_COLUMNS, "pg_cachelab_totals");
 
-	for (int i = 0; i < NBuffers; i++)
-	{
-		BufferTag	tag;
-		uint32		state;
-
-		if ((i & (INTERRUPT_CHECK_INTERVAL - 1)) == 0)
-			CHECK_FOR_INTERRUPTS();
-		state = read_buffer_header(GetBufferDescriptor(i), mode, &tag);
-		if (!buffer_in_use(state))
-			continue;
-		totals.used++;
-		if (state & BM_DIRTY)
-			totals.dirty++;
-		if (BUF_STATE_GET_REFCOUNT(state) > 0)
-			totals.pinned++;
-	}
+	scan_buffers(mode, add_to_totals, &totals);
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = Int64GetDatum((int64) NBuffers);

@@ -15,12 +15,17 @@ SELECT mode,
        bool_and(buffers = usage_count_0 + usage_count_1 + usage_count_2 + usage_count_3
                           + usage_count_4 + usage_count_5) AS histogram_adds_up,
        bool_and(dirty <= buffers AND pinned <= buffers) AS flags_within_buffers
-FROM unnest(ARRAY['consistent', 'fast']) AS mode,
+FROM unnest(ARRAY['consistent', 'fast', 'semiconsistent', 'snapshot']) AS mode,
      LATERAL pg_cachelab_relations(mode)
 GROUP BY mode
 ORDER BY mode;
 
-SELECT count(*) FROM pg_cachelab_relations('snapshot');
+-- on an idle server every mode counts the same buffers
+SELECT count(DISTINCT (t.buffers_total, t.buffers_used)) AS modes_agree
+FROM unnest(ARRAY['consistent', 'fast', 'semiconsistent', 'snapshot']) AS mode,
+     LATERAL pg_cachelab_totals(mode) t;
+
+SELECT count(*) FROM pg_cachelab_relations('nonconsistent');
 SELECT * FROM pg_cachelab_totals('');
 
 -- a caller whose row type is not the one the library fills is refused, not given a row of
@@ -43,4 +48,6 @@ RESET ROLE;
 SET ROLE pg_monitor;
 SELECT count(*) > 0 AS some_relations FROM pg_cachelab_relations('fast');
 SELECT buffers_used > 0 AS some_used FROM pg_cachelab_totals('fast');
+SELECT count(*) > 0 AS some_relations FROM pg_cachelab_relations('semiconsistent');
+SELECT buffers_used > 0 AS some_used FROM pg_cachelab_totals('snapshot');
 RESET ROLE;
