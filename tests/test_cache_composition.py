@@ -206,28 +206,6 @@ def test_paired_sag_pairs_rounds_and_gives_an_interval():
     assert paired_sag(baseline, {}, "summary") is None
 
 
-def test_pair_error_finds_the_largest_relative_error_and_the_material_one():
-    from pgcachelab.analysis.inspect_overhead import pair_error, pairs
-    from pgcachelab.store.records import StoredSnapshot
-
-    def data(buffers: dict) -> dict:
-        relations = [{"name": name, "buffers": count} for name, count in buffers.items()]
-        return {"relations": relations, "buffers_used": sum(buffers.values())}
-
-    consistent = data({"big": 1000, "small": 2, "gone": 1})
-    fast = data({"big": 990, "small": 1})
-    error = pair_error(fast, consistent)
-    assert (error.largest, error.relation) == (1.0, "gone")  # 1 buffer counted as 0
-    assert (error.largest_material, error.relation_material) == (0.01, "big")
-
-    def snapshot(seq, label):
-        return StoredSnapshot(0, 0, seq, seq, label, "extension", None, 1.0, None, {"s": seq})
-
-    stored = [snapshot(0, "pair-fast"), snapshot(1, "pair-consistent"), snapshot(2, "sample"),
-              snapshot(3, "pair-fast"), snapshot(4, "sample")]  # fmt: skip
-    assert pairs(stored) == [({"s": 0}, {"s": 1})]
-
-
 def test_alternation_in_a_spec_and_for_the_pgbench_workload_only():
     text = 'name = "s"\n[pgbench]\nduration = "20s"\n[inspect]\nevery = "1s"\nalternate = "5s"\n'
     assert parse_spec(text, Path("spec.toml")).inspect.alternate_s == 5

@@ -163,6 +163,13 @@ def _collect(conn: psycopg.Connection, method: str, mode: str):
             f"role {conn.info.user!r} may not read shared_buffers ({method}): {_reason(error)}",
             f"GRANT pg_monitor TO {conn.info.user}, or connect as a superuser",
         ) from None
+    except psycopg.errors.InvalidParameterValue as error:
+        raise UserError(
+            f"--mode: the pg_cachelab library on this server does not know {mode!r}: "
+            f"{_reason(error)}",
+            "rebuild it with `pgcachelab extension install` (a newer library), or use a mode "
+            "it names",
+        ) from None
     except psycopg.OperationalError as error:
         raise UserError(
             f"lost the server while inspecting it: {_reason(error)}",
@@ -182,9 +189,13 @@ def inspect(
     method: Annotated[str, typer.Option(help="auto, extension, pg_buffercache or summary.")] = (
         "auto"
     ),
-    mode: Annotated[str, typer.Option(help="consistent or fast (extension method).")] = (
-        "consistent"
-    ),
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="consistent, fast, semiconsistent or snapshot (extension method; what each "
+            "locks is printed with the snapshot)."
+        ),
+    ] = ("consistent"),
     top: Annotated[int, typer.Option(help="Show the N largest relations (0: all).")] = 20,
     watch: Annotated[float | None, typer.Option(help="Repeat every SECONDS until Ctrl-C.")] = None,
     as_json: Annotated[

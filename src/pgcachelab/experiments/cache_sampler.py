@@ -15,6 +15,7 @@ import time
 import psycopg
 
 from pgcachelab.analysis.cache_composition import compact
+from pgcachelab.analysis.inspect_accuracy import MEASURED_PREFIX, REFERENCE, ROUND_MODES
 from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.experiments.spec import InspectOptions, parse_inspect_method
@@ -195,15 +196,19 @@ class CacheSampler:
 
         self._start(seconds, tick)
 
-    def start_pairs(self, seconds: float = 1.0) -> None:
-        """Every `seconds`: a fast snapshot and, right after it, a consistent one (the
-        accuracy of fast under the same load; only the buffer counts, no OS cache)."""
+    def start_accuracy_rounds(self, seconds: float = 1.0) -> None:
+        """Every `seconds`: each pg_cachelab mode between two exact references (snapshot mode:
+        every partition lock for one pass), only the buffer counts (analysis/inspect_accuracy).
+        The references block the server's buffer replacement for a pass each: this runs
+        during a warm-up, never while a point is measured."""
 
-        def pair():
-            self.take("pair-fast", "fast", os_cache=False)
-            self.take("pair-consistent", "consistent", os_cache=False)
+        def accuracy_round():
+            self.take(REFERENCE, "snapshot", os_cache=False)
+            for mode in ROUND_MODES:
+                self.take(MEASURED_PREFIX + mode, mode, os_cache=False)
+                self.take(REFERENCE, "snapshot", os_cache=False)
 
-        self._start(seconds, pair)
+        self._start(seconds, accuracy_round)
 
     def _start(self, seconds: float, tick) -> None:
         self.stop()

@@ -124,7 +124,8 @@ class CacheSnapshots:
         method = self.point.workload.get("inspect_method", "auto")
         self.sampler = CacheSampler.open(self.target, self.point.settings, self.options, method)
         if self.sampler and self.options.accuracy_pairs and self.sampler.method == "extension":
-            self.sampler.start_pairs()  # during the warm-up: the same load, not measured
+            # during the warm-up: the same load, not measured
+            self.sampler.start_accuracy_rounds()
         return self
 
     @contextlib.contextmanager

@@ -28,7 +28,8 @@ RELATION_KINDS = {
     "p": "partitioned table",
     "I": "partitioned index",
 }
-MODES = ("consistent", "fast")
+# pg_cachelab's modes, cheapest first after the default (method_costs.EXTENSION_MODE_COSTS)
+MODES = ("consistent", "fast", "semiconsistent", "snapshot")
 # The connection of the lab's cache sampler (experiments/cache_sampler.py). Workloads that wait
 # for the other sessions of the database to end (cache-wash waits for the statistics of
 # pgbench's sessions) leave this one out by its name.

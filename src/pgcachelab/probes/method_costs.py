@@ -9,6 +9,27 @@ fewer locks").
 
 PARTITION_LOCKS_DROPPED = 100000  # server_version_num of PostgreSQL 10
 SUMMARY_SINCE = 160000  # pg_buffercache_summary()
+# What each pg_cachelab mode does (extension/pg_cachelab/pg_cachelab.c's header says why).
+EXTENSION_MODE_COSTS = {
+    "consistent": (
+        "pg_cachelab consistent: one pass over the buffer headers aggregated in the server, "
+        "each buffer header's spinlock in turn, no partition lock"
+    ),
+    "fast": (
+        "pg_cachelab fast: one pass over the buffer headers aggregated in the server, "
+        "no header lock, no partition lock"
+    ),
+    "semiconsistent": (
+        "pg_cachelab semiconsistent: one buffer-mapping partition lock at a time (shared) and "
+        "a pass over the buffer headers under each, 128 in all: a query that must map a new "
+        "buffer into the partition held waits for one pass"
+    ),
+    "snapshot": (
+        "pg_cachelab snapshot: every buffer-mapping partition lock for one pass, as "
+        "pg_buffercache before PostgreSQL 10: every query that misses shared_buffers waits "
+        "for the whole pass (an exact list of the cached pages, for reference)"
+    ),
+}
 
 
 def method_cost(
@@ -19,11 +40,7 @@ def method_cost(
     if method == "summary":
         return "pg_buffercache_summary(): counters only, no locks, no row per buffer"
     if method == "extension":
-        locks = "no header lock" if mode == "fast" else "each buffer header's spinlock in turn"
-        return (
-            f"pg_cachelab {mode}: one pass over the buffer headers aggregated in the server, "
-            f"{locks}, no partition lock"
-        )
+        return EXTENSION_MODE_COSTS[mode or "consistent"]
     if server_version_num < PARTITION_LOCKS_DROPPED:
         during = "" if elapsed_ms is None else f" (part of the {elapsed_ms:.0f} ms)"
         return (

@@ -16,6 +16,7 @@ from pgcachelab.analysis.cache_composition import (  # noqa: E402
     point_table,
     split,
 )
+from pgcachelab.analysis.inspect_accuracy import MEASURED_PREFIX, OLD_PAIR  # noqa: E402
 from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.plots import save_figure  # noqa: E402
 from pgcachelab.report.render import Section, render, table  # noqa: E402
@@ -24,7 +25,11 @@ from pgcachelab.units import format_bytes  # noqa: E402
 TITLE = "Cache snapshots: before and after each point"
 MIB = 1024 * 1024
 TOP_IN_PLOT = 8
-PAIR_LABELS = ("pair-fast", "pair-consistent")  # accuracy pairs: not part of the composition
+
+
+def _accuracy(label: str) -> bool:
+    """Accuracy trials (and the pairs stored before them): not part of the composition."""
+    return label.startswith(MEASURED_PREFIX) or label in OLD_PAIR
 
 
 def samples(data: RunData) -> list[Sample]:
@@ -33,7 +38,7 @@ def samples(data: RunData) -> list[Sample]:
     return [
         Sample(s.point_index, s.repetition, s.taken_at - start, s.label, s.data)
         for s in data.snapshots
-        if s.data is not None and s.label not in PAIR_LABELS
+        if s.data is not None and not _accuracy(s.label)
     ]
 
 
@@ -173,7 +178,7 @@ def _point_tables(point_label: str, point_samples: list[Sample]) -> dict | None:
 
 
 def _method_note(data: RunData) -> str:
-    taken = [s for s in data.snapshots if s.label not in PAIR_LABELS]
+    taken = [s for s in data.snapshots if not _accuracy(s.label)]
     failed = [s for s in taken if s.error]
     methods = sorted({f"{s.method}" + (f"/{s.mode}" if s.mode else "") for s in taken})
     times = [s.elapsed_ms for s in taken if s.elapsed_ms is not None]

@@ -20,6 +20,8 @@ METHOD_NAMES = {
     "extension": "pg_cachelab consistent",
     "extension/consistent": "pg_cachelab consistent",
     "extension/fast": "pg_cachelab fast",
+    "extension/semiconsistent": "pg_cachelab semiconsistent",
+    "extension/snapshot": "pg_cachelab snapshot",
 }
 
 

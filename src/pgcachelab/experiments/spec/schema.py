@@ -199,7 +199,8 @@ class InspectTable(Table):
     mode: Literal[INSPECT_MODES] = "consistent"
     os_cache: StrictBool = True  # mincore over the relation files when the data dir is local
     top: Count() = 30  # relations stored per snapshot; the rest are summed
-    accuracy_pairs: StrictBool = False  # extension: fast then consistent, during the warm-up
+    # extension: each pg_cachelab mode between two exact references, during the warm-up
+    accuracy_pairs: StrictBool = False
     # > 0: `every` polls only in every other window of this many seconds of the measured run,
     # and pgbench reports tps each second (analysis/inspect_overhead.py says why)
     alternate_s: Seconds() = Field(0.0, alias="alternate")

@@ -24,7 +24,7 @@ from pgcachelab.units import parse_bytes, parse_seconds
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
 
 INSPECT_METHODS = ("auto", "extension", "pg_buffercache", "summary")
-INSPECT_MODES = ("consistent", "fast")
+INSPECT_MODES = ("consistent", "fast", "semiconsistent", "snapshot")  # probes.buffercache.MODES
 INIT_STEP_LETTERS = set("dtgGvpf")
 
 
@@ -228,7 +228,8 @@ def _inspect_method(value) -> str:
     if value != "none" and not known:
         raise invalid(
             "unknown inspect method",
-            f"use none, {', '.join(INSPECT_METHODS)}, extension/consistent or extension/fast",
+            f"use none, {', '.join(INSPECT_METHODS)}, or extension/MODE with MODE one of "
+            f"{', '.join(INSPECT_MODES)}",
         )
     return value
 

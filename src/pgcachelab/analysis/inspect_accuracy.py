@@ -1,0 +1,182 @@
+"""How wrong each pg_cachelab mode is under load (seed 003: "< 3% lost of snapshot
+consistency"). Pure functions.
+
+A trial is one snapshot in the mode measured, taken between two references in `snapshot` mode
+(every buffer-mapping partition lock held for one pass: which pages are cached is exact at that
+moment). Nothing can read shared_buffers at the instant the measured mode did, so a relation's
+count is wrong only by what lies outside the range of its two references: a count between them
+is what the cache held at some moment of the trial. What lies outside is the mode's error, an
+upper bound on it as long as the cache moves monotonically between the references, and the
+references' own difference (the drift) says how fast the cache moved.
+
+Misplaced buffers: half the sum over relations of the counts outside the range, since a buffer
+counted under the wrong relation is one too many in one and one too few in another. As a share
+of shared_buffers it is the figure the seed's 3% compares with.
+
+Runs stored before the references (accuracy pairs: "pair-fast" then "pair-consistent") give
+trials of fast with the consistent snapshot after it as the only reference.
+"""
+
+import statistics
+from dataclasses import dataclass
+
+REFERENCE = "accuracy-reference"
+MEASURED_PREFIX = "accuracy-"
+# Measured in this order each round, each between two references.
+ROUND_MODES = ("consistent", "semiconsistent", "fast")
+OLD_PAIR = ("pair-fast", "pair-consistent")
+OTHER = "(other relations)"
+
+
+@dataclass(frozen=True)
+class Trial:
+    mode: str
+    measured: dict  # compacted snapshot data (analysis.cache_composition.compact)
+    before: dict
+    after: dict | None  # None: a stored accuracy pair, one reference only
+    reference_mode: str = "snapshot"
+
+
+@dataclass(frozen=True)
+class TrialError:
+    mode: str
+    buffers_total: int
+    misplaced: float  # buffers
+    largest: int  # buffers outside its range, in the worst relation
+    relation: str | None
+    drift: float | None  # buffers the references differ by (halved), None with one reference
+    failed_checks: tuple[str, ...]
+
+    @property
+    def misplaced_share(self) -> float:
+        return self.misplaced / max(1, self.buffers_total)
+
+    @property
+    def largest_share(self) -> float:
+        return self.largest / max(1, self.buffers_total)
+
+
+def trials(snapshots: list) -> list[Trial]:
+    """The trials among stored snapshots (a point's, or several points'), in the order taken."""
+    ordered = sorted(snapshots, key=lambda s: (s.point_index, s.repetition, s.seq))
+    found = []
+    for before, current, after in zip(ordered, ordered[1:], ordered[2:], strict=False):
+        if _measured_between_references(before, current, after):
+            mode = current.label.removeprefix(MEASURED_PREFIX)
+            found.append(Trial(mode, current.data, before.data, after.data))
+    for current, after in zip(ordered, ordered[1:], strict=False):
+        if (current.label, after.label) == OLD_PAIR and _same_run(current, after):
+            found.append(Trial("fast", current.data, after.data, None, "consistent"))
+    return found
+
+
+def _same_run(*snapshots) -> bool:
+    """All of one repetition of one point, and all successful."""
+    runs = {(s.point_index, s.repetition) for s in snapshots}
+    return len(runs) == 1 and all(s.data is not None for s in snapshots)
+
+
+def _measured_between_references(before, current, after) -> bool:
+    return (
+        current.label.startswith(MEASURED_PREFIX)
+        and current.label != REFERENCE
+        and before.label == after.label == REFERENCE
+        and _same_run(before, current, after)
+    )
+
+
+def counts(data: dict) -> dict[str, int]:
+    """Buffers per relation, the relations beyond the snapshot's `top` as one."""
+    per_relation = {r["name"]: r["buffers"] for r in data["relations"] if r["buffers"]}
+    other = (data.get("other") or {}).get("buffers") or 0
+    if other:
+        per_relation[OTHER] = per_relation.get(OTHER, 0) + other
+    return per_relation
+
+
+def self_checks(data: dict) -> list[str]:
+    """What a snapshot cannot show if it counted each buffer once at most: the failures."""
+    failed = []
+    if data["buffers_used"] > data["buffers_total"]:
+        failed.append(f"used {data['buffers_used']} > shared_buffers {data['buffers_total']}")
+    if data["buffers_dirty"] > data["buffers_used"]:
+        failed.append(f"dirty {data['buffers_dirty']} > used {data['buffers_used']}")
+    if sum(counts(data).values()) != data["buffers_used"]:
+        failed.append("the relations do not add up to the buffers used")
+    for relation in data["relations"]:
+        if (relation.get("dirty") or 0) > relation["buffers"]:
+            failed.append(f"{relation['name']}: dirty > buffers")
+    return failed
+
+
+def trial_error(trial: Trial) -> TrialError:
+    measured, before = counts(trial.measured), counts(trial.before)
+    after = counts(trial.after) if trial.after is not None else before
+    outside_sum, largest, worst = 0, 0, None
+    for name in sorted(set(measured) | set(before) | set(after)):
+        value, low, high = measured.get(name, 0), before.get(name, 0), after.get(name, 0)
+        low, high = min(low, high), max(low, high)
+        outside = max(0, value - high, low - value)
+        outside_sum += outside
+        if outside > largest:
+            largest, worst = outside, name
+    drift = None
+    if trial.after is not None:
+        drift = sum(abs(before.get(n, 0) - after.get(n, 0)) for n in set(before) | set(after)) / 2
+    return TrialError(
+        mode=trial.mode,
+        buffers_total=int(trial.measured["buffers_total"]),
+        misplaced=outside_sum / 2,
+        largest=largest,
+        relation=worst,
+        drift=drift,
+        failed_checks=tuple(self_checks(trial.measured)),
+    )
+
+
+@dataclass(frozen=True)
+class ModeAccuracy:
+    mode: str
+    trials: int
+    misplaced_share_median: float
+    misplaced_share_max: float
+    misplaced_median: float  # buffers
+    misplaced_max: float
+    largest_max: int  # buffers, one relation, the worst trial
+    largest_relation: str | None
+    largest_share_max: float
+    drift_share_median: float | None
+    failed_checks: tuple[str, ...]  # each failure once
+    reference_mode: str = "snapshot"
+
+
+def mode_accuracy(errors: list[TrialError], reference_mode: str = "snapshot") -> ModeAccuracy:
+    """Median and worst over the trials of one mode."""
+    worst = max(errors, key=lambda e: e.largest)
+    drifts = [e.drift / max(1, e.buffers_total) for e in errors if e.drift is not None]
+    return ModeAccuracy(
+        mode=errors[0].mode,
+        trials=len(errors),
+        misplaced_share_median=statistics.median(e.misplaced_share for e in errors),
+        misplaced_share_max=max(e.misplaced_share for e in errors),
+        misplaced_median=statistics.median(e.misplaced for e in errors),
+        misplaced_max=max(e.misplaced for e in errors),
+        largest_max=worst.largest,
+        largest_relation=worst.relation,
+        largest_share_max=worst.largest_share,
+        drift_share_median=statistics.median(drifts) if drifts else None,
+        failed_checks=tuple(sorted({c for e in errors for c in e.failed_checks})),
+        reference_mode=reference_mode,
+    )
+
+
+def accuracy_by_mode(found: list[Trial]) -> dict[str, ModeAccuracy]:
+    """Mode -> its accuracy, modes in ROUND_MODES order (then any other)."""
+    by_mode: dict[str, list[Trial]] = {}
+    for trial in found:
+        by_mode.setdefault(trial.mode, []).append(trial)
+    order = {mode: i for i, mode in enumerate(ROUND_MODES)}
+    return {
+        mode: mode_accuracy([trial_error(t) for t in chosen], chosen[0].reference_mode)
+        for mode, chosen in sorted(by_mode.items(), key=lambda kv: order.get(kv[0], len(order)))
+    }
