@@ -481,8 +481,13 @@ def test_an_overhead_run_polls_per_method_and_reports_sag_and_accuracy(
     assert not any(p == 0 for p, _ in by_point)  # the baseline takes no snapshot
     assert by_point[(1, "sample")][:2] == ("summary", "consistent")
     assert by_point[(2, "sample")][:2] == ("extension", "fast")
-    assert by_point[(2, "pair-fast")][2] == by_point[(2, "pair-consistent")][2] >= 1
-    assert (1, "pair-fast") not in by_point  # pairs only where the extension runs
+    # accuracy rounds: each mode between two snapshot-mode references, where the extension runs
+    rounds = by_point[(2, "accuracy-fast")][2]
+    assert rounds >= 1 and by_point[(2, "accuracy-reference")][:2] == ("extension", "snapshot")
+    assert by_point[(2, "accuracy-reference")][2] == 4 * rounds
+    for mode in ("consistent", "semiconsistent", "fast"):
+        assert by_point[(2, f"accuracy-{mode}")][1:3] == (mode, rounds)
+    assert (1, "accuracy-fast") not in by_point
     assert all(errors == 0 for *_, errors in by_point.values())
     # Alternating windows: snapshots only in the polled ones, tps per second to cut along them.
     from pgcachelab.analysis.inspect_overhead import Windows, measurement_window_ratios
@@ -513,4 +518,5 @@ def test_an_overhead_run_polls_per_method_and_reports_sag_and_accuracy(
     ]
     assert cpu and all(ms is not None and 0 <= ms < 5000 for ms in cpu)
     assert "server CPU ms per snapshot" in page
-    assert "pg_cachelab fast" in page and "Accuracy of fast against consistent" in page
+    assert "pg_cachelab fast" in page and "How wrong each mode is under this load" in page
+    assert "semiconsistent (against snapshot)" in page and "all held" in page

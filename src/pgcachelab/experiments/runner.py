@@ -27,6 +27,7 @@ from pgcachelab.clusters.targets import (
     pgbench_for,
 )
 from pgcachelab.errors import RunFailed, UserError
+from pgcachelab.experiments.connection_room import with_room_for_clients
 from pgcachelab.experiments.instruments import (
     AlternatingWindows,
     CacheSnapshots,
@@ -576,6 +577,9 @@ def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recordin
         if switched is not None:  # another version's (or data group's) cluster
             ctx.workload_state, recording.metrics["version_switch"] = switched
     point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
+    if ctx.target.kind == "managed":
+        settings = with_room_for_clients(point.settings, point.workload.get("clients"))
+        point = dataclasses.replace(point, settings=settings)
     disk_changed = _use_disk(ctx, point)
     _set_host(ctx, point, recording)
     recording.server_action = ctx.target.apply(point.settings)
