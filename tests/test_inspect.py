@@ -38,7 +38,7 @@ pytestmark = pytest.mark.server
 DEBIAN_15_BIN = Path("/usr/lib/postgresql/15/bin")
 IDLE_SETTINGS = {"shared_buffers": "32MB", "autovacuum": "off"}
 WARMUP_ROUNDS = 6  # > BM_MAX_USAGE_COUNT: every catalog page the queries read ends at 5
-SNAPSHOT_KINDS = (("extension", "consistent"), ("extension", "fast"), ("pg_buffercache", None))
+SNAPSHOT_KINDS = (*(("extension", mode) for mode in MODES), ("pg_buffercache", None))
 
 
 @pytest.fixture(scope="session")
@@ -169,14 +169,15 @@ def test_totals_add_up_and_bad_modes_are_refused(idle_cluster):
         ).fetchone()
         assert total == 4096 and used + free == total and used > 0  # 32MB of 8kB buffers
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="semiconsistent"):
-            conn.execute("select * from pg_cachelab_relations('semiconsistent')")
+            conn.execute("select * from pg_cachelab_relations('nonconsistent')")
 
 
 def test_the_extensions_own_regression_test_passes(idle_cluster, pg_install, extension_build_dir):
     _regression_check(pg_install, extension_build_dir, idle_cluster)
 
 
-def test_a_scan_answers_a_cancel_request(idle_cluster):
+@pytest.mark.parametrize("mode", ["fast", "semiconsistent"])  # semiconsistent: under LWLocks
+def test_a_scan_answers_a_cancel_request(idle_cluster, mode):
     with idle_cluster.connect() as scanner, idle_cluster.connect() as canceller:
         pid = scanner.info.backend_pid
 
@@ -195,7 +196,7 @@ def test_a_scan_answers_a_cancel_request(idle_cluster):
         with pytest.raises(psycopg.errors.QueryCanceled):
             scanner.execute(
                 "do $$ begin for i in 1..1000000 loop"
-                " perform count(*) from pg_cachelab_relations('fast'); end loop; end $$"
+                f" perform count(*) from pg_cachelab_relations('{mode}'); end loop; end $$"
             )
         thread.join()
         assert scanner.execute("select 1").fetchone() == (1,)  # the session goes on
@@ -251,18 +252,20 @@ def test_a_fast_shutdown_during_scans_is_clean(cluster, pg_cachelab_18):
     def scanning() -> bool:
         with cluster.connect() as conn:
             return conn.execute(
-                "select count(*) = 2 from pg_stat_activity"
-                " where state = 'active' and query like 'do $$%'"
+                "select count(*) = %s from pg_stat_activity"
+                " where state = 'active' and query like 'do $$%%'",
+                [len(MODES)],
             ).fetchone()[0]
 
-    wait_for(scanning, what="two sessions scanning")
+    wait_for(scanning, what="a session scanning in each mode")
     time.sleep(0.3)
     postmaster = cluster.process
     cluster.stop()
     for scanner in scanners:
         scanner.join(timeout=60)
     assert postmaster.returncode == 0  # a fast shutdown, not a crash and restart
-    assert len(errors) == 2 and all(isinstance(e, psycopg.OperationalError) for e in errors)
+    assert len(errors) == len(MODES)
+    assert all(isinstance(e, psycopg.OperationalError) for e in errors)
     log = cluster.log_path.read_text()
     assert "database system is shut down" in log
     assert "terminated by signal" not in log and "PANIC" not in log
