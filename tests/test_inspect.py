@@ -320,6 +320,13 @@ def test_inspect_json_of_a_managed_cluster_shows_relations_and_the_os_cache(idle
     assert 0 < accounts["os_cached_bytes"] <= accounts["size_bytes"]
 
 
+def test_inspect_mode_semiconsistent_says_what_it_locks(idle_cluster):
+    result = run_cli("inspect", "--work-dir", idle_cluster.work_dir, "--mode", "semiconsistent")
+    assert result.returncode == 0, result.stderr
+    assert "one buffer-mapping partition lock at a time" in result.stdout
+    assert "public.accounts" in result.stdout
+
+
 def test_inspect_by_dsn_with_the_grouped_view_as_a_table(idle_cluster):
     _read_accounts(idle_cluster)
     result = run_cli("inspect", "--dsn", dsn_of(idle_cluster), "--method", "pg_buffercache")
