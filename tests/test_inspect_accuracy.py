@@ -94,3 +94,21 @@ def test_the_relations_beyond_top_count_as_one_and_the_self_checks_catch_double_
     torn = data({"a": 10})
     torn["buffers_used"] = 12
     assert self_checks(torn) == ["the relations do not add up to the buffers used"]
+
+
+def test_the_finding_grades_fast_against_the_seeds_three_percent():
+    from pgcachelab.analysis.inspect_accuracy import accuracy_finding
+
+    reference = data({"a": 500})
+
+    def modes(fast_count: int) -> dict:
+        taken = [stored(0, "accuracy-reference", reference),
+                 stored(1, "accuracy-fast", data({"a": 500 - fast_count, "b": fast_count})),
+                 stored(2, "accuracy-reference", reference)]  # fmt: skip
+        return accuracy_by_mode(trials(taken))
+
+    assert accuracy_finding(modes(10)) == (
+        "fast misplaced 1.00% of shared_buffers (median), at most 1.00% over 1 trials: fast "
+        "stays within the seed's < 3% under this load"
+    )  # 10 buffers under b instead of a, of 1,000
+    assert "fast goes beyond the seed's < 3%" in accuracy_finding(modes(40))

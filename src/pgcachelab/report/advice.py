@@ -26,6 +26,7 @@ from pgcachelab.analysis.cache_split import (
     survival_table,
 )
 from pgcachelab.analysis.compare import Comparison
+from pgcachelab.analysis.inspect_accuracy import accuracy_finding
 from pgcachelab.analysis.steps import DISK, MATCH_FACTOR, MEMORY, MIN_STEP_RATIO, SHARED_BUFFERS
 from pgcachelab.analysis.summary import summarise
 from pgcachelab.analysis.versions import (
@@ -42,6 +43,7 @@ from pgcachelab.report.offered_load import offered_load_findings
 from pgcachelab.report.overhead_sags import (
     METHOD_NAMES,
     MethodSag,
+    cell_accuracy,
     cell_text,
     is_overhead_run,
     method_sags,
@@ -519,7 +521,19 @@ def overhead_advice(data: RunData) -> list[Advice]:
     sags = method_sags(data)
     floor = [s for s in sags if s.method == "none" and s.within_runs is not None]
     methods = list(dict.fromkeys(s.method for s in sags if s.method != "none"))
-    return [method_advice(m, [s for s in sags if s.method == m], floor) for m in methods]
+    advice = [method_advice(m, [s for s in sags if s.method == m], floor) for m in methods]
+    for cell, accuracies in cell_accuracy(data).items():
+        advice.append(
+            Advice(
+                "inspect mode",
+                swept_text(cell),
+                accuracy_finding(accuracies),
+                "each mode's snapshot between two exact references (snapshot mode) during the "
+                "warm-ups; misplaced: the buffers counted outside the references' range per "
+                "relation, halved",
+            )
+        )
+    return advice
 
 
 # -- compare: run B against run A ------------------------------------------------------------

@@ -11,11 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
 
-from pgcachelab.analysis.inspect_accuracy import (  # noqa: E402
-    ModeAccuracy,
-    accuracy_by_mode,
-    trials,
-)
+from pgcachelab.analysis.inspect_accuracy import ModeAccuracy  # noqa: E402
 from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
     BASELINE,
     interval_above,
@@ -34,6 +30,7 @@ from pgcachelab.report.dataset import RunData  # noqa: E402
 from pgcachelab.report.overhead_sags import (  # noqa: E402
     KEY,
     METHOD_NAMES,
+    cell_accuracy,
     cell_text,
     cells,
     method_sags,
@@ -199,17 +196,6 @@ def sag_table(data: RunData) -> str:
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
-
-
-def cell_accuracy(data: RunData) -> dict[tuple, dict[str, ModeAccuracy]]:
-    """Per cell, each mode's accuracy from the trials of the cell's extension points."""
-    found = {}
-    for cell, methods in cells(data).items():
-        indexes = {r.point.point_index for m, r in methods.items() if m.startswith("extension")}
-        taken = trials([s for s in data.snapshots if s.point_index in indexes])
-        if taken:
-            found[cell] = accuracy_by_mode(taken)
-    return found
 
 
 def _share(value: float) -> str:

@@ -1,8 +1,10 @@
-"""An overhead run's tps sag per cell and method (seed 003), as the report's table and `advise`
-both read it: one computation, no plotting here (advise does not load matplotlib)."""
+"""An overhead run's tps sag per cell and method, and each pg_cachelab mode's error per cell
+(seed 003), as the report's tables and `advise` both read them: one computation, no plotting
+here (advise does not load matplotlib)."""
 
 from dataclasses import dataclass
 
+from pgcachelab.analysis.inspect_accuracy import ModeAccuracy, accuracy_by_mode, trials
 from pgcachelab.analysis.inspect_overhead import (
     BASELINE,
     Sag,
@@ -83,3 +85,14 @@ def method_sags(data: RunData) -> list[MethodSag]:
                 within = sag_of_ratios(ratios, method)
             sags.append(MethodSag(cell, method, result, between, within))
     return sags
+
+
+def cell_accuracy(data: RunData) -> dict[tuple, dict[str, ModeAccuracy]]:
+    """Per cell, each mode's accuracy from the trials of the cell's extension points."""
+    found = {}
+    for cell, methods in cells(data).items():
+        indexes = {r.point.point_index for m, r in methods.items() if m.startswith("extension")}
+        taken = trials([s for s in data.snapshots if s.point_index in indexes])
+        if taken:
+            found[cell] = accuracy_by_mode(taken)
+    return found
