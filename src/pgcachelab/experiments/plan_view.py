@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.errors import ClusterError
+from pgcachelab.experiments.connection_room import with_room_for_clients
 from pgcachelab.experiments.runner import planned_schedule
 from pgcachelab.experiments.spec import ExperimentSpec, Point
 from pgcachelab.experiments.version_rounds import group_of
@@ -100,7 +101,10 @@ def _entry(
     major = major_of(server_version_of(point.workload["version"])) if spec.versions else None
     major = major or machine.server_major
     shared_buffers = _bytes_or_none(point.settings.get("shared_buffers"))
-    huge_pages = _huge_pages(point.settings, major, machine.page_size_bytes)
+    # a managed cluster runs with room for the point's clients (the runner raises
+    # max_connections), and each connection takes shared memory the pool must hold
+    in_force = with_room_for_clients(point.settings, point.workload.get("clients"))
+    huge_pages = _huge_pages(in_force, major, machine.page_size_bytes)
     memory, problems = _memory(machine, shared_buffers, huge_pages)
     return {
         "position": position,
