@@ -9,9 +9,11 @@ import contextlib
 import os
 import pwd
 import stat
+import subprocess
 
 import psycopg
 import pytest
+from conftest import CLI_TIMEOUT_S, cli_command, cli_env, store_query
 
 from pgcachelab.clusters.managed import (
     ManagedCluster,
@@ -116,3 +118,34 @@ def test_the_lab_connects_over_tcp_with_its_passfile(tcp_cluster):
         assert method == "scram-sha-256"
     password = tcp_cluster.password
     assert password and password not in " ".join(map(str, tcp_cluster.tcp_conninfo().values()))
+
+
+def test_a_dsn_without_its_password_measures_with_pgpassword(
+    pg_install, server_os_user, cluster_parent, lab_tmp, tmp_path
+):
+    """The README's way to a server that needs a password over TCP: PGPASSWORD, not the DSN.
+    pgbench must log in with it as the lab's own connection does (issue 35, F12)."""
+    cluster = ManagedCluster.create(pg_install, server_os_user, cluster_parent, listen_tcp=True)
+    try:
+        cluster.apply_settings({})
+        spec = tmp_path / "spec.toml"
+        spec.write_text('name = "t"\n[pgbench]\nscale = 1\nclients = 1\nduration = "1s"\n')
+        dsn = f"host=127.0.0.1 port={cluster.port} user=lab dbname=postgres"
+        environment = {
+            **cli_env(lab_tmp),
+            "PGPASSWORD": cluster.password,
+            "PGPASSFILE": "/nonexistent/pgpass",  # the password comes from PGPASSWORD alone
+        }
+        result = subprocess.run(
+            cli_command("run", spec, "--dsn", dsn, "--no-report", "--lab-dir", tmp_path / "lab"),
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_S,
+        )
+    finally:
+        cluster.destroy()
+    assert result.returncode == 0, result.stderr
+    statuses = store_query(tmp_path / "lab", "select status, reason from measurements")
+    assert statuses == [("ok", None)], result.stderr

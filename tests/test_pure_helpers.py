@@ -77,3 +77,11 @@ def test_passwords_only_in_the_environment():
     assert env["PGPASSWORD"] == "sekrit"
     assert env["PGOPTIONS"] == "-c work_mem=64MB -c search_path=a\\ b"
     assert pgoptions({}) == ""
+
+
+def test_pgbench_keeps_the_callers_pgpassword_when_the_target_has_none(monkeypatch):
+    monkeypatch.setenv("PGPASSWORD", "from-the-user")
+    assert PgbenchTarget({"host": "127.0.0.1"}).environment()["PGPASSWORD"] == "from-the-user"
+    own = PgbenchTarget({"host": "127.0.0.1"}, password="the-clusters")
+    assert own.environment()["PGPASSWORD"] == "the-clusters"
+
