@@ -11,6 +11,7 @@ import os
 import pwd
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -263,6 +264,10 @@ BAD_INPUT += [
                "--pg-bin", "77"),
     _spec_case("", r'--dsn: cannot connect to .*socket "/nonexistent/\.s\.PGSQL\.1" failed',
                r"server runs", "dsn-socket-reason-whole", "--dsn", "host=/nonexistent port=1"),
+    # issue 35: what still got through
+    _spec_case('[server.settings]\napplication_name = "x\\ny"',
+               r'server\.settings\.application_name: invalid value "x\\ny": a server setting '
+               r"cannot hold a newline", r"remove it", "setting-with-a-newline"),
 ]  # fmt: skip
 
 # Commands other than `run`, with complete arguments. Placeholders: {store} a copy of a real
@@ -336,6 +341,9 @@ BAD_COMMANDS = [
                  r"45,43,4,4,4", id="tpcc-weights"),
     pytest.param(["tpcc", "run", "--set", "shared_buffers"], r"--set: invalid value",
                  r"name=value", id="tpcc-set-without-value"),
+    pytest.param(["tpcc", "run", "--set", "application_name=x\ny"],
+                 r"--set: invalid value 'application_name=x\\ny': a server setting cannot hold",
+                 r"remove it", id="tpcc-set-with-a-newline"),
     pytest.param(["tpcc", "load", "--warehouses", "0"], r"--warehouses: invalid value 0",
                  r"--warehouses 2", id="tpcc-load-warehouses-zero"),
     pytest.param(["tpcc", "load", "--workers", "0"], r"--workers: invalid value 0",
@@ -413,6 +421,30 @@ def test_the_bad_input_tables_cover_every_command():
     assert len(BAD_INPUT) + len(BAD_COMMANDS) >= 60
     assert commands >= {"run", "runs", "show", "export", "report", "advise", "compare", "store",
                         "pg", "tpcc", "inspect", "doctor", "hugepages", "extension"}  # fmt: skip
+
+
+TERMINAL_TITLE = "\u001b]0;PWNED\u0007"  # an OSC sequence that retitles the terminal
+
+
+def test_names_and_labels_are_printed_with_their_control_characters_escaped(tmp_path, lab_tmp):
+    """A run's name and a point's label come from the spec (issue 35, F10): on a terminal
+    they must not move the cursor, retitle the window or split a row."""
+    store = tmp_path / "results.sqlite"
+    shutil.copyfile(REPORT_RUNS_STORE, store)
+    run_id = "20261122-232256-9b0294"
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("update runs set name = ? where run_id = ?", (f"x{TERMINAL_TITLE}y", run_id))
+        db.execute("update points set label = ? where run_id = ? and point_index = 0",
+                   (f"scale=1\n{TERMINAL_TITLE}", run_id))  # fmt: skip
+    db.close()
+    runs = run_cli_forked("runs", "--store", store, tmpdir=lab_tmp)
+    shown = run_cli_forked("show", run_id, "--store", store, tmpdir=lab_tmp)
+    for result in (runs, shown):
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "x\\x1b]0;PWNED\\x07y" in runs.stdout
+    assert "scale=1\\n\\x1b]0;PWNED\\x07" in shown.stdout
 
 
 def test_a_usage_error_is_exit_code_2_without_a_traceback(tmp_path):

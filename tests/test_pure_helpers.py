@@ -85,3 +85,21 @@ def test_pgbench_keeps_the_callers_pgpassword_when_the_target_has_none(monkeypat
     own = PgbenchTarget({"host": "127.0.0.1"}, password="the-clusters")
     assert own.environment()["PGPASSWORD"] == "the-clusters"
 
+
+def test_printable_escapes_what_would_act_on_a_terminal():
+    from pgcachelab.printable import printable, printable_lines
+
+    assert printable("scale=1 café") == "scale=1 café"
+    assert printable("a\x1b]0;PWNED\x07b\nc\td\x9b") == "a\\x1b]0;PWNED\\x07b\\nc\\td\\x9b"
+    assert printable("abc\u202edef") == "abc\\u202edef"  # a bidi override reorders the line
+    assert printable_lines("one\x1b[2J\ntwo") == "one\\x1b[2J\ntwo"
+
+
+def test_progress_lines_are_escaped():
+    import io
+
+    from pgcachelab.cli.progress import LineProgress
+
+    stream = io.StringIO()
+    LineProgress(stream).note("run 1: x\x1b]0;PWNED\x07, 2 points")
+    assert stream.getvalue() == "run 1: x\\x1b]0;PWNED\\x07, 2 points\n"

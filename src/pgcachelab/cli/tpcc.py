@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from pgcachelab.errors import UserError
+from pgcachelab.printable import has_control_characters
 
 tpcc_app = typer.Typer(help="TPC-C-like workload: load the nine tables, run the five transactions.")
 
@@ -57,6 +58,12 @@ def parse_set_options(values: list[str] | None) -> dict[str, str]:
             raise UserError(
                 f"--set: invalid value {text!r}",
                 "write --set name=value, e.g. --set synchronous_commit=off",
+            )
+        if has_control_characters(text):
+            raise UserError(
+                f"--set: invalid value {text!r}: a server setting cannot hold a newline or "
+                "other control character",
+                "remove it from the value",
             )
         settings[name.strip()] = value.strip()
     return settings

@@ -20,6 +20,7 @@ from pgcachelab.errors import UserError
 from pgcachelab.experiments.ladder import memory_share
 from pgcachelab.machine import host_tunables
 from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
+from pgcachelab.printable import has_control_characters
 from pgcachelab.units import parse_bytes, parse_seconds
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
 
@@ -238,6 +239,12 @@ def setting_text(value) -> str:
     if isinstance(value, dict | list):
         raise invalid("not a setting value", "use a string, number or bool")
     text = setting_value_text(value)
+    if has_control_characters(text):
+        # postgresql.conf holds one setting per line: the server would not start (issue 35)
+        raise invalid(
+            "a server setting cannot hold a newline or other control character",
+            "remove it from the value",
+        )
     if "%" in text and "memory" in text.lower():
         share = memory_share(text)
         if share is None or not 0 < share < 1:
