@@ -268,6 +268,26 @@ BAD_INPUT += [
     _spec_case('[server.settings]\napplication_name = "x\\ny"',
                r'server\.settings\.application_name: invalid value "x\\ny": a server setting '
                r"cannot hold a newline", r"remove it", "setting-with-a-newline"),
+    _spec_case("[pgbench]\nscale = 99999999999999999999",
+               r"pgbench\.scale: invalid value 99999999999999999999: more than pgbench's limit "
+               r"of 2147483647", r"from 1 to 2147483647", "scale-beyond-int"),
+    _spec_case("[pgbench]\nscale = 1000000000",
+               r"pgbench\.scale: invalid value 1000000000 \(about 14\.7MB per unit of scale\): "
+               r"the data would take about 14006TB, more than the .* free in /tmp/",
+               r"lower it, or free space there \(or set TMPDIR", "scale-beyond-free-space"),
+    _spec_case("[pgbench]\nclients = 100000",
+               r"pgbench\.clients: invalid value 100000: more than the server takes "
+               r"\(max_connections 100, one of them the lab's own session\)",
+               r"at most 99 clients, or raise max_connections", "clients-beyond-max-connections"),
+    _spec_case("[server.settings]\nmax_connections = 20\n[sweep]\nclients = [1, 20]",
+               r"sweep\.clients: invalid value 20: .*\(max_connections 20, ",
+               r"at most 19 clients", "swept-clients-beyond-max-connections"),
+    _spec_case('[machine]\nmemory = "128MB"\n[server.settings]\nshared_buffers = "1GB"',
+               r"server\.settings\.shared_buffers: invalid value 1GB: does not fit in the "
+               r"memory limit of 128MB: every point would fail",
+               r"lower shared_buffers below the limit", "shared-buffers-beyond-memory"),
+    _spec_case("", r"^pgcachelab: --dsn: empty connection string$",
+               r"leave --dsn out for a cluster the lab manages", "dsn-empty", "--dsn", ""),
 ]  # fmt: skip
 
 # Commands other than `run`, with complete arguments. Placeholders: {store} a copy of a real
@@ -344,6 +364,15 @@ BAD_COMMANDS = [
     pytest.param(["tpcc", "run", "--set", "application_name=x\ny"],
                  r"--set: invalid value 'application_name=x\\ny': a server setting cannot hold",
                  r"remove it", id="tpcc-set-with-a-newline"),
+    pytest.param(["tpcc", "run", "--transactions", "10", "--duration", "5"],
+                 r"--duration '5' with --transactions 10: a run is timed or counted, not both",
+                 r"give one", id="tpcc-transactions-and-duration"),
+    pytest.param(["tpcc", "run", "--transactions", "0"], r"--transactions: invalid value 0",
+                 r"--transactions 4", id="tpcc-transactions-zero"),
+    pytest.param(["tpcc", "run", "--dsn", ""], r"--dsn: empty connection string",
+                 r"leave --dsn out", id="tpcc-dsn-empty"),
+    pytest.param(["inspect", "--dsn", ""], r"--dsn: empty connection string",
+                 r"leave --dsn out", id="inspect-dsn-empty"),
     pytest.param(["tpcc", "load", "--warehouses", "0"], r"--warehouses: invalid value 0",
                  r"--warehouses 2", id="tpcc-load-warehouses-zero"),
     pytest.param(["tpcc", "load", "--workers", "0"], r"--workers: invalid value 0",

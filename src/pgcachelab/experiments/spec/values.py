@@ -64,15 +64,24 @@ def checked(kind: type, check) -> Any:
     return Annotated[kind, PlainValidator(check)]
 
 
+# pgbench reads its counts as C ints (option_parse_int(..., 1, INT_MAX)): a bigger one is refused
+# by pgbench only once the point runs, so it is refused here.
+INT_MAX = 2**31 - 1
+
+
 def _count(value, minimum: int) -> int:
     if not _is_int(value) or value < minimum:
         raise invalid(f"not an integer >= {minimum}", f"use {minimum} or more")
+    if value > INT_MAX:
+        raise invalid(
+            f"more than pgbench's limit of {INT_MAX}", f"use a value from {minimum} to {INT_MAX}"
+        )
     return value
 
 
 @cache
 def Count(minimum: int = 1) -> Any:
-    """An integer of at least `minimum` (not a bool, not "3")."""
+    """An integer of at least `minimum` and at most pgbench's INT_MAX (not a bool, not "3")."""
     return checked(int, lambda value: _count(value, minimum))
 
 
