@@ -4,6 +4,7 @@ Bad input must end in exit code 2 with one `pgcachelab: ...` line (and at most o
 before any server starts; a small real run must be listed, shown, exported and reported.
 """
 
+import contextlib
 import csv
 import io
 import json
@@ -34,7 +35,8 @@ VALID_SPEC = (SPECS_DIR / "two-points.toml").read_text()
 REPORT_RUNS_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 
 # (spec text or None, arguments, stderr message regex, hint regex or None)
-# Placeholders: {spec} the written spec, {lab} the lab dir, {empty} an empty directory.
+# Placeholders: {spec} the written spec, {lab} the lab dir, {empty} an empty directory, {other}
+# another application's SQLite database.
 BAD_INPUT = [
     pytest.param(
         'name = "x"\nbogus = 1\n',
@@ -286,12 +288,16 @@ BAD_INPUT += [
                r"server\.settings\.shared_buffers: invalid value 1GB: does not fit in the "
                r"memory limit of 128MB: every point would fail",
                r"lower shared_buffers below the limit", "shared-buffers-beyond-memory"),
+    _spec_case("", r"--store: '.*other\.sqlite': not a pgcachelab store: it holds other tables "
+               r"\(accounts\)", r"not a pgcachelab store: give a results\.sqlite",
+               "store-another-applications-sqlite", "--store", "{other}"),
     _spec_case("", r"^pgcachelab: --dsn: empty connection string$",
                r"leave --dsn out for a cluster the lab manages", "dsn-empty", "--dsn", ""),
 ]  # fmt: skip
 
 # Commands other than `run`, with complete arguments. Placeholders: {store} a copy of a real
-# store, {empty} an empty directory, {lab} a lab dir that does not exist yet.
+# store, {empty} an empty directory, {lab} a lab dir that does not exist yet, {other} another
+# application's SQLite database.
 BAD_COMMANDS = [
     pytest.param(["run", "--resume", "x", "--disk", "nvme", "--lab-dir", "{lab}"],
                  r"--disk with --resume", r"keeps the disk", id="resume-with-disk"),
@@ -312,6 +318,9 @@ BAD_COMMANDS = [
                  r"pgcachelab runs", id="compare-unknown-run"),
     pytest.param(["runs", "--store", "{spec}"], r"--store: '.*spec\.toml': file is not a database",
                  r"not a pgcachelab store", id="runs-store-not-a-database"),
+    pytest.param(["runs", "--store", "{other}"],
+                 r"--store: '.*other\.sqlite': not a pgcachelab store: it holds other tables",
+                 r"not a pgcachelab store", id="runs-store-another-applications-sqlite"),
     pytest.param(["runs", "--store", "postgresql://u:secret@/nodb?host=/nonexistent"],
                  r"--store: cannot connect to 'postgresql://u:\*\*\*@/nodb.*socket",
                  r"PGPASSWORD", id="runs-store-unreachable-password-masked"),
@@ -425,11 +434,17 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, lab_tmp, spec_text, arg
     spec = tmp_path / "spec.toml"
     if spec_text is not None:
         spec.write_text(spec_text)
-    places = {"spec": spec, "lab": lab_dir, "empty": empty}
+    other = tmp_path / "other.sqlite"
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        db.execute("create table accounts (id integer)")
+    places = {"spec": spec, "lab": lab_dir, "empty": empty, "other": other}
     arguments = [arg.format(**places) for arg in args]
     result = run_cli_forked(*arguments, "--lab-dir", lab_dir, tmpdir=lab_tmp)
     assert_user_error(result, message, hint)
     assert_nothing_ran(lab_dir, lab_tmp)
+    with contextlib.closing(sqlite3.connect(other)) as db:  # not a byte of the lab's in it
+        assert db.execute("select name from sqlite_master").fetchall() == [("accounts",)]
+        assert db.execute("pragma journal_mode").fetchone() == ("delete",)
 
 
 @pytest.mark.parametrize(("args", "message", "hint"), BAD_COMMANDS)
@@ -438,7 +453,11 @@ def test_bad_command_input_is_one_line_and_exit_code_2(tmp_path, lab_tmp, args, 
     shutil.copyfile(REPORT_RUNS_STORE, store)
     empty.mkdir()
     spec.write_text(VALID_SPEC)
-    places = {"store": store, "empty": empty, "lab": tmp_path / "lab", "spec": spec}
+    other = tmp_path / "other.sqlite"
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        db.execute("create table accounts (id integer)")
+    places = {"store": store, "empty": empty, "lab": tmp_path / "lab", "spec": spec,
+              "other": other}  # fmt: skip
     result = run_cli_forked(*[arg.format(**places) for arg in args], tmpdir=lab_tmp)
     assert_user_error(result, message, hint)
     assert list(lab_tmp.iterdir()) == []
@@ -687,6 +706,78 @@ def test_dsn_run_records_the_session_settings_each_point_ran_with(work_mem_run_o
     )
     work_mem_kb = [json.loads(settings)["work_mem"]["setting"] for _, settings in recorded]
     assert work_mem_kb == [str(8 * 1024), str(16 * 1024)]
+
+
+# A point fails when its statement_timeout cuts pgbench's one statement short: a failure the
+# server decides, with no timing in the test (the statement takes 0.5 s, the limit is half that).
+SLEEP_SCRIPT = "select pg_sleep(0.5);\n"
+SLEEP_SPEC = """name = "timeouts"
+[pgbench]
+mode = "custom"
+scripts = [{ file = "sleep.sql", weight = 1 }]
+duration = "1s"
+"""
+
+
+def _run_sleep_spec(cluster, tmp_path, lab_tmp, settings: str):
+    (tmp_path / "sleep.sql").write_text(SLEEP_SCRIPT)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SLEEP_SPEC + settings)
+    cluster.apply_settings({})
+    return run_cli(
+        "run", spec, "--dsn", dsn_of(cluster), "--lab-dir", tmp_path / "lab", "--no-report",
+        tmpdir=lab_tmp,
+    )  # fmt: skip
+
+
+@pytest.mark.server
+def test_a_run_that_measured_nothing_exits_1_with_the_first_failure(
+    shared_cluster, tmp_path, lab_tmp
+):
+    result = _run_sleep_spec(
+        shared_cluster, tmp_path, lab_tmp, '[server.settings]\nstatement_timeout = "250ms"\n'
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    last, hint = own_lines(result.stderr)[-2:]
+    assert re.search(r"^pgcachelab: run \S+: 0 of 1 points measured; first failure: pgbench "
+                     r"exited with 2: ", last), result.stderr  # fmt: skip
+    assert hint.startswith("hint: every point failed")
+
+
+@pytest.mark.server
+def test_a_run_with_some_failed_points_says_so_in_its_last_line(shared_cluster, tmp_path, lab_tmp):
+    result = _run_sleep_spec(
+        shared_cluster, tmp_path, lab_tmp, '[sweep.settings]\nstatement_timeout = ["0", "250ms"]\n'
+    )
+    assert result.returncode == 0, result.stderr
+    last = own_lines(result.stderr)[-1]
+    assert re.search(r"^run \S+ finished: 1 of 2 points measured, 1 failed; first failure: "
+                     r"pgbench exited with 2: ", last), result.stderr  # fmt: skip
+
+
+@pytest.mark.server
+def test_drop_all_with_a_dsn_that_may_not_checkpoint_is_refused(shared_cluster, tmp_path, lab_tmp):
+    """The lab runs CHECKPOINT before it drops the OS cache: a role that may not is told before
+    the run starts, not by every point failing (issue 35, F8)."""
+    shared_cluster.apply_settings({})
+    with shared_cluster.connect() as conn:
+        conn.execute("create role lab_reader login")
+    try:
+        spec = tmp_path / "spec.toml"
+        spec.write_text('name = "t"\n[pgbench]\nscale = 1\n[machine]\nos_cache = "drop-all"\n')
+        dsn = dsn_of(shared_cluster).replace("user=lab", "user=lab_reader")
+        result = run_cli("run", spec, "--dsn", dsn, "--lab-dir", tmp_path / "lab", tmpdir=lab_tmp)
+    finally:
+        with shared_cluster.connect() as conn:
+            conn.execute("drop role lab_reader")
+    assert_user_error(
+        result,
+        r'os_cache = "drop-all": role \'lab_reader\' of the server given by --dsn may not run '
+        r"CHECKPOINT",
+        r"connect as a superuser .*pg_checkpoint.*os_cache = \"keep\"",
+    )
+    assert_nothing_ran(tmp_path / "lab", lab_tmp)
 
 
 # -- a small real run, then every command that reads it -----------------------------------------

@@ -181,7 +181,11 @@ def run(
             typer.echo(f"run {run_id} queued: start agents with pgcachelab agent", err=True)
             return
         run_id = runner.start_run(experiment, target, results, progress)
-    typer.echo(f"run {run_id} finished", err=True)
+    outcome = _outcome(results, run_id)
+    if outcome.nothing_measured:
+        from pgcachelab.experiments.run_outcome import nothing_measured
+
+        raise nothing_measured(run_id, outcome)  # no report: it would be empty tables
     if report:
         try:
             _write_report(results, lab_dir, run_id)
@@ -194,6 +198,22 @@ def run(
                 f"the report of run {run_id}: {message}",
                 f"{hint}; then: pgcachelab report {run_id}",
             ) from None
+    from pgcachelab.experiments.run_outcome import finished_line
+
+    _note(finished_line(run_id, outcome))  # last: where a reader of a log looks
+
+
+def _outcome(store, run_id: str):
+    from pgcachelab.experiments.run_outcome import run_outcome
+
+    # one figure per measurement is enough, and cheap to read: not their hundreds (issue 24)
+    return run_outcome(len(store.points(run_id)), store.measurements(run_id, ["warm"]))
+
+
+def _note(line: str) -> None:
+    from pgcachelab.printable import printable
+
+    typer.echo(printable(line), err=True)
 
 
 def _echo_text(text: str) -> None:
