@@ -316,11 +316,19 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progre
     return run_id
 
 
-def record_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progress) -> str:
-    """Check the run, then store it with its points and environment; returns its id."""
+def record_run(
+    spec: ExperimentSpec,
+    target,
+    store: ResultStore,
+    progress: Progress,
+    measured_here: bool = True,
+) -> str:
+    """Check the run, then store it with its points and environment; returns its id.
+    `measured_here`: False for a queued run, whose data goes to the agents' disks."""
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
-    _check_data_fits(spec, target)  # not on --resume: its data is there already
+    if measured_here:
+        _check_data_fits(spec, target)  # not on --resume: its data is there already
     reap_abandoned(store, progress)
     environment = collect_environment(
         target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
