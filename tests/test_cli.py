@@ -4,6 +4,7 @@ Bad input must end in exit code 2 with one `pgcachelab: ...` line (and at most o
 before any server starts; a small real run must be listed, shown, exported and reported.
 """
 
+import contextlib
 import csv
 import io
 import json
@@ -11,6 +12,7 @@ import os
 import pwd
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -33,7 +35,8 @@ VALID_SPEC = (SPECS_DIR / "two-points.toml").read_text()
 REPORT_RUNS_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 
 # (spec text or None, arguments, stderr message regex, hint regex or None)
-# Placeholders: {spec} the written spec, {lab} the lab dir, {empty} an empty directory.
+# Placeholders: {spec} the written spec, {lab} the lab dir, {empty} an empty directory, {other}
+# another application's SQLite database.
 BAD_INPUT = [
     pytest.param(
         'name = "x"\nbogus = 1\n',
@@ -263,10 +266,39 @@ BAD_INPUT += [
                "--pg-bin", "77"),
     _spec_case("", r'--dsn: cannot connect to .*socket "/nonexistent/\.s\.PGSQL\.1" failed',
                r"server runs", "dsn-socket-reason-whole", "--dsn", "host=/nonexistent port=1"),
+    # issue 35: what still got through
+    _spec_case('[server.settings]\napplication_name = "x\\ny"',
+               r'server\.settings\.application_name: invalid value "x\\ny": a server setting '
+               r"cannot hold a newline", r"remove it", "setting-with-a-newline"),
+    _spec_case("[pgbench]\nscale = 99999999999999999999",
+               r"pgbench\.scale: invalid value 99999999999999999999: more than pgbench's limit "
+               r"of 2147483647", r"from 1 to 2147483647", "scale-beyond-int"),
+    _spec_case("[pgbench]\nscale = 1000000000",
+               r"pgbench\.scale: invalid value 1000000000 \(about 14\.7MB per unit of scale\): "
+               r"the data would take about 14006TB, more than the .* free in /tmp/",
+               r"lower it, or free space there \(or set TMPDIR", "scale-beyond-free-space"),
+    _spec_case("[pgbench]\nclients = 100000",
+               r"pgbench\.clients: invalid value 100000: more than a cluster the lab manages "
+               r"takes \(max_connections 5000, one of them the lab's own session\)",
+               r"at most 4999 clients, or raise max_connections in \[server\.settings\] \(the "
+               r"lab raises it by itself up to 5,000\)", "clients-beyond-max-connections"),
+    _spec_case("[server.settings]\nmax_connections = 20\n[sweep]\nclients = [1, 20]",
+               r"sweep\.clients: invalid value 20: .*\(max_connections 20, ",
+               r"at most 19 clients", "swept-clients-beyond-max-connections"),
+    _spec_case('[machine]\nmemory = "128MB"\n[server.settings]\nshared_buffers = "1GB"',
+               r"server\.settings\.shared_buffers: invalid value 1GB: does not fit in the "
+               r"memory limit of 128MB: every point would fail",
+               r"lower shared_buffers below the limit", "shared-buffers-beyond-memory"),
+    _spec_case("", r"--store: '.*other\.sqlite': not a pgcachelab store: it holds other tables "
+               r"\(accounts\)", r"not a pgcachelab store: give a results\.sqlite",
+               "store-another-applications-sqlite", "--store", "{other}"),
+    _spec_case("", r"^pgcachelab: --dsn: empty connection string$",
+               r"leave --dsn out for a cluster the lab manages", "dsn-empty", "--dsn", ""),
 ]  # fmt: skip
 
 # Commands other than `run`, with complete arguments. Placeholders: {store} a copy of a real
-# store, {empty} an empty directory, {lab} a lab dir that does not exist yet.
+# store, {empty} an empty directory, {lab} a lab dir that does not exist yet, {other} another
+# application's SQLite database.
 BAD_COMMANDS = [
     pytest.param(["run", "--resume", "x", "--disk", "nvme", "--lab-dir", "{lab}"],
                  r"--disk with --resume", r"keeps the disk", id="resume-with-disk"),
@@ -287,6 +319,9 @@ BAD_COMMANDS = [
                  r"pgcachelab runs", id="compare-unknown-run"),
     pytest.param(["runs", "--store", "{spec}"], r"--store: '.*spec\.toml': file is not a database",
                  r"not a pgcachelab store", id="runs-store-not-a-database"),
+    pytest.param(["runs", "--store", "{other}"],
+                 r"--store: '.*other\.sqlite': not a pgcachelab store: it holds other tables",
+                 r"not a pgcachelab store", id="runs-store-another-applications-sqlite"),
     pytest.param(["runs", "--store", "postgresql://u:secret@/nodb?host=/nonexistent"],
                  r"--store: cannot connect to 'postgresql://u:\*\*\*@/nodb.*socket",
                  r"PGPASSWORD", id="runs-store-unreachable-password-masked"),
@@ -336,6 +371,18 @@ BAD_COMMANDS = [
                  r"45,43,4,4,4", id="tpcc-weights"),
     pytest.param(["tpcc", "run", "--set", "shared_buffers"], r"--set: invalid value",
                  r"name=value", id="tpcc-set-without-value"),
+    pytest.param(["tpcc", "run", "--set", "application_name=x\ny"],
+                 r"--set: invalid value 'application_name=x\\ny': a server setting cannot hold",
+                 r"remove it", id="tpcc-set-with-a-newline"),
+    pytest.param(["tpcc", "run", "--transactions", "10", "--duration", "5"],
+                 r"--duration '5' with --transactions 10: a run is timed or counted, not both",
+                 r"give one", id="tpcc-transactions-and-duration"),
+    pytest.param(["tpcc", "run", "--transactions", "0"], r"--transactions: invalid value 0",
+                 r"--transactions 4", id="tpcc-transactions-zero"),
+    pytest.param(["tpcc", "run", "--dsn", ""], r"--dsn: empty connection string",
+                 r"leave --dsn out", id="tpcc-dsn-empty"),
+    pytest.param(["inspect", "--dsn", ""], r"--dsn: empty connection string",
+                 r"leave --dsn out", id="inspect-dsn-empty"),
     pytest.param(["tpcc", "load", "--warehouses", "0"], r"--warehouses: invalid value 0",
                  r"--warehouses 2", id="tpcc-load-warehouses-zero"),
     pytest.param(["tpcc", "load", "--workers", "0"], r"--workers: invalid value 0",
@@ -388,11 +435,17 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, lab_tmp, spec_text, arg
     spec = tmp_path / "spec.toml"
     if spec_text is not None:
         spec.write_text(spec_text)
-    places = {"spec": spec, "lab": lab_dir, "empty": empty}
+    other = tmp_path / "other.sqlite"
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        db.execute("create table accounts (id integer)")
+    places = {"spec": spec, "lab": lab_dir, "empty": empty, "other": other}
     arguments = [arg.format(**places) for arg in args]
     result = run_cli_forked(*arguments, "--lab-dir", lab_dir, tmpdir=lab_tmp)
     assert_user_error(result, message, hint)
     assert_nothing_ran(lab_dir, lab_tmp)
+    with contextlib.closing(sqlite3.connect(other)) as db:  # not a byte of the lab's in it
+        assert db.execute("select name from sqlite_master").fetchall() == [("accounts",)]
+        assert db.execute("pragma journal_mode").fetchone() == ("delete",)
 
 
 @pytest.mark.parametrize(("args", "message", "hint"), BAD_COMMANDS)
@@ -401,7 +454,11 @@ def test_bad_command_input_is_one_line_and_exit_code_2(tmp_path, lab_tmp, args, 
     shutil.copyfile(REPORT_RUNS_STORE, store)
     empty.mkdir()
     spec.write_text(VALID_SPEC)
-    places = {"store": store, "empty": empty, "lab": tmp_path / "lab", "spec": spec}
+    other = tmp_path / "other.sqlite"
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        db.execute("create table accounts (id integer)")
+    places = {"store": store, "empty": empty, "lab": tmp_path / "lab", "spec": spec,
+              "other": other}  # fmt: skip
     result = run_cli_forked(*[arg.format(**places) for arg in args], tmpdir=lab_tmp)
     assert_user_error(result, message, hint)
     assert list(lab_tmp.iterdir()) == []
@@ -413,6 +470,30 @@ def test_the_bad_input_tables_cover_every_command():
     assert len(BAD_INPUT) + len(BAD_COMMANDS) >= 60
     assert commands >= {"run", "runs", "show", "export", "report", "advise", "compare", "store",
                         "pg", "tpcc", "inspect", "doctor", "hugepages", "extension"}  # fmt: skip
+
+
+TERMINAL_TITLE = "\u001b]0;PWNED\u0007"  # an OSC sequence that retitles the terminal
+
+
+def test_names_and_labels_are_printed_with_their_control_characters_escaped(tmp_path, lab_tmp):
+    """A run's name and a point's label come from the spec (issue 35, F10): on a terminal
+    they must not move the cursor, retitle the window or split a row."""
+    store = tmp_path / "results.sqlite"
+    shutil.copyfile(REPORT_RUNS_STORE, store)
+    run_id = "20261122-232256-9b0294"
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("update runs set name = ? where run_id = ?", (f"x{TERMINAL_TITLE}y", run_id))
+        db.execute("update points set label = ? where run_id = ? and point_index = 0",
+                   (f"scale=1\n{TERMINAL_TITLE}", run_id))  # fmt: skip
+    db.close()
+    runs = run_cli_forked("runs", "--store", store, tmpdir=lab_tmp)
+    shown = run_cli_forked("show", run_id, "--store", store, tmpdir=lab_tmp)
+    for result in (runs, shown):
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "x\\x1b]0;PWNED\\x07y" in runs.stdout
+    assert "scale=1\\n\\x1b]0;PWNED\\x07" in shown.stdout
 
 
 def test_a_usage_error_is_exit_code_2_without_a_traceback(tmp_path):
@@ -626,6 +707,78 @@ def test_dsn_run_records_the_session_settings_each_point_ran_with(work_mem_run_o
     )
     work_mem_kb = [json.loads(settings)["work_mem"]["setting"] for _, settings in recorded]
     assert work_mem_kb == [str(8 * 1024), str(16 * 1024)]
+
+
+# A point fails when its statement_timeout cuts pgbench's one statement short: a failure the
+# server decides, with no timing in the test (the statement takes 0.5 s, the limit is half that).
+SLEEP_SCRIPT = "select pg_sleep(0.5);\n"
+SLEEP_SPEC = """name = "timeouts"
+[pgbench]
+mode = "custom"
+scripts = [{ file = "sleep.sql", weight = 1 }]
+duration = "1s"
+"""
+
+
+def _run_sleep_spec(cluster, tmp_path, lab_tmp, settings: str):
+    (tmp_path / "sleep.sql").write_text(SLEEP_SCRIPT)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SLEEP_SPEC + settings)
+    cluster.apply_settings({})
+    return run_cli(
+        "run", spec, "--dsn", dsn_of(cluster), "--lab-dir", tmp_path / "lab", "--no-report",
+        tmpdir=lab_tmp,
+    )  # fmt: skip
+
+
+@pytest.mark.server
+def test_a_run_that_measured_nothing_exits_1_with_the_first_failure(
+    shared_cluster, tmp_path, lab_tmp
+):
+    result = _run_sleep_spec(
+        shared_cluster, tmp_path, lab_tmp, '[server.settings]\nstatement_timeout = "250ms"\n'
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    last, hint = own_lines(result.stderr)[-2:]
+    assert re.search(r"^pgcachelab: run \S+: 0 of 1 points measured; first failure: pgbench "
+                     r"exited with 2: ", last), result.stderr  # fmt: skip
+    assert hint.startswith("hint: every point failed")
+
+
+@pytest.mark.server
+def test_a_run_with_some_failed_points_says_so_in_its_last_line(shared_cluster, tmp_path, lab_tmp):
+    result = _run_sleep_spec(
+        shared_cluster, tmp_path, lab_tmp, '[sweep.settings]\nstatement_timeout = ["0", "250ms"]\n'
+    )
+    assert result.returncode == 0, result.stderr
+    last = own_lines(result.stderr)[-1]
+    assert re.search(r"^run \S+ finished: 1 of 2 points measured, 1 failed; first failure: "
+                     r"pgbench exited with 2: ", last), result.stderr  # fmt: skip
+
+
+@pytest.mark.server
+def test_drop_all_with_a_dsn_that_may_not_checkpoint_is_refused(shared_cluster, tmp_path, lab_tmp):
+    """The lab runs CHECKPOINT before it drops the OS cache: a role that may not is told before
+    the run starts, not by every point failing (issue 35, F8)."""
+    shared_cluster.apply_settings({})
+    with shared_cluster.connect() as conn:
+        conn.execute("create role lab_reader login")
+    try:
+        spec = tmp_path / "spec.toml"
+        spec.write_text('name = "t"\n[pgbench]\nscale = 1\n[machine]\nos_cache = "drop-all"\n')
+        dsn = dsn_of(shared_cluster).replace("user=lab", "user=lab_reader")
+        result = run_cli("run", spec, "--dsn", dsn, "--lab-dir", tmp_path / "lab", tmpdir=lab_tmp)
+    finally:
+        with shared_cluster.connect() as conn:
+            conn.execute("drop role lab_reader")
+    assert_user_error(
+        result,
+        r'os_cache = "drop-all": role \'lab_reader\' of the server given by --dsn may not run '
+        r"CHECKPOINT",
+        r"connect as a superuser .*pg_checkpoint.*os_cache = \"keep\"",
+    )
+    assert_nothing_ran(tmp_path / "lab", lab_tmp)
 
 
 # -- a small real run, then every command that reads it -----------------------------------------

@@ -6,13 +6,18 @@ environment. The intruder is a forked child that becomes `nobody`, as another us
 """
 
 import contextlib
+import json
 import os
 import pwd
+import random
 import stat
+import subprocess
 
 import psycopg
 import pytest
+from conftest import CLI_TIMEOUT_S, cli_command, cli_env, server_reachable_dir, store_query
 
+from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.managed import (
     ManagedCluster,
     host_auth_method,
@@ -20,6 +25,7 @@ from pgcachelab.clusters.managed import (
     passfile_line,
 )
 from pgcachelab.clusters.osuser import install_usable_by
+from pgcachelab.workloads.tpcc import loader
 
 pytestmark = pytest.mark.server
 
@@ -116,3 +122,60 @@ def test_the_lab_connects_over_tcp_with_its_passfile(tcp_cluster):
         assert method == "scram-sha-256"
     password = tcp_cluster.password
     assert password and password not in " ".join(map(str, tcp_cluster.tcp_conninfo().values()))
+
+
+@pytest.fixture(scope="module")
+def password_only_tcp_cluster(pg_install, server_os_user):
+    """A running cluster whose TCP door asks for the password (the lab's listen_tcp)."""
+    with server_reachable_dir() as parent:
+        cluster = ManagedCluster.create(pg_install, server_os_user, parent, listen_tcp=True)
+        try:
+            cluster.apply_settings({})
+            yield cluster
+        finally:
+            cluster.destroy()
+
+
+def _run_with_pgpassword(cluster, lab_tmp, *args):
+    """`pgcachelab ARGS` as the README says to reach such a server: its password in PGPASSWORD,
+    and none in the DSN or a passfile."""
+    environment = {
+        **cli_env(lab_tmp),
+        "PGPASSWORD": cluster.password,
+        "PGPASSFILE": "/nonexistent/pgpass",
+    }
+    return subprocess.run(
+        cli_command(*args), env=environment, stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=CLI_TIMEOUT_S,
+    )  # fmt: skip
+
+
+def _tcp_dsn(cluster) -> str:
+    return f"host=127.0.0.1 port={cluster.port} user=lab dbname=postgres"
+
+
+def test_a_dsn_without_its_password_measures_with_pgpassword(
+    password_only_tcp_cluster, lab_tmp, tmp_path
+):
+    """pgbench must log in with PGPASSWORD as the lab's own connection does (issue 35, F12)."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "t"\n[pgbench]\nscale = 1\nclients = 1\nduration = "1s"\n')
+    cluster = password_only_tcp_cluster
+    result = _run_with_pgpassword(
+        cluster, lab_tmp, "run", spec, "--dsn", _tcp_dsn(cluster), "--no-report",
+        "--lab-dir", tmp_path / "lab",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    statuses = store_query(tmp_path / "lab", "select status, reason from measurements")
+    assert statuses == [("ok", None)], result.stderr
+
+
+def test_tpcc_run_on_a_dsn_without_its_password_uses_pgpassword(password_only_tcp_cluster, lab_tmp):
+    """The same for tpcc run, which failed with exit 1 (issue 35, F13)."""
+    loader.load(password_only_tcp_cluster.connect, 1, 2, LineProgress(), random.Random(2))
+    result = _run_with_pgpassword(
+        password_only_tcp_cluster, lab_tmp, "tpcc", "run", "--dsn",
+        _tcp_dsn(password_only_tcp_cluster), "--transactions", "5", "--clients", "1", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["run"]["summary"]["completed"] > 0

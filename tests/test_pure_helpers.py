@@ -77,3 +77,55 @@ def test_passwords_only_in_the_environment():
     assert env["PGPASSWORD"] == "sekrit"
     assert env["PGOPTIONS"] == "-c work_mem=64MB -c search_path=a\\ b"
     assert pgoptions({}) == ""
+
+
+def test_pgbench_keeps_the_callers_pgpassword_when_the_target_has_none(monkeypatch):
+    monkeypatch.setenv("PGPASSWORD", "from-the-user")
+    assert PgbenchTarget({"host": "127.0.0.1"}).environment()["PGPASSWORD"] == "from-the-user"
+    own = PgbenchTarget({"host": "127.0.0.1"}, password="the-clusters")
+    assert own.environment()["PGPASSWORD"] == "the-clusters"
+
+
+def test_printable_escapes_what_would_act_on_a_terminal():
+    from pgcachelab.printable import printable, printable_lines
+
+    assert printable("scale=1 café") == "scale=1 café"
+    assert printable("a\x1b]0;PWNED\x07b\nc\td\x9b") == "a\\x1b]0;PWNED\\x07b\\nc\\td\\x9b"
+    assert printable("abc\u202edef") == "abc\\u202edef"  # a bidi override reorders the line
+    assert printable_lines("one\x1b[2J\ntwo") == "one\\x1b[2J\ntwo"
+
+
+def test_progress_lines_are_escaped():
+    import io
+
+    from pgcachelab.cli.progress import LineProgress
+
+    stream = io.StringIO()
+    LineProgress(stream).note("run 1: x\x1b]0;PWNED\x07, 2 points")
+    assert stream.getvalue() == "run 1: x\\x1b]0;PWNED\\x07, 2 points\n"
+
+
+def _measurement(point: int, status: str, started_at: float, reason: str | None = None):
+    from pgcachelab.store.records import Measurement
+
+    return Measurement(point, 0, status, reason, started_at, started_at + 1, 1.0, None, None,
+                       None, None, {})  # fmt: skip
+
+
+def test_a_run_outcome_counts_points_measured_and_keeps_the_first_failure():
+    from pgcachelab.experiments.run_outcome import finished_line, nothing_measured, run_outcome
+
+    every_point = run_outcome(2, [_measurement(0, "ok", 1), _measurement(1, "ok", 2)])
+    assert finished_line("r", every_point) == "run r finished"
+    some = run_outcome(3, [_measurement(0, "ok", 1), _measurement(1, "failed", 3, "late\nmore"),
+                           _measurement(2, "failed", 2, "first")])  # fmt: skip
+    assert finished_line("r", some) == (
+        "run r finished: 1 of 3 points measured, 2 failed; first failure: first"
+    )
+    none = run_outcome(1, [_measurement(0, "failed", 1, "pgbench exited with 2\nstderr...")])
+    assert none.nothing_measured and not some.nothing_measured
+    error = nothing_measured("r", none)
+    assert (error.exit_code, error.message) == (
+        1,
+        "run r: 0 of 1 points measured; first failure: pgbench exited with 2",
+    )

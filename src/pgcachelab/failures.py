@@ -42,7 +42,7 @@ def store_error_line(error: Exception, store_location: str | None) -> tuple[str,
     where = f"the results store {store_location}" if store_location else "the results store"
     reason = database_reason(error)
     lowered = reason.lower()
-    if "not a database" in lowered or "malformed" in lowered:
+    if "not a database" in lowered or "malformed" in lowered or "not a pgcachelab store" in lowered:
         hint = "that file is not a pgcachelab store: give a results.sqlite or a lab directory"
     elif "disk is full" in lowered or "readonly" in lowered or "read-only" in lowered:
         hint = "free space there, or give a writable --lab-dir or --store"

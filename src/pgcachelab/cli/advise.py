@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from pgcachelab.printable import printable
+
 LAB_DIR_OPTION = typer.Option(
     "--lab-dir", envvar="PGCACHELAB_DIR", help="Where results and reports live."
 )
@@ -27,10 +29,10 @@ def register(app: typer.Typer, existing_store: Callable, run_of: Callable, store
         results = existing_store(lab_dir, store)
         run = run_of(results, run_id)
         data = load_run(results, run.run_id)
-        typer.echo(f"run {run.run_id} ({run.name}): what this run shows")
+        typer.echo(printable(f"run {run.run_id} ({run.name}): what this run shows"))
         for item in run_advice(data):
             where = f" [{item.cell}]" if item.cell else ""
-            typer.echo(f"- {item.topic}{where}: {item.recommendation}")
-            typer.echo(f"    evidence: {item.evidence}")
+            typer.echo(printable(f"- {item.topic}{where}: {item.recommendation}"))
+            typer.echo(printable(f"    evidence: {item.evidence}"))
             for caveat in item.caveats:
-                typer.echo(f"    cannot tell: {caveat}")
+                typer.echo(printable(f"    cannot tell: {caveat}"))

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from pgcachelab.errors import UserError
+from pgcachelab.printable import printable_lines
 
 LAB_DIR_OPTION = typer.Option(
     "--lab-dir", envvar="PGCACHELAB_DIR", help="Where results and reports live."
@@ -43,7 +44,8 @@ def register(app: typer.Typer, existing_store: Callable, run_of: Callable, store
         a = run_of(results_a, run_a)
         b = run_of(results_b, run_b)
         comparison = load_comparison(results_a, a.run_id, results_b, b.run_id)
-        sys.stdout.write(FORMATS[format](comparison) + "\n")
+        text = FORMATS[format](comparison)
+        sys.stdout.write((text if format == "json" else printable_lines(text)) + "\n")
         if html is not None:
             from pgcachelab.report.compare_html import render_html
 

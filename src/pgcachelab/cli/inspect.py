@@ -109,6 +109,9 @@ def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, 
 
 
 def _connect_dsn(dsn: str) -> psycopg.Connection:
+    from pgcachelab.clusters.targets import check_dsn_given
+
+    check_dsn_given(dsn)
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.ProgrammingError as error:

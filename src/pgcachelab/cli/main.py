@@ -152,7 +152,7 @@ def run(
         if spec is None:
             raise UserError("--plan needs a spec file", "e.g. pgcachelab run x.toml --plan")
         memory_bytes, disk_text = _memory_option(memory), _disk_option(disk)
-        typer.echo(plan_output(spec, memory_bytes, disk_text, pg_bin, json_output))
+        _echo_text(plan_output(spec, memory_bytes, disk_text, pg_bin, json_output))
         return
     if (spec is None) == (resume is None):
         raise UserError("give either a spec file or --resume RUN", "e.g. pgcachelab run x.toml")
@@ -181,7 +181,11 @@ def run(
             typer.echo(f"run {run_id} queued: start agents with pgcachelab agent", err=True)
             return
         run_id = runner.start_run(experiment, target, results, progress)
-    typer.echo(f"run {run_id} finished", err=True)
+    outcome = _outcome(results, run_id)
+    if outcome.nothing_measured:
+        from pgcachelab.experiments.run_outcome import nothing_measured
+
+        raise nothing_measured(run_id, outcome)  # no report: it would be empty tables
     if report:
         try:
             _write_report(results, lab_dir, run_id)
@@ -194,6 +198,30 @@ def run(
                 f"the report of run {run_id}: {message}",
                 f"{hint}; then: pgcachelab report {run_id}",
             ) from None
+    from pgcachelab.experiments.run_outcome import finished_line
+
+    _note(finished_line(run_id, outcome))  # last: where a reader of a log looks
+
+
+def _outcome(store, run_id: str):
+    from pgcachelab.experiments.run_outcome import run_outcome
+
+    # one figure per measurement is enough, and cheap to read: not their hundreds (issue 24)
+    return run_outcome(len(store.points(run_id)), store.measurements(run_id, ["warm"]))
+
+
+def _note(line: str) -> None:
+    from pgcachelab.printable import printable
+
+    typer.echo(printable(line), err=True)
+
+
+def _echo_text(text: str) -> None:
+    """Text for a reader: names and labels from specs and stores with their control
+    characters escaped (JSON escapes its own)."""
+    from pgcachelab.printable import printable_lines
+
+    typer.echo(printable_lines(text))
 
 
 def _memory_option(memory: str | None) -> int | None:
@@ -237,7 +265,7 @@ def list_runs(lab_dir: LabDir = DEFAULT_LAB_DIR, store: StoreOption = None) -> N
     """List the runs in the store."""
     from pgcachelab.report.tables import runs_table
 
-    typer.echo(runs_table(_existing_store(lab_dir, store)))
+    _echo_text(runs_table(_existing_store(lab_dir, store)))
 
 
 @app.command()
@@ -250,7 +278,7 @@ def show(
     from pgcachelab.report.tables import run_table
 
     results = _existing_store(lab_dir, store)
-    typer.echo(run_table(results, _run_of(results, run_id).run_id))
+    _echo_text(run_table(results, _run_of(results, run_id).run_id))
 
 
 @app.command()
@@ -378,9 +406,12 @@ def _environment_failure(error: BaseException) -> tuple[str, str] | None:
 
 
 def _exit_with_line(message: str, hint: str | None, exit_code: int) -> None:
-    print(f"pgcachelab: {message}", file=sys.stderr)
+    from pgcachelab.printable import printable
+
+    # A bad value is quoted in the message: a newline or an escape in it stays on this line
+    print(f"pgcachelab: {printable(message)}", file=sys.stderr)
     if hint:
-        print(f"hint: {hint}", file=sys.stderr)
+        print(f"hint: {printable(hint)}", file=sys.stderr)
     sys.exit(exit_code)
 
 

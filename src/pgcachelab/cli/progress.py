@@ -17,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from pgcachelab.printable import printable, printable_lines
 from pgcachelab.progress import QuietProgress
 
 
@@ -32,7 +33,7 @@ class LineProgress(QuietProgress):
             self._print(f"resuming: {completed} of {total} measurements already done")
 
     def _print(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
+        print(printable_lines(line), file=self.stream, flush=True)
 
 
 class BarProgress(LineProgress):
@@ -64,14 +65,14 @@ class BarProgress(LineProgress):
             self.note(f"resuming: {completed} of {total} measurements already done")
 
     def begin(self, description: str) -> None:
-        self.bar.update(self.task, description=description)
+        self.bar.update(self.task, description=printable(description))
 
     def finished(self, line: str) -> None:
-        self.console.print(line, highlight=False, markup=False)
+        self.console.print(printable_lines(line), highlight=False, markup=False)
         self.bar.advance(self.task)
 
     def note(self, line: str) -> None:
-        self.console.print(line, highlight=False, markup=False)
+        self.console.print(printable_lines(line), highlight=False, markup=False)
 
 
 def make_progress() -> LineProgress:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from pgcachelab.errors import UserError
+from pgcachelab.printable import has_control_characters
 
 tpcc_app = typer.Typer(help="TPC-C-like workload: load the nine tables, run the five transactions.")
 
@@ -27,6 +28,9 @@ PgBin = Annotated[
 
 
 def _check_target_options(dsn: str | None, pg_bin: str | None) -> None:
+    from pgcachelab.clusters.targets import check_dsn_given
+
+    check_dsn_given(dsn)
     if dsn is not None and pg_bin is not None:
         raise UserError(
             "--dsn and --pg-bin exclude each other",
@@ -57,6 +61,12 @@ def parse_set_options(values: list[str] | None) -> dict[str, str]:
             raise UserError(
                 f"--set: invalid value {text!r}",
                 "write --set name=value, e.g. --set synchronous_commit=off",
+            )
+        if has_control_characters(text):
+            raise UserError(
+                f"--set: invalid value {text!r}: a server setting cannot hold a newline or "
+                "other control character",
+                "remove it from the value",
             )
         settings[name.strip()] = value.strip()
     return settings
@@ -169,8 +179,9 @@ def run_command(
     clients: Annotated[int, typer.Option(help="Terminals (pgbench clients).")] = 4,
     threads: Annotated[int, typer.Option(help="pgbench threads.")] = 2,
     duration: Annotated[
-        str, typer.Option(help='Measurement time: "60s", "2min", or seconds.')
-    ] = "60s",
+        str | None,
+        typer.Option(help='Measurement time: "60s", "2min", or seconds.', show_default="60s"),
+    ] = None,
     transactions: Annotated[
         int | None,
         typer.Option(help="Transactions per terminal instead of a duration (runTxnsPerTerminal)."),
@@ -213,11 +224,17 @@ def run_command(
         parse_weights,
     )
 
+    if transactions is not None and duration is not None:
+        raise UserError(
+            f"--duration {duration!r} with --transactions {transactions}: a run is timed or "
+            "counted, not both",
+            "give one: --transactions N runs N per terminal, --duration a time",
+        )
     options = driver.check_run_options(
         driver.RunOptions(
             clients=clients,
             threads=threads,
-            duration_s=parse_duration_option(duration),
+            duration_s=parse_duration_option(duration) if duration is not None else 60,
             transactions=transactions,
             weights=parse_weights(weights),
             home_warehouse=home_warehouse,

@@ -18,8 +18,10 @@ class PgbenchTarget:
         return make_conninfo(**self.conninfo)
 
     def environment(self) -> dict:
+        """The lab's environment for pgbench: the target's own password when it has one, else
+        the caller's PGPASSWORD kept, so pgbench logs in as the lab's own connection did (a
+        --dsn without a password relies on it, as the README advises: issue 35)."""
         env = dict(os.environ)
-        env.pop("PGPASSWORD", None)
         if self.password is not None:
             env["PGPASSWORD"] = self.password
         if self.session_options:

@@ -8,6 +8,7 @@ settings it accepts are those a session may set, passed to pgbench through PGOPT
 import contextlib
 import functools
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,9 +29,14 @@ from pgcachelab.machine.storage_probe import probe_storage
 SESSION_CONTEXTS = {"user", "superuser"}
 
 
-def kept_data_root() -> Path:
+def kept_data_path() -> Path:
     """Where clusters kept for --resume live: not /tmp, which may be cleaned at boot."""
-    root = Path(f"/var/tmp/pgcachelab-{os.geteuid()}")
+    return Path(f"/var/tmp/pgcachelab-{os.geteuid()}")
+
+
+def kept_data_root() -> Path:
+    """kept_data_path(), made if missing."""
+    root = kept_data_path()
     root.mkdir(mode=0o755, exist_ok=True)
     return root
 
@@ -136,6 +142,10 @@ class ManagedTarget:
             keep_for_resume=self.keep_data,
             **options,
         )
+
+    def data_parent(self) -> Path:
+        """Where open() makes the cluster's work directory: its file system holds the data."""
+        return kept_data_path() if self.keep_data else Path(tempfile.gettempdir())
 
     def use_disk(self, disk: str | None) -> bool:
         """The point's disk (canonical text; None or "host": the machine's own)."""
@@ -353,6 +363,17 @@ class VersionedTarget:
         return None
 
 
+def check_dsn_given(dsn: str | None) -> None:
+    """An empty --dsn would make libpq connect by its defaults, or the lab fall back to a
+    cluster of its own: neither is what was asked for (issue 35, F9)."""
+    if dsn is not None and not dsn.strip():
+        raise UserError(
+            "--dsn: empty connection string",
+            'give the server, e.g. --dsn "host=/var/run/postgresql dbname=bench", or leave '
+            "--dsn out for a cluster the lab manages",
+        )
+
+
 class ExistingTarget:
     kind = "existing"
 
@@ -417,6 +438,21 @@ class ExistingTarget:
 
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
         return PgbenchTarget(self.conninfo, self.password, session_options=settings or None)
+
+    def current_setting(self, name: str) -> str:
+        with self.connect() as conn:
+            return conn.execute("select current_setting(%s)", (name,)).fetchone()[0]
+
+    def may_checkpoint(self) -> bool:
+        """Whether the role may run CHECKPOINT: a superuser, or from 15 a member of
+        pg_checkpoint (CASE, so that pg_has_role never meets a role that does not exist)."""
+        with self.connect() as conn:
+            return conn.execute(
+                "select case when rolsuper then true"
+                " when exists (select 1 from pg_roles where rolname = 'pg_checkpoint')"
+                " then pg_has_role('pg_checkpoint', 'member') else false end"
+                " from pg_roles where rolname = current_user"
+            ).fetchone()[0]
 
     def close(self, finished: bool = True) -> None:
         return None

@@ -6,17 +6,23 @@ measurement's, the cache and wait samplers', a prewarm's) unless the spec sets i
 server (--dsn) is never changed: its max_connections is what it is.
 """
 
+# initdb's choice on any host with room for it
 DEFAULT_MAX_CONNECTIONS = 100
-# The lab's own sessions during a measurement, with room to spare: superuser_reserved_connections
-# (3) are not for them, as the lab's role need not be a superuser on every server.
-LAB_SESSIONS = 10
+# The lab's own sessions during a measurement (the measurement's, the samplers'), with room to
+# spare: superuser_reserved_connections (3) are not for them.
+ROOM_FOR_THE_LAB = 10
+# The most the lab raises it to by itself: every client is a server process, and beyond a few
+# thousand a 2-core machine measures its scheduler; a spec that wants more sets max_connections
+# (experiments/preflight.py refuses clients beyond it before anything starts).
+MOST_RAISED = 5000
 
 
 def with_room_for_clients(settings: dict[str, str], clients: int | None) -> dict[str, str]:
-    """`settings` with max_connections raised for `clients` when the default is too few."""
+    """`settings` with max_connections raised for `clients` when the default is too few, up
+    to MOST_RAISED."""
     if not clients or "max_connections" in settings:
         return settings
-    needed = int(clients) + LAB_SESSIONS
+    needed = int(clients) + ROOM_FOR_THE_LAB
     if needed <= DEFAULT_MAX_CONNECTIONS:
         return settings
-    return {**settings, "max_connections": str(needed)}
+    return {**settings, "max_connections": str(min(needed, MOST_RAISED))}

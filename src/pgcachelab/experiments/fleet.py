@@ -73,7 +73,7 @@ def queue_run(spec: ExperimentSpec, target, store, progress: Progress) -> str:
         )
     if target.kind != "managed":
         raise UserError("--queue with --dsn: each agent runs its own clusters", "drop --dsn")
-    run_id = runner.record_run(spec, target, store, progress)
+    run_id = runner.record_run(spec, target, store, progress, measured_here=False)
     queue.enqueue(run_id, runner.planned_schedule(spec), spec.fleet_hosts, spec.fleet_max_tries)
     return run_id
 

@@ -26,11 +26,11 @@ from pgcachelab.machine.hugepages_estimate import (
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads.cache_wash import target_table_bytes
 from pgcachelab.workloads.scale_class import BYTES_PER_SCALE, ScaleClassError, scale_for_class
+from pgcachelab.workloads.tpcc.params import BYTES_PER_WAREHOUSE
 
 # What one measurement costs besides its workload: the server's restart or reload with the
 # point's settings (and their check), the session, the probes and the store write.
 OVERHEAD_S = 2.0
-TPCC_BYTES_PER_WAREHOUSE = 100 * 1024**2  # about; tpcc.params says so to the user too
 ESTIMATE_IS = (
     "estimate: each measurement's warm-up and measured run from the spec, plus "
     f"{OVERHEAD_S:.0f} s for the server's restart, probes and store write"
@@ -308,7 +308,7 @@ def _data_of(workload_name: str, point: Point, memory_bytes: int | None) -> tupl
         return (scale, workload.get("init_steps")), f"pgbench -i at scale {scale} (~{size})"
     if workload_name == "tpcc":
         warehouses = workload["warehouses"]
-        size = format_bytes(warehouses * TPCC_BYTES_PER_WAREHOUSE)
+        size = format_bytes(warehouses * BYTES_PER_WAREHOUSE)
         return warehouses, f"TPC-C load of {warehouses} warehouses (~{size})"
     table_size = workload["table_size"]
     if isinstance(table_size, float) and not memory_bytes:

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +25,12 @@ from pgcachelab.clusters.targets import (
     ExistingTarget,
     ManagedTarget,
     VersionedTarget,
+    check_dsn_given,
     pgbench_for,
 )
 from pgcachelab.errors import RunFailed, UserError
-from pgcachelab.experiments.connection_room import with_room_for_clients
+from pgcachelab.experiments import preflight
+from pgcachelab.experiments.connection_room import MOST_RAISED, with_room_for_clients
 from pgcachelab.experiments.instruments import (
     AlternatingWindows,
     CacheSnapshots,
@@ -97,6 +100,7 @@ def make_target(
     disk: str | None = None,  # --disk, canonical text
     memory_source: str = "--memory",
 ):
+    check_dsn_given(dsn)
     if not memory_bytes:
         memory_source = f"{spec.path}: machine.memory"
     memory_bytes = memory_bytes or spec.memory_bytes
@@ -185,6 +189,16 @@ def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> N
             'os_cache = "drop-cluster" needs a cluster the lab runs, not one given by --dsn',
             'use "drop-all" (root) or "keep"',
         )
+    _check_sizes(spec, target)
+    if target.machine is None and os_cache_modes - {"keep"} and not target.may_checkpoint():
+        # the OS cache is dropped after a CHECKPOINT: dirty pages are not dropped (issue 35)
+        user = target.current_setting("session_authorization")
+        raise UserError(
+            f'os_cache = "drop-all": role {user!r} of the server given by --dsn may not run '
+            "CHECKPOINT, which the lab runs before it drops the OS cache",
+            "connect as a superuser (or, from PostgreSQL 15, a member of pg_checkpoint), or "
+            'use os_cache = "keep"',
+        )
     emulated_disk = any(d not in (None, HOST) for d in spec.disks())
     needs = MachineNeeds(
         memory_bytes=target.machine.memory_bytes if target.machine else None,
@@ -198,6 +212,36 @@ def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> N
             progress.note(note)
     if emulated_disk:
         fusedisk.ensure_built()
+
+
+def _check_sizes(spec: ExperimentSpec, target) -> None:
+    """Clients against the server's connections, shared_buffers against the memory limit."""
+    if isinstance(target, ExistingTarget):
+        limit = int(target.current_setting("max_connections"))
+        preflight.check_clients_fit(spec, lambda point: limit, "the server given by --dsn")
+    else:
+        preflight.check_clients_fit(
+            spec,
+            preflight.managed_max_connections,
+            "a cluster the lab manages",
+            f"in [server.settings] (the lab raises it by itself up to {MOST_RAISED:,})",
+        )
+    if target.machine is not None:
+        preflight.check_shared_buffers_fit(spec, target.machine.memory_bytes)
+
+
+def _check_data_fits(spec: ExperimentSpec, target) -> None:
+    """A new run's data against the free space where its clusters go (a server given by
+    --dsn keeps its data where the lab cannot look). An emulated disk keeps its files in a
+    backing directory of the cluster's work directory: the same file system."""
+    if isinstance(target, ExistingTarget):
+        return
+    directory = target.data_parent()
+    while not directory.exists():
+        directory = directory.parent
+    memory = (target.machine.memory_bytes if target.machine else None) or memory_total_bytes()
+    free_bytes = shutil.disk_usage(directory).free
+    preflight.check_data_fits(spec, memory, free_bytes, str(target.data_parent()))
 
 
 def _check_scale_classes(spec: ExperimentSpec, target) -> None:
@@ -278,10 +322,19 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progre
     return run_id
 
 
-def record_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progress) -> str:
-    """Check the run, then store it with its points and environment; returns its id."""
+def record_run(
+    spec: ExperimentSpec,
+    target,
+    store: ResultStore,
+    progress: Progress,
+    measured_here: bool = True,
+) -> str:
+    """Check the run, then store it with its points and environment; returns its id.
+    `measured_here`: False for a queued run, whose data goes to the agents' disks."""
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
+    if measured_here:
+        _check_data_fits(spec, target)  # not on --resume: its data is there already
     reap_abandoned(store, progress)
     environment = collect_environment(
         target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
@@ -316,6 +369,7 @@ def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None,
 def target_for_run(run: Run, progress: Progress, pg_bin=None, dsn=None):
     """(spec, target) to measure a stored run on this host again, checked as a new run is."""
     run_id = run.run_id
+    check_dsn_given(dsn)
     spec = parse_spec(run.spec_text, Path(run.spec_path))
     if run.target["kind"] == "existing" and not dsn:
         raise UserError(

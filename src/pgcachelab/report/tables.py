@@ -2,6 +2,7 @@
 
 import time
 
+from pgcachelab.printable import printable
 from pgcachelab.report.dataset import load_run
 from pgcachelab.store.queue import unit_progress
 from pgcachelab.store.records import ResultStore, abandoned
@@ -9,6 +10,9 @@ from pgcachelab.units import format_bytes
 
 
 def format_table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell; a cell's control characters escaped (a name from
+    a spec could move the cursor or split its row)."""
+    rows = [[printable(str(cell)) for cell in row] for row in rows]
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

@@ -109,6 +109,21 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             pause = min(pause * 2, 0.5)
 
 
+def _refuse_another_applications_database(db: sqlite3.Connection) -> None:
+    """A SQLite file with tables but no store in it belongs to something else: the lab's tables
+    written into it would be mixed with its own (issue 35, F11). Checked before a byte is
+    written, WAL mode included."""
+    tables = [
+        name
+        for (name,) in db.execute(
+            "select name from sqlite_master where type = 'table' and name not like 'sqlite_%'"
+        )
+    ]
+    if tables and "runs" not in tables:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise sqlite3.DatabaseError(f"not a pgcachelab store: it holds other tables ({shown})")
+
+
 class SqliteResultStore(SqlResultStore):
     """The results store in a SQLite file: connecting, its pragmas, and its migrations."""
 
@@ -117,6 +132,11 @@ class SqliteResultStore(SqlResultStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Autocommit: every write is durable on return, so a SIGKILL loses nothing written.
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        try:
+            _refuse_another_applications_database(self.db)
+        except sqlite3.DatabaseError:
+            self.db.close()
+            raise
         _switch_to_wal(self.db)
         self.db.execute("pragma foreign_keys = on")
         version = self.db.execute("pragma user_version").fetchone()[0]
@@ -168,6 +188,7 @@ class SqliteResultStore(SqlResultStore):
             )
         version = store.db.execute("pragma user_version").fetchone()[0]
         # Reading a store checks it is one: a file of another kind fails here, not later.
+        _refuse_another_applications_database(store.db)
         store.db.execute("select count(*) from runs").fetchone()
         if version < SCHEMA_VERSION:
             store.db.close()

@@ -20,6 +20,7 @@ from pgcachelab.errors import UserError
 from pgcachelab.experiments.ladder import memory_share
 from pgcachelab.machine import host_tunables
 from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
+from pgcachelab.printable import has_control_characters
 from pgcachelab.units import parse_bytes, parse_seconds
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
 
@@ -63,15 +64,24 @@ def checked(kind: type, check) -> Any:
     return Annotated[kind, PlainValidator(check)]
 
 
+# pgbench reads its counts as C ints (option_parse_int(..., 1, INT_MAX)): a bigger one is refused
+# by pgbench only once the point runs, so it is refused here.
+INT_MAX = 2**31 - 1
+
+
 def _count(value, minimum: int) -> int:
     if not _is_int(value) or value < minimum:
         raise invalid(f"not an integer >= {minimum}", f"use {minimum} or more")
+    if value > INT_MAX:
+        raise invalid(
+            f"more than pgbench's limit of {INT_MAX}", f"use a value from {minimum} to {INT_MAX}"
+        )
     return value
 
 
 @cache
 def Count(minimum: int = 1) -> Any:
-    """An integer of at least `minimum` (not a bool, not "3")."""
+    """An integer of at least `minimum` and at most pgbench's INT_MAX (not a bool, not "3")."""
     return checked(int, lambda value: _count(value, minimum))
 
 
@@ -239,6 +249,12 @@ def setting_text(value) -> str:
     if isinstance(value, dict | list):
         raise invalid("not a setting value", "use a string, number or bool")
     text = setting_value_text(value)
+    if has_control_characters(text):
+        # postgresql.conf holds one setting per line: the server would not start (issue 35)
+        raise invalid(
+            "a server setting cannot hold a newline or other control character",
+            "remove it from the value",
+        )
     if "%" in text and "memory" in text.lower():
         share = memory_share(text)
         if share is None or not 0 < share < 1:

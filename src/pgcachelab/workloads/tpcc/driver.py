@@ -59,7 +59,7 @@ def check_run_options(options: RunOptions) -> RunOptions:
         ("--threads", options.threads),
         ("--duration", options.duration_s),
         ("--max-tries", options.max_tries),
-        ("--transactions", options.transactions or 1),
+        ("--transactions", 1 if options.transactions is None else options.transactions),
     ):
         if value < 1:
             raise UserError(

@@ -23,6 +23,7 @@ NEW_ORDERS_PER_DISTRICT = 900
 # Clause 2.4.1.5: an item id that no item has, for the 1% of New-Orders that roll back.
 UNUSED_ITEM_ID = ITEMS + 1
 MAX_WAREHOUSES = 10_000
+BYTES_PER_WAREHOUSE = 100 * 1024**2  # about: what the help and hints tell the user
 # Clause 2.1.6.1: C-Delta = |C-Run - C-Load| for C_LAST must lie in [65, 119], not 96 or 112.
 C_LAST_DELTA_RANGE = (65, 119)
 C_LAST_DELTA_EXCLUDED = (96, 112)
