@@ -182,7 +182,7 @@ def test_is_local_host(host, local):
         (parse_top, -1, "--top: invalid value -1: below 0"),
         (parse_watch, 0.0, "--watch: invalid value 0.0: not between 0.1 and 86400 seconds"),
         (parse_method, "fastest", "--method: unknown method 'fastest'"),
-        (parse_mode, "semiconsistent", "--mode: unknown mode 'semiconsistent'"),
+        (parse_mode, "nonconsistent", "--mode: unknown mode 'nonconsistent'"),
     ],
 )
 def test_bad_option_values_name_the_option_and_the_value(parse, value, message):
