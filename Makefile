@@ -83,7 +83,7 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	@# (Ctrl-C and SIGTERM included: make's Interrupt used to leave it)
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
 	trap 'rm -rf "$$base"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
-	$(VENV)/bin/pytest --basetemp="$$base/t"
+	$(VENV)/bin/pytest --basetemp="$$base/t" --durations=25
 
 # The tests that start no server (pure functions, parsers on captured outputs, bad input through
 # the CLI, reports from the fixture store): those not marked `server` (tests/conftest.py marks
