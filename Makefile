@@ -76,8 +76,8 @@ debian-python-venv:
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
 
 test: $(INSTALLED) chromium pg15-headers fusedisk
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench docs/hooks
+	$(VENV)/bin/ruff format --check src tests bench docs/hooks
 	$(LINT_IMPORTS)
 	$(MAKE) --no-print-directory docs-strict
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome
@@ -117,11 +117,11 @@ docs-strict: $(INSTALLED)
 	rm -rf "$$site"; exit $$status
 
 lint: $(INSTALLED)
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench docs/hooks
 	$(LINT_IMPORTS)
 
 format: $(INSTALLED)
-	$(VENV)/bin/ruff format src tests bench
+	$(VENV)/bin/ruff format src tests bench docs/hooks
 
 bench: $(INSTALLED)
 	$(VENV)/bin/python bench/overhead.py

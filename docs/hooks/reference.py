@@ -38,7 +38,7 @@ CHECK_WORDS = {
     "_weights": 'percentages ("45,43,4,4,4")',
     "_version": 'major version ("9.6", "18") or bin directory',
     "_control": "boolean or major version",
-    "_disk": "disk preset, \"host\", or table",
+    "_disk": 'disk preset, "host", or table',
     "_inspect_method": 'method ("auto", "extension/fast", ...)',
     "setting_text": "server setting value",
     "_store": "postgresql:// URL or SQLite path",
@@ -80,10 +80,13 @@ def _param_row(param) -> str:
         name = f"`{param.name.upper()}`"
     else:
         name = ", ".join(f"`{opt}`" for opt in [*param.opts, *param.secondary_opts])
-    default = ""
-    if param.param_type_name == "option" and not param.is_flag and param.show_default is not False:
-        if param.default not in (None, (), [], PydanticUndefined):
-            default = f"`{param.default}`"
+    shows_default = (
+        param.param_type_name == "option"
+        and not param.is_flag
+        and param.show_default is not False
+        and param.default not in (None, (), [], PydanticUndefined)
+    )
+    default = f"`{param.default}`" if shows_default else ""
     envvar = f" (env `{param.envvar}`)" if getattr(param, "envvar", None) else ""
     required = " **required**" if param.required else ""
     return f"| {name}{required} | {_cell(param.help or '')}{envvar} | {default} |"
