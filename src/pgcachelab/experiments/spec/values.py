@@ -224,7 +224,7 @@ def _disk(value) -> str:
     try:
         return canonical_disk(value)
     except DiskProfileError as error:
-        raise invalid(str(error), "see the README's disk presets") from None
+        raise invalid(str(error), "see the disk presets in docs/machine.md") from None
 
 
 def _inspect_method(value) -> str:
