@@ -3,7 +3,9 @@ its rollbacks, and the CLI refusing bad input before anything is half-done."""
 
 import json
 import random
+import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from pgcachelab.clusters.targets import ExistingTarget
 from pgcachelab.errors import UserError
 from pgcachelab.workloads.tpcc import driver, loader
 from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consistent, run_checks
-from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts
+from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts, parse_weights
 
 pytestmark = pytest.mark.server
 DEBIAN_15_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -132,6 +134,73 @@ def test_transactions_per_terminal_instead_of_a_duration(loaded):
     assert summary.completed + summary.failed == 50  # 25 per terminal (BenchmarkSQL's -t)
     assert 0 < summary.duration_s < 30
     assert abs(summary.tpm_total - summary.completed * 60 / summary.duration_s) < 1e-6
+    assert all(c.passed for c in run.checks)
+
+
+CONDITION_3_GAPS = """select count(*) from (select max(no_o_id) - min(no_o_id) + 1 as span,
+                                              count(*) as rows
+                                       from tpcc.new_order group by no_w_id, no_d_id) d
+                      where span <> rows"""
+
+
+def _wait_until_blocked_or_done(observer, backend_pid: int, second: Future) -> bool:
+    """True once the backend waits for a lock; False if its call returned first. The deadline
+    only stops a hung test: the assertion is about the order of events, not their times."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not second.done():
+        waiting = observer.execute(
+            "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", [backend_pid]
+        ).fetchone()[0]
+        if waiting:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_concurrent_deliveries_wait_and_leave_no_gap_after_a_rollback(loaded):
+    """Issue 39 (clause 2.7.4.2): a second Delivery of the warehouse waits for the first's
+    lock on each district's oldest new-order instead of skipping it; the first rolls back, so
+    the second delivers exactly those orders and NEW-ORDER keeps no gap (condition 3)."""
+    cluster, _ = loaded
+    oldest_sql = (
+        "select no_d_id, min(no_o_id) from tpcc.new_order where no_w_id = 1"
+        " group by no_d_id order by no_d_id"
+    )
+    with cluster.connect() as first, cluster.connect() as second, cluster.connect() as observer:
+        oldest = observer.execute(oldest_sql).fetchall()
+        first.execute("begin")
+        assert first.execute("select tpcc.delivery(1, 1)").fetchone()[0] == 10
+        with ThreadPoolExecutor(1) as pool:
+            delivered = pool.submit(
+                lambda: second.execute("select tpcc.delivery(1, 2)").fetchone()[0]
+            )
+            blocked = _wait_until_blocked_or_done(observer, second.info.backend_pid, delivered)
+            first.execute("rollback")
+            assert blocked, "the second Delivery did not wait for the first one's lock"
+            assert delivered.result() == 10
+        assert observer.execute(CONDITION_3_GAPS).fetchone()[0] == 0
+        after = observer.execute(oldest_sql).fetchall()
+        assert after == [(district, o_id + 1) for district, o_id in oldest]
+        carriers = observer.execute(
+            "select distinct o_carrier_id from tpcc.orders o join unnest(%s::integer[],"
+            " %s::integer[]) as t(d, o) on o.o_w_id = 1 and o.o_d_id = t.d and o.o_id = t.o",
+            [[d for d, _ in oldest], [o for _, o in oldest]],
+        ).fetchall()
+        assert carriers == [(2,)]  # delivered by the second, whose carrier id was 2
+        assert all(c.passed for c in run_checks(observer))
+
+
+def test_many_terminals_on_one_warehouse_stay_consistent(loaded):
+    """Issue 39: eight terminals on one warehouse, half of them Deliveries, queue on the same
+    new-order rows (lock contention on purpose); the run finishes and every condition holds."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    options = driver.RunOptions(clients=8, threads=2, transactions=15, warehouses=1,
+                                weights=parse_weights("30,20,0,50,0"))  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(7))  # fmt: skip
+    assert run.summary.completed + run.summary.failed == 8 * 15
+    assert run.summary.failed == 0 and run.summary.by_type["delivery"].completed > 0
     assert all(c.passed for c in run.checks)
 
 

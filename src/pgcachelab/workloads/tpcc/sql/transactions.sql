@@ -150,8 +150,11 @@ begin
 end $$;
 
 -- Delivery (clause 2.7): the oldest undelivered order of each of the warehouse's ten
--- districts; returns how many districts had one. SKIP LOCKED lets two concurrent Deliveries
--- of one warehouse take different orders instead of queueing for the same row.
+-- districts; returns how many districts had one. A second Delivery of the warehouse waits for
+-- the first's lock on the oldest row (issue 39): SKIP LOCKED would take the next one, which
+-- clause 2.7.4.2 forbids, and leave a gap in NEW-ORDER (condition 3) when the first rolls back.
+-- Once the first commits, the row it deleted is passed over and the next oldest is locked
+-- (READ COMMITTED re-checks the locked row), so the wait never delivers an order twice.
 create function tpcc.delivery(p_w_id integer, p_carrier_id integer)
 returns integer language plpgsql as $$
 declare
@@ -166,7 +169,7 @@ begin
          where no_w_id = p_w_id and no_d_id = v_d_id
            and no_o_id = (select no_o_id from tpcc.new_order
                            where no_w_id = p_w_id and no_d_id = v_d_id
-                           order by no_o_id limit 1 for update skip locked)
+                           order by no_o_id limit 1 for update)
         returning no_o_id into v_o_id;
         continue when v_o_id is null;
         update tpcc.orders set o_carrier_id = p_carrier_id
