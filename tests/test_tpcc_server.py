@@ -16,9 +16,13 @@ from pgcachelab.clusters.binaries import find_pgbench
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.clusters.targets import ExistingTarget
 from pgcachelab.errors import UserError
-from pgcachelab.workloads.tpcc import driver, loader
+from pgcachelab.workloads.pgbench import run_pgbench
+from pgcachelab.workloads.tpcc import client_scripts, driver, loader
 from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consistent, run_checks
+from pgcachelab.workloads.tpcc.loader import read_load_info
 from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts, parse_weights
+from pgcachelab.workloads.tpcc.scripts import ScriptParameters
+from pgcachelab.workloads.tpcc.terminal_times import KEYING_TIME_S
 
 pytestmark = pytest.mark.server
 DEBIAN_15_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -204,6 +208,73 @@ def test_many_terminals_on_one_warehouse_stay_consistent(loaded):
     assert all(c.passed for c in run.checks)
 
 
+def _state(conn) -> tuple:
+    """What a New-Order changes: order ids handed out, orders, lines, rolled-back count."""
+    return conn.execute(
+        "select (select sum(d_next_o_id) from tpcc.district), (select count(*) from tpcc.orders),"
+        " (select count(*) from tpcc.order_line),"
+        " (select case when is_called then last_value else 0 end from tpcc.rollbacks)"
+    ).fetchone()
+
+
+def test_client_new_order_with_the_unused_item_rolls_back_its_work(loaded, tmp_path):
+    """The client mode's New-Order, every one drawn with the unused item: nothing stays but
+    the count of rollbacks (clause 2.4.2.3)."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+        before = _state(conn)
+    params = ScriptParameters(1, info.constants, 100, True)
+    script = client_scripts.new_order(params)
+    always = script.replace("\\set rollback random(1, 100)", "\\set rollback 1")
+    assert always != script
+    (tmp_path / "new_order.sql").write_text(always)
+    run = run_pgbench(find_pgbench(cluster.install),
+                      ["-n", "-M", "prepared", "-t", "3", "-f", str(tmp_path / "new_order.sql")],
+                      ExistingTarget(dsn_of(cluster)).pgbench_target({}))  # fmt: skip
+    assert run.result.transactions_processed == 3
+    with cluster.connect() as conn:
+        assert _state(conn) == (*before[:3], before[3] + 3)
+
+
+def test_client_mode_runs_the_mix_and_stays_consistent(loaded):
+    """Issue 39: the same mix with each statement sent by pgbench; every New-Order that did
+    not roll back left one order, and every condition holds."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    with cluster.connect() as conn:
+        orders_before = _count(conn, "select count(*) from tpcc.orders")
+    options = driver.RunOptions(clients=2, threads=2, transactions=60, warehouses=1,
+                                mode="client")  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(8))  # fmt: skip
+    summary = run.summary
+    assert summary.completed == 120 and summary.failed == 0
+    assert all(c.passed for c in run.checks)
+    with cluster.connect() as conn:
+        orders = _count(conn, "select count(*) from tpcc.orders") - orders_before
+    assert orders == summary.new_orders - run.rollbacks
+    assert summary.by_type["new_order"].latency_ms["p50"] > 0
+    assert run.options.mode == "client"
+
+
+def test_terminal_times_leave_the_response_time(loaded):
+    """A think time (mean 5 s) and the keying time (2 s) of Stock-Level run inside pgbench's
+    transaction; what the run reports is the response time without them."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    options = driver.RunOptions(clients=1, threads=1, transactions=1, warehouses=1,
+                                weights=parse_weights("0,0,0,0,100"),
+                                terminal_times="spec")  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(9))  # fmt: skip
+    stats = run.summary.by_type["stock_level"]
+    assert stats.completed == 1 and set(stats.latency_ms) == {"mean"}
+    # the cycle took at least the 2,000 ms of keying; what is left is the work
+    assert 0 < stats.latency_ms["mean"] < KEYING_TIME_S["stock_level"] * 1000 / 2
+    assert all(c.passed for c in run.checks)
+
+
 def test_run_refuses_another_warehouse_count(loaded):
     cluster, _ = loaded
     with cluster.connect() as conn, pytest.raises(UserError, match="loaded with 1 warehouses"):
@@ -249,9 +320,13 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
     assert load.returncode == 0, load.stderr
     assert load.stdout.startswith("loaded 1 warehouse(s) in ")
     run = run_cli("tpcc", "run", "--dsn", dsn, "--duration", "2", "--clients", "2",
-                  "--weights", "50,50,0,0,0", "--json", tmpdir=lab_tmp)  # fmt: skip
+                  "--weights", "50,50,0,0,0", "--mode", "client", "--json",
+                  tmpdir=lab_tmp)  # fmt: skip
     assert run.returncode == 0, run.stderr
     document = json.loads(run.stdout)
+    assert document["run"]["options"]["mode"] == "client"
+    assert any(d.startswith("transactions are sent statement by statement")
+               for d in document["differences"])  # fmt: skip
     assert document["disclaimer"].startswith("TPC-C-like")
     assert document["run"]["summary"]["tpmc"] > 0
     assert document["run"]["script_names"] == ["new_order", "payment"]
@@ -269,6 +344,8 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
         (["run", "--set", "fsync"], "--set: invalid value 'fsync'"),
         (["run", "--set", "no_such=1"], "unknown or read-only server setting 'no_such'"),
         (["run", "--set", "work_mem=lots"], "--set: invalid value 'lots' for work_mem"),
+        (["run", "--mode", "server"], "--mode: invalid value 'server': must be procedures or"),
+        (["run", "--terminal-times", "on"], "--terminal-times: invalid value 'on'"),
     ],
 )
 def test_cli_bad_input_before_any_server(args, message, lab_tmp):

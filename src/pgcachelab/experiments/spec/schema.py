@@ -61,7 +61,8 @@ from pgcachelab.experiments.spec.values import (
 )
 from pgcachelab.machine.oscache import OS_CACHE_MODES
 from pgcachelab.workloads.scale_class import SCALE_CLASSES
-from pgcachelab.workloads.tpcc.params import NO_LIMIT
+from pgcachelab.workloads.tpcc.params import MODES as TPCC_MODES
+from pgcachelab.workloads.tpcc.params import NO_LIMIT, TERMINAL_TIMES
 
 WORKLOADS = ("pgbench", "cache-wash", "tpcc")
 ORDERS = ("sequential", "interleaved", "random", "blocks")
@@ -163,6 +164,8 @@ class TpccParameters(Table):
     rate_tpm: RateTpm = NO_LIMIT  # all terminals together (seed 002)
     max_tries: Count() = 10
     transactions: Count() | None = None
+    mode: Literal[TPCC_MODES] = "procedures"  # or "client": the statements from pgbench
+    terminal_times: Literal[TERMINAL_TIMES] = "off"  # or "spec": keying and think times
 
 
 class PgbenchPoint(PgbenchParameters, PointKeys):
