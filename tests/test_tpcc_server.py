@@ -105,6 +105,43 @@ def test_new_order_with_the_unused_item_rolls_back_its_work(loaded):
     assert status == "rolled back" and after == before
 
 
+def _new_order_writes(conn, function: str, items: list[int], quantities: list[int]) -> tuple:
+    """What one New-Order of `function` writes, rolled back afterwards: its lines and the
+    stock rows of its items."""
+    with conn.transaction(force_rollback=True):
+        status = conn.execute(
+            f"select tpcc.{function}(1, 4, 11, %s, %s, %s, %s)",
+            [len(items), items, [1] * len(items), quantities],
+        ).fetchone()[0]
+        lines = conn.execute(
+            "select ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info"
+            " from tpcc.order_line where (ol_w_id, ol_d_id, ol_o_id) = (select 1, 4, max(o_id)"
+            " from tpcc.orders where o_w_id = 1 and o_d_id = 4) order by ol_number"
+        ).fetchall()
+        stock = conn.execute(
+            "select s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt from tpcc.stock"
+            " where s_w_id = 1 and s_i_id = any(%s) order by s_i_id",
+            [items],
+        ).fetchall()
+    return status, lines, stock
+
+
+@pytest.mark.parametrize(
+    ("items", "quantities"),
+    [
+        ([5, 90_000, 17, 3, 2_024], [10, 1, 7, 3, 9]),  # set-based
+        ([8, 8, 41, 8, 12, 77], [6, 10, 2, 9, 1, 4]),  # an item thrice: line by line
+    ],
+)
+def test_the_set_based_new_order_writes_what_the_line_by_line_one_does(loaded, items, quantities):
+    """Issue 39's leaner New-Order: the same order lines and stock changes as before."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        lean = _new_order_writes(conn, "new_order", items, quantities)
+        per_line = _new_order_writes(conn, "new_order_per_line", items, quantities)
+    assert lean == per_line and lean[0] == "ok" and len(lean[1]) == len(items)
+
+
 def test_short_run_measures_tpmc_and_rolls_back_for_real(loaded):
     cluster, _ = loaded
     target = ExistingTarget(dsn_of(cluster))
