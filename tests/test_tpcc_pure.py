@@ -34,6 +34,7 @@ from pgcachelab.workloads.tpcc.params import (
     valid_c_last_run,
 )
 from pgcachelab.workloads.tpcc.results import (
+    mean_latency_ms,
     percentile,
     response_times,
     summarise,
@@ -311,11 +312,16 @@ def test_response_time_is_the_cycle_less_the_sleeps():
     def logged(latency_us):
         return LoggedTransaction(0, 1, latency_us, 0, 1000, 0)
 
-    summary = summarise([logged(30_000_000), logged(29_999_000)], ["new_order"], 60.0)
+    everything = [logged(30_000_000), logged(29_999_000), logged(61_000_000)]
+    cycles = mean_latency_ms(everything, ["new_order"])
+    assert cycles == {"new_order": pytest.approx(40_333.0)}
+    # the counted ones are those within the duration; the sleeps' means cover every one
+    summary = summarise(everything[:2], ["new_order"], 60.0)
     assert summary.by_type["new_order"].latency_ms["mean"] == pytest.approx(29_999.5)
-    timed = response_times(summary, {"new_order": 29_993.0})
+    timed = response_times(summary, cycles, {"new_order": 40_326.5})
     assert timed.by_type["new_order"].latency_ms == {"mean": pytest.approx(6.5)}
     assert timed.tpmc == summary.tpmc
+    assert response_times(summary, {}, {"new_order": 1.0}).by_type["new_order"].latency_ms == {}
 
 
 def test_a_timed_run_counts_what_ended_within_its_duration():
@@ -351,7 +357,11 @@ def test_the_text_report_names_the_mode_and_the_terminal_times():
 
     summary = summarise([logged(0, 30_000_000), logged(1, 15_000_000)],
                         ["new_order", "payment"], 60.0)  # fmt: skip
-    summary = response_times(summary, {"new_order": 29_996.0, "payment": 14_998.0})
+    summary = response_times(
+        summary,
+        {"new_order": 30_000.0, "payment": 15_000.0},
+        {"new_order": 29_996.0, "payment": 14_998.0},
+    )
     options = RunOptions(mode="client", terminal_times="spec")
     run = TpccRun(summary=summary, warehouses=1, c_last_load=1, c_last_run=70, rollbacks=0,
                   retries=0, failures_by_kind={}, client_cpu_s=0.01, rate_limited=False,

@@ -34,6 +34,7 @@ from pgcachelab.workloads.tpcc.results import (
     SERIES_INTERVAL_S,
     TpccSummary,
     logged_span_s,
+    mean_latency_ms,
     response_times,
     summarise,
     within,
@@ -263,9 +264,10 @@ def run(
         if keep_logs_in is not None:
             for path in log_files:
                 shutil.copy(path, keep_logs_in / path.name)
-    transactions = [t for text in logs for t in parse_transaction_log(text)]
+    logged = [t for text in logs for t in parse_transaction_log(text)]
+    transactions = logged
     if options.terminal_times == "spec" and not options.transactions:
-        transactions = within(transactions, options.duration_s)
+        transactions = within(logged, options.duration_s)
     # with -t the run lasts as long as it takes: its length comes from the log
     duration_s = logged_span_s(transactions) if options.transactions else options.duration_s
     summary = summarise(transactions, script_names, float(duration_s))
@@ -275,7 +277,7 @@ def run(
             name: mean_sleep_ms(script.statements)
             for name, script in zip(script_names, result.scripts, strict=False)
         }
-        summary = response_times(summary, sleeps)
+        summary = response_times(summary, mean_latency_ms(logged, script_names), sleeps)
     with target.connect() as conn:
         rollbacks = _rollbacks(conn) - rollbacks_before
         checks = require_consistent(conn, "after the run")

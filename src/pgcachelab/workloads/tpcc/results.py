@@ -65,14 +65,29 @@ def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
     return summary
 
 
-def response_times(summary: TpccSummary, sleep_ms_by_name: dict[str, float]) -> TpccSummary:
-    """The summary of a run with keying and think times: per type, the mean logged latency (the
-    whole cycle) less the mean time asleep. Percentiles go: they would include the sleeps."""
+def mean_latency_ms(
+    transactions: list[LoggedTransaction], script_names: list[str]
+) -> dict[str, float]:
+    """The mean logged latency of each script's completed transactions (none: left out)."""
+    latencies: dict[str, list[float]] = {name: [] for name in script_names}
+    for transaction in transactions:
+        if transaction.latency_ms is not None and 0 <= transaction.script < len(script_names):
+            latencies[script_names[transaction.script]].append(transaction.latency_ms)
+    return {name: math.fsum(values) / len(values) for name, values in latencies.items() if values}
+
+
+def response_times(
+    summary: TpccSummary, cycle_ms_by_name: dict[str, float], sleep_ms_by_name: dict[str, float]
+) -> TpccSummary:
+    """The summary of a run with keying and think times: per type, the mean logged latency
+    (the whole cycle) less the mean time asleep, both over every transaction pgbench ran (its
+    per-command report counts the ones that ended after the duration too). Percentiles go:
+    they would include the sleeps."""
     by_type = {}
     for name, stats in summary.by_type.items():
         latency = {}
-        if stats.latency_ms and name in sleep_ms_by_name:
-            latency = {"mean": stats.latency_ms["mean"] - sleep_ms_by_name[name]}
+        if name in cycle_ms_by_name and name in sleep_ms_by_name:
+            latency = {"mean": cycle_ms_by_name[name] - sleep_ms_by_name[name]}
         by_type[name] = dataclasses.replace(stats, latency_ms=latency)
     return dataclasses.replace(summary, by_type=by_type)
 
