@@ -8,22 +8,35 @@
     (the consistency checks run after every run, including "no order line references the
     unused item"), and at most 0.1 ms of pgbench's CPU (user + sys, from the resource usage
     of the child) per transaction.
+(c) Issue 39: both modes on the same server and data, alternated (--mode-pairs of each): the
+    procedures (one server-side call per transaction) and the client mode (each statement
+    from pgbench). tpmC, tpmTOTAL, pgbench's CPU and the server's CPU (its processes from
+    /proc, reaped backends included) per transaction; for the standard mix, then for
+    New-Orders alone (the server's CPU per New-Order). No target: the figures are the result.
+(d) Issue 39's leaner New-Order: the line-by-line tpcc.new_order (before) against the
+    set-based candidate tpcc.new_order_set_based (after), swapped by renaming them, alternated
+    (--mode-pairs of each), in the procedures mode: the server's CPU per New-Order and tpmC,
+    for New-Orders alone and for the standard mix.
 
 The server runs with its defaults, as in the issue. This is a benchmark, not a test: it
 prints the figures, the ratios and PASS or FAIL, and exits 0 unless the lab itself failed.
 On a shared machine the absolute figures move with the neighbours; the load ratio less so.
 Usage: .venv/bin/python bench/tpcc.py [--warehouses 2] [--duration 60] [--pg-bin DIR]
+       [--mode-pairs 2] [--skip-load-bench] [--skip-modes]
 """
 
 import argparse
 import math
+import statistics
 import subprocess
 import time
 
 from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.targets import ManagedTarget, pgbench_for
+from pgcachelab.experiments.resource_sampler import process_tree_source
 from pgcachelab.workloads.pgbench import default_init_steps
 from pgcachelab.workloads.tpcc import driver, loader
+from pgcachelab.workloads.tpcc.params import DEFAULT_WEIGHTS, format_weights
 
 LOAD_TARGET_S = 6.0
 LOAD_RATIO_TARGET = 2.0
@@ -80,6 +93,128 @@ def pgbench_init(target, pgbench, scale: int) -> tuple[float, int]:
     return seconds, size
 
 
+def abba(kinds: list[str], pair: int) -> list[str]:
+    """A, B then B, A: a drift of the machine over the runs weighs on both kinds alike."""
+    return kinds if pair % 2 == 0 else kinds[::-1]
+
+
+def server_cpu_s(read_server_cpu) -> float:
+    return read_server_cpu()["usage"] / 1e6
+
+
+def run_mode(target, pgbench, options, progress, read_server_cpu) -> dict:
+    """One run in `options.mode`, with the server's CPU over it."""
+    cpu_before = server_cpu_s(read_server_cpu)
+    run = driver.run(target, pgbench, options, progress, "the bench cluster")
+    server_s = server_cpu_s(read_server_cpu) - cpu_before
+    completed = run.summary.completed
+    return {
+        "tpmc": run.summary.tpmc,
+        "tpm_total": run.summary.tpm_total,
+        "client_ms": run.client_cpu_ms_per_transaction,
+        "server_ms": server_s * 1000 / completed if completed else math.nan,
+        "rollback_share": run.rollback_share,
+        "failed": run.summary.failed,
+        "retries": run.retries,
+        "consistent": all(c.passed for c in run.checks),
+    }
+
+
+def compare_modes(target, pgbench, args, progress, label: str, weights: dict) -> None:
+    """(c): procedures and client mode alternated on the same data."""
+    read_server_cpu = process_tree_source(target, None).read_cgroup
+    runs = {"procedures": [], "client": []}
+    print(f"(c) {label}, mix {format_weights(weights)}:")
+    for pair in range(args.mode_pairs):
+        for mode in abba(list(runs), pair):
+            options = driver.RunOptions(
+                clients=args.clients,
+                threads=min(2, args.clients),
+                duration_s=args.duration,
+                weights=weights,
+                mode=mode,
+            )
+            figures = run_mode(target, pgbench, options, progress, read_server_cpu)
+            runs[mode].append(figures)
+            print(
+                f"  {mode:<10} tpmC {figures['tpmc']:>8,.0f}"
+                f"  tpmTOTAL {figures['tpm_total']:>8,.0f}"
+                f"  client {figures['client_ms']:.3f} ms/tx  server {figures['server_ms']:.3f}"
+                f" ms/tx  rollbacks {figures['rollback_share'] * 100:.2f}%"
+                f"  failed {figures['failed']}  retries {figures['retries']}"
+                f"  checks {'ok' if figures['consistent'] else 'FAILED'}"
+            )
+    medians = {
+        mode: {
+            key: statistics.median(r[key] for r in rs) for key in ("tpmc", "client_ms", "server_ms")
+        }
+        for mode, rs in runs.items()
+    }
+    procedures, client = medians["procedures"], medians["client"]
+    print(
+        f"    medians of {args.mode_pairs}: procedures tpmC {procedures['tpmc']:,.0f},"
+        f" client {client['tpmc']:,.0f}"
+        f" (client/procedures {client['tpmc'] / procedures['tpmc']:.2f});"
+        f" client CPU {procedures['client_ms']:.3f} vs {client['client_ms']:.3f} ms/tx"
+        f" (x{client['client_ms'] / procedures['client_ms']:.2f}); server CPU"
+        f" {procedures['server_ms']:.3f} vs {client['server_ms']:.3f} ms/tx"
+        f" (x{client['server_ms'] / procedures['server_ms']:.2f})"
+    )
+
+
+def use_new_order(target, version: str) -> None:
+    """Make tpcc.new_order the line-by-line function ("before", the default) or the
+    set-based candidate ("after", loaded as tpcc.new_order_set_based)."""
+    with target.connect() as conn, conn.transaction():
+        candidate_aside = conn.execute(
+            "select count(*) from pg_proc where proname = 'new_order_set_based'"
+            " and pronamespace = 'tpcc'::regnamespace"
+        ).fetchone()[0]
+        if (version == "after") == bool(candidate_aside):
+            aside = "new_order_per_line" if candidate_aside else "new_order_set_based"
+            incoming = "new_order_set_based" if candidate_aside else "new_order_per_line"
+            conn.execute("alter function tpcc.new_order rename to new_order_swapped")
+            conn.execute(f"alter function tpcc.{incoming} rename to new_order")
+            conn.execute(f"alter function tpcc.new_order_swapped rename to {aside}")
+
+
+def compare_new_orders(target, pgbench, args, progress, label: str, weights: dict) -> None:
+    """(d): the line-by-line New-Order (before) and the set-based one (after), alternated."""
+    read_server_cpu = process_tree_source(target, None).read_cgroup
+    runs = {"before": [], "after": []}
+    print(f"(d) {label}, mix {format_weights(weights)}, procedures:")
+    try:
+        for pair in range(args.mode_pairs):
+            for version in abba(list(runs), pair):
+                use_new_order(target, version)
+                options = driver.RunOptions(
+                    clients=args.clients,
+                    threads=min(2, args.clients),
+                    duration_s=args.duration,
+                    weights=weights,
+                )
+                figures = run_mode(target, pgbench, options, progress, read_server_cpu)
+                runs[version].append(figures)
+                print(
+                    f"  {version:<6} tpmC {figures['tpmc']:>8,.0f}  server"
+                    f" {figures['server_ms']:.3f} ms/tx  checks"
+                    f" {'ok' if figures['consistent'] else 'FAILED'}"
+                )
+    finally:
+        use_new_order(target, "before")
+    medians = {
+        version: {key: statistics.median(r[key] for r in rs) for key in ("tpmc", "server_ms")}
+        for version, rs in runs.items()
+    }
+    before, after = medians["before"], medians["after"]
+    print(
+        f"    medians of {args.mode_pairs}: server CPU {before['server_ms']:.3f} ->"
+        f" {after['server_ms']:.3f} ms/tx (x{after['server_ms'] / before['server_ms']:.2f}),"
+        f" tpmC {before['tpmc']:,.0f} -> {after['tpmc']:,.0f}"
+        f" (x{after['tpmc'] / before['tpmc']:.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouses", type=int, default=2)
@@ -88,6 +223,11 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=60)
     parser.add_argument("--pairs", type=int, default=2, help="alternating loads of each kind")
     parser.add_argument("--pg-bin", default=None)
+    parser.add_argument("--mode-pairs", type=int, default=2, help="alternating runs per mode")
+    parser.add_argument(
+        "--skip-load-bench", action="store_true", help="one load, no pgbench -i, then (b), (c)"
+    )
+    parser.add_argument("--skip-modes", action="store_true", help="leave (c) out")
     args = parser.parse_args()
 
     target = ManagedTarget(args.pg_bin)
@@ -104,7 +244,7 @@ def main() -> None:
         # (a) alternate pgbench -i and the TPC-C load; the TPC-C load is kept for (b)
         tpcc_loads, pgbench_loads = [], []
         scale = None
-        for _ in range(args.pairs):
+        for _ in range(1 if args.skip_load_bench else args.pairs):
             result = loader.load(target.connect, args.warehouses, args.workers, progress)
             tpcc_loads.append((result.total_s, result.database_bytes))
             print(
@@ -113,21 +253,24 @@ def main() -> None:
             )
             if scale is None:  # pgbench scale 1 is about 15 MB with its indexes
                 scale = max(1, round(result.database_bytes / (15.6 * 2**20)))
+            if args.skip_load_bench:
+                break
             seconds, size = pgbench_init(target, pgbench, scale)
             pgbench_loads.append((seconds, size))
             print(f"  pgbench -i -s {scale}: {seconds:.2f} s for {size / 2**20:.0f} MB")
-        tpcc_s = min(s for s, _ in tpcc_loads)
-        tpcc_rate = min(s / b for s, b in tpcc_loads)
-        pgbench_rate = min(s / b for s, b in pgbench_loads)
-        ratio = tpcc_rate / pgbench_rate
-        print(
-            f"(a) load {args.warehouses} warehouses: best {tpcc_s:.2f} s"
-            f" (target <= {LOAD_TARGET_S:.0f} s) {verdict(tpcc_s <= LOAD_TARGET_S)}"
-        )
-        print(
-            f"    seconds per byte vs pgbench -i: {ratio:.2f}x"
-            f" (target <= {LOAD_RATIO_TARGET:.0f}x) {verdict(ratio <= LOAD_RATIO_TARGET)}"
-        )
+        if pgbench_loads:
+            tpcc_s = min(s for s, _ in tpcc_loads)
+            tpcc_rate = min(s / b for s, b in tpcc_loads)
+            pgbench_rate = min(s / b for s, b in pgbench_loads)
+            ratio = tpcc_rate / pgbench_rate
+            print(
+                f"(a) load {args.warehouses} warehouses: best {tpcc_s:.2f} s"
+                f" (target <= {LOAD_TARGET_S:.0f} s) {verdict(tpcc_s <= LOAD_TARGET_S)}"
+            )
+            print(
+                f"    seconds per byte vs pgbench -i: {ratio:.2f}x"
+                f" (target <= {LOAD_RATIO_TARGET:.0f}x) {verdict(ratio <= LOAD_RATIO_TARGET)}"
+            )
 
         # (b) the standard mix on the last TPC-C load
         options = driver.RunOptions(
@@ -157,6 +300,14 @@ def main() -> None:
                 f"  p95 {latency.get('p95', 0):7.2f}  p99 {latency.get('p99', 0):7.2f} ms"
             )
         print(f"    for comparison (issue 6): {OTHER_TOOLS}")
+
+        # server CPU per New-Order: the transaction issue 39 wants leaner on the server
+        new_orders_only = {name: 100 if name == "new_order" else 0 for name in DEFAULT_WEIGHTS}
+        if not args.skip_modes:
+            compare_modes(target, pgbench, args, progress, "the standard mix", DEFAULT_WEIGHTS)
+            compare_modes(target, pgbench, args, progress, "New-Order only", new_orders_only)
+        compare_new_orders(target, pgbench, args, progress, "New-Order only", new_orders_only)
+        compare_new_orders(target, pgbench, args, progress, "the standard mix", DEFAULT_WEIGHTS)
     finally:
         target.close()
 

@@ -8,9 +8,20 @@ from pathlib import Path
 
 import pytest
 
+import pgcachelab.workloads.tpcc
 from pgcachelab.errors import UserError
+from pgcachelab.report.tpcc_text import format_run, run_json
 from pgcachelab.workloads.pgbench_log import LoggedTransaction, parse_transaction_log
-from pgcachelab.workloads.tpcc.driver import RunOptions, check_run_options, pgbench_args
+from pgcachelab.workloads.pgbench_output import StatementLatency
+from pgcachelab.workloads.tpcc import client_scripts, differences
+from pgcachelab.workloads.tpcc.driver import (
+    RunOptions,
+    TpccRun,
+    check_pgbench_for_mode,
+    check_run_options,
+    pgbench_args,
+    transaction_scripts,
+)
 from pgcachelab.workloads.tpcc.params import (
     DEFAULT_WEIGHTS,
     TRANSACTIONS,
@@ -22,8 +33,27 @@ from pgcachelab.workloads.tpcc.params import (
     parse_weights,
     valid_c_last_run,
 )
-from pgcachelab.workloads.tpcc.results import percentile, summarise, tpmc_series
-from pgcachelab.workloads.tpcc.scripts import ScriptParameters, nurand, render_scripts
+from pgcachelab.workloads.tpcc.results import (
+    mean_latency_ms,
+    percentile,
+    response_times,
+    summarise,
+    tpmc_series,
+    within,
+)
+from pgcachelab.workloads.tpcc.scripts import (
+    MAX_ORDER_LINES,
+    ScriptParameters,
+    new_order_inputs,
+    nurand,
+    render_scripts,
+)
+from pgcachelab.workloads.tpcc.terminal_times import (
+    TERMINALS_PER_WAREHOUSE,
+    mean_cycle_s,
+    mean_sleep_ms,
+)
+from pgcachelab.workloads.tpcc_workload import run_options
 
 DATA = Path(__file__).parent / "data" / "tpcc"
 
@@ -179,3 +209,168 @@ def test_summary_of_a_captured_run(version):
             assert latency["p99"] <= latency["max"]
     # the mix is 45/43/4/4/4: New-Order and Payment dominate
     assert summary.by_type["new_order"].completed > 5 * summary.by_type["delivery"].completed
+
+
+# -- issue 39: Delivery, the client mode, keying and think times -------------------------------
+
+
+def test_delivery_waits_for_the_oldest_order_instead_of_skipping_it():
+    sql_dir = Path(pgcachelab.workloads.tpcc.__file__).parent / "sql"
+    functions = (sql_dir / "transactions.sql").read_text()
+    code = "\n".join(line for line in functions.splitlines() if not line.startswith("--"))
+    assert "skip locked" not in code.lower() and "limit 1 for update)" in code
+    client = client_scripts.delivery(_params())
+    assert "skip locked" not in client.lower() and client.count("limit 1 for update)") == 10
+
+
+def _sql_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith("\\")]
+
+
+def test_client_scripts_send_statements_in_one_transaction_each():
+    params = _params()
+    for name, render in client_scripts.RENDERERS.items():
+        sql = _sql_lines(render(params))
+        assert len(sql) > 1 and not any("tpcc." + name + "(" in line for line in sql), name
+        if name != "stock_level":  # clause 2.8.2.3: each statement may see its own snapshot
+            assert sql[0] == "begin;" and sql[-1] in ("commit;", "rollback;"), name
+
+
+def test_client_new_order_writes_each_line_and_rolls_back_on_the_unused_item():
+    text = client_scripts.new_order(_params())
+    assert text.count("insert into tpcc.order_line") == MAX_ORDER_LINES
+    assert "\\if :found = 1 and :ol_cnt >= 15" in text and "\\if :ol_cnt >= 16" not in text
+    assert text.endswith(
+        "\\if :found = 1\ncommit;\n\\else\nselect nextval('tpcc.rollbacks');\nrollback;\n\\endif\n"
+    )
+    # the inputs are those of the procedures mode: same mix of items, unused item, supply
+    assert text.startswith("\n".join(new_order_inputs(_params())))
+    # O_ALL_LOCAL looks at the used lines only; one warehouse: always local
+    assert "\\set all_local case when :ol_cnt >= 15 and :s15 <> :w_id then 0" in text
+    assert "\\set all_local 1\nbegin;" in client_scripts.new_order(_params(warehouses=1))
+
+
+def test_client_scripts_pass_inputs_as_variables_not_text():
+    # under -M prepared pgbench sends :name as a parameter; no input is quoted into the SQL
+    for render in client_scripts.RENDERERS.values():
+        for line in _sql_lines(render(_params())):
+            assert "':" not in line and ":'" not in line, line
+
+
+def test_run_options_refuse_an_unknown_mode_or_terminal_times():
+    with pytest.raises(UserError, match="--mode: invalid value 'clients'") as caught:
+        check_run_options(RunOptions(mode="clients"))
+    assert caught.value.hint == "e.g. --mode client"
+    with pytest.raises(UserError, match="--terminal-times: invalid value 'on'"):
+        check_run_options(RunOptions(terminal_times="on"))
+
+
+def test_the_client_mode_needs_pgbench_retries():
+    check_pgbench_for_mode(RunOptions(mode="client"), "15.8", 15)
+    check_pgbench_for_mode(RunOptions(), "14.1", 14)
+    with pytest.raises(UserError, match="'client' with pgbench 14.1: it needs pgbench 15"):
+        check_pgbench_for_mode(RunOptions(mode="client"), "14.1", 14)
+
+
+def test_scripts_follow_the_mode_and_the_terminal_times():
+    params = _params()
+    procedures = transaction_scripts(params, RunOptions())
+    assert procedures == render_scripts(params)
+    client = transaction_scripts(params, RunOptions(mode="client"))
+    assert client["payment"] == client_scripts.payment(params)
+    timed = transaction_scripts(params, RunOptions(mode="client", terminal_times="spec"))
+    think = "\\set think_ms int(least(-ln(random(1, 1000000) / 1000000.0) * {}, {}))\n"
+    assert timed["payment"] == (
+        think.format(12000, 120000) + "\\sleep :think_ms ms\n\\sleep 3000 ms\n" + client["payment"]
+    )
+    assert timed["new_order"].startswith(think.format(12000, 120000))
+    assert "\\sleep :think_ms ms\n\\sleep 18000 ms\nbegin;" not in timed["new_order"]
+    assert "\\sleep 18000 ms\n" + client["new_order"].split("begin;")[0] in timed["new_order"]
+    assert timed["delivery"].startswith(think.format(5000, 50000))
+    files = {name: Path(f"/s/{name}.sql") for name in TRANSACTIONS}
+    args, _ = pgbench_args(RunOptions(terminal_times="spec"), files, Path("/s/tpcc"), 18)
+    assert "-r" in args and "-r" not in pgbench_args(RunOptions(), files, Path("/s/t"), 18)[0]
+
+
+def test_ten_terminals_per_warehouse_make_at_most_the_specs_tpmc():
+    cycle_s = mean_cycle_s(DEFAULT_WEIGHTS)
+    assert cycle_s == pytest.approx(20.99)
+    tpmc_per_warehouse = TERMINALS_PER_WAREHOUSE * 60 / cycle_s * DEFAULT_WEIGHTS["new_order"] / 100
+    assert tpmc_per_warehouse == pytest.approx(12.86, abs=0.005)  # clause 4.2.2's ceiling
+
+
+def test_response_time_is_the_cycle_less_the_sleeps():
+    statements = [
+        StatementLatency(18003.0, 0, 0, "\\sleep 18000 ms"),
+        StatementLatency(2.5, 0, 0, "select tpcc.new_order(...);"),
+        StatementLatency(0.01, 0, 0, "\\set think_ms int(...)"),
+        StatementLatency(11990.0, 0, 0, "\\sleep :think_ms ms"),
+    ]
+    assert mean_sleep_ms(statements) == 18003.0 + 11990.0
+    assert math.isnan(mean_sleep_ms(statements[1:3]))
+
+    def logged(latency_us):
+        return LoggedTransaction(0, 1, latency_us, 0, 1000, 0)
+
+    everything = [logged(30_000_000), logged(29_999_000), logged(61_000_000)]
+    cycles = mean_latency_ms(everything, ["new_order"])
+    assert cycles == {"new_order": pytest.approx(40_333.0)}
+    # the counted ones are those within the duration; the sleeps' means cover every one
+    summary = summarise(everything[:2], ["new_order"], 60.0)
+    assert summary.by_type["new_order"].latency_ms["mean"] == pytest.approx(29_999.5)
+    timed = response_times(summary, cycles, {"new_order": 40_326.5})
+    assert timed.by_type["new_order"].latency_ms == {"mean": pytest.approx(6.5)}
+    assert timed.tpmc == summary.tpmc
+    assert response_times(summary, {}, {"new_order": 1.0}).by_type["new_order"].latency_ms == {}
+
+
+def test_a_timed_run_counts_what_ended_within_its_duration():
+    def ended(at_s, latency_us):
+        return LoggedTransaction(0, 1, latency_us, 0, at_s, 0)
+
+    # the first started at 100 s; the last ended after a terminal's sleep ran past 160 s
+    logged = [ended(105, 5_000_000), ended(160, 1_000), ended(161, 20_000_000)]
+    assert within(logged, 60.0) == logged[:2]
+    assert within([], 60.0) == []
+
+
+def test_spec_takes_the_mode_and_terminal_times():
+    from pgcachelab.experiments.spec import parse_spec
+
+    text = 'name = "t"\nworkload = "tpcc"\n[tpcc]\nmode = "client"\nterminal_times = "spec"\n'
+    [point] = parse_spec(text, Path("t.toml")).points()
+    assert (point.workload["mode"], point.workload["terminal_times"]) == ("client", "spec")
+    options = run_options({**point.workload, "threads": 1})
+    assert (options.mode, options.terminal_times) == ("client", "spec")
+    with pytest.raises(UserError, match="mode"):
+        parse_spec(text.replace('"client"', '"server"'), Path("t.toml"))
+    swept = parse_spec(
+        'name = "t"\nworkload = "tpcc"\n[sweep]\nmode = ["procedures", "client"]\n',
+        Path("t.toml"),
+    )
+    assert [p.workload["mode"] for p in swept.points()] == ["procedures", "client"]
+
+
+def test_the_text_report_names_the_mode_and_the_terminal_times():
+    def logged(script, latency_us):
+        return LoggedTransaction(0, 1, latency_us, script, 1000, 0)
+
+    summary = summarise([logged(0, 30_000_000), logged(1, 15_000_000)],
+                        ["new_order", "payment"], 60.0)  # fmt: skip
+    summary = response_times(
+        summary,
+        {"new_order": 30_000.0, "payment": 15_000.0},
+        {"new_order": 29_996.0, "payment": 14_998.0},
+    )
+    options = RunOptions(mode="client", terminal_times="spec")
+    run = TpccRun(summary=summary, warehouses=1, c_last_load=1, c_last_run=70, rollbacks=0,
+                  retries=0, failures_by_kind={}, client_cpu_s=0.01, rate_limited=False,
+                  pgbench_version="18.1", options=options, settings={}, checks=[],
+                  script_names=["new_order", "payment"])  # fmt: skip
+    text = format_run(run)
+    assert "mode client, terminal times spec" in text
+    assert "latencies are mean response times" in text
+    [new_order_row] = [line for line in text.splitlines() if line.startswith("new_order")]
+    assert new_order_row.split()[3:] == ["4.00", "-", "-", "-", "-", "-"]
+    assert "transactions are sent statement by statement" in text
+    assert json.loads(run_json(run))["differences"] == list(differences("client", "spec"))

@@ -3,7 +3,9 @@ its rollbacks, and the CLI refusing bad input before anything is half-done."""
 
 import json
 import random
+import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,9 +16,13 @@ from pgcachelab.clusters.binaries import find_pgbench
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.clusters.targets import ExistingTarget
 from pgcachelab.errors import UserError
-from pgcachelab.workloads.tpcc import driver, loader
+from pgcachelab.workloads.pgbench import run_pgbench
+from pgcachelab.workloads.tpcc import client_scripts, driver, loader
 from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consistent, run_checks
-from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts
+from pgcachelab.workloads.tpcc.loader import read_load_info
+from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts, parse_weights
+from pgcachelab.workloads.tpcc.scripts import ScriptParameters
+from pgcachelab.workloads.tpcc.terminal_times import KEYING_TIME_S
 
 pytestmark = pytest.mark.server
 DEBIAN_15_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -99,6 +105,43 @@ def test_new_order_with_the_unused_item_rolls_back_its_work(loaded):
     assert status == "rolled back" and after == before
 
 
+def _new_order_writes(conn, function: str, items: list[int], quantities: list[int]) -> tuple:
+    """What one New-Order of `function` writes, rolled back afterwards: its lines and the
+    stock rows of its items."""
+    with conn.transaction(force_rollback=True):
+        status = conn.execute(
+            f"select tpcc.{function}(1, 4, 11, %s, %s, %s, %s)",
+            [len(items), items, [1] * len(items), quantities],
+        ).fetchone()[0]
+        lines = conn.execute(
+            "select ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info"
+            " from tpcc.order_line where (ol_w_id, ol_d_id, ol_o_id) = (select 1, 4, max(o_id)"
+            " from tpcc.orders where o_w_id = 1 and o_d_id = 4) order by ol_number"
+        ).fetchall()
+        stock = conn.execute(
+            "select s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt from tpcc.stock"
+            " where s_w_id = 1 and s_i_id = any(%s) order by s_i_id",
+            [items],
+        ).fetchall()
+    return status, lines, stock
+
+
+@pytest.mark.parametrize(
+    ("items", "quantities"),
+    [
+        ([5, 90_000, 17, 3, 2_024], [10, 1, 7, 3, 9]),  # set-based
+        ([8, 8, 41, 8, 12, 77], [6, 10, 2, 9, 1, 4]),  # an item thrice: line by line
+    ],
+)
+def test_the_set_based_new_order_writes_what_the_line_by_line_one_does(loaded, items, quantities):
+    """Issue 39's candidate for a leaner New-Order: the same order lines and stock changes."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        lean = _new_order_writes(conn, "new_order_set_based", items, quantities)
+        per_line = _new_order_writes(conn, "new_order", items, quantities)
+    assert lean == per_line and lean[0] == "ok" and len(lean[1]) == len(items)
+
+
 def test_short_run_measures_tpmc_and_rolls_back_for_real(loaded):
     cluster, _ = loaded
     target = ExistingTarget(dsn_of(cluster))
@@ -132,6 +175,140 @@ def test_transactions_per_terminal_instead_of_a_duration(loaded):
     assert summary.completed + summary.failed == 50  # 25 per terminal (BenchmarkSQL's -t)
     assert 0 < summary.duration_s < 30
     assert abs(summary.tpm_total - summary.completed * 60 / summary.duration_s) < 1e-6
+    assert all(c.passed for c in run.checks)
+
+
+CONDITION_3_GAPS = """select count(*) from (select max(no_o_id) - min(no_o_id) + 1 as span,
+                                              count(*) as rows
+                                       from tpcc.new_order group by no_w_id, no_d_id) d
+                      where span <> rows"""
+
+
+def _wait_until_blocked_or_done(observer, backend_pid: int, second: Future) -> bool:
+    """True once the backend waits for a lock; False if its call returned first. The deadline
+    only stops a hung test: the assertion is about the order of events, not their times."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not second.done():
+        waiting = observer.execute(
+            "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", [backend_pid]
+        ).fetchone()[0]
+        if waiting:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_concurrent_deliveries_wait_and_leave_no_gap_after_a_rollback(loaded):
+    """Issue 39 (clause 2.7.4.2): a second Delivery of the warehouse waits for the first's
+    lock on each district's oldest new-order instead of skipping it; the first rolls back, so
+    the second delivers exactly those orders and NEW-ORDER keeps no gap (condition 3)."""
+    cluster, _ = loaded
+    oldest_sql = (
+        "select no_d_id, min(no_o_id) from tpcc.new_order where no_w_id = 1"
+        " group by no_d_id order by no_d_id"
+    )
+    with cluster.connect() as first, cluster.connect() as second, cluster.connect() as observer:
+        oldest = observer.execute(oldest_sql).fetchall()
+        first.execute("begin")
+        assert first.execute("select tpcc.delivery(1, 1)").fetchone()[0] == 10
+        with ThreadPoolExecutor(1) as pool:
+            delivered = pool.submit(
+                lambda: second.execute("select tpcc.delivery(1, 2)").fetchone()[0]
+            )
+            blocked = _wait_until_blocked_or_done(observer, second.info.backend_pid, delivered)
+            first.execute("rollback")
+            assert blocked, "the second Delivery did not wait for the first one's lock"
+            assert delivered.result() == 10
+        assert observer.execute(CONDITION_3_GAPS).fetchone()[0] == 0
+        after = observer.execute(oldest_sql).fetchall()
+        assert after == [(district, o_id + 1) for district, o_id in oldest]
+        carriers = observer.execute(
+            "select distinct o_carrier_id from tpcc.orders o join unnest(%s::integer[],"
+            " %s::integer[]) as t(d, o) on o.o_w_id = 1 and o.o_d_id = t.d and o.o_id = t.o",
+            [[d for d, _ in oldest], [o for _, o in oldest]],
+        ).fetchall()
+        assert carriers == [(2,)]  # delivered by the second, whose carrier id was 2
+        assert all(c.passed for c in run_checks(observer))
+
+
+def test_many_terminals_on_one_warehouse_stay_consistent(loaded):
+    """Issue 39: eight terminals on one warehouse, half of them Deliveries, queue on the same
+    new-order rows (lock contention on purpose); the run finishes and every condition holds."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    options = driver.RunOptions(clients=8, threads=2, transactions=15, warehouses=1,
+                                weights=parse_weights("30,20,0,50,0"))  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(7))  # fmt: skip
+    assert run.summary.completed + run.summary.failed == 8 * 15
+    assert run.summary.failed == 0 and run.summary.by_type["delivery"].completed > 0
+    assert all(c.passed for c in run.checks)
+
+
+def _state(conn) -> tuple:
+    """What a New-Order changes: order ids handed out, orders, lines, rolled-back count."""
+    return conn.execute(
+        "select (select sum(d_next_o_id) from tpcc.district), (select count(*) from tpcc.orders),"
+        " (select count(*) from tpcc.order_line),"
+        " (select case when is_called then last_value else 0 end from tpcc.rollbacks)"
+    ).fetchone()
+
+
+def test_client_new_order_with_the_unused_item_rolls_back_its_work(loaded, tmp_path):
+    """The client mode's New-Order, every one drawn with the unused item: nothing stays but
+    the count of rollbacks (clause 2.4.2.3)."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+        before = _state(conn)
+    params = ScriptParameters(1, info.constants, 100, True)
+    script = client_scripts.new_order(params)
+    always = script.replace("\\set rollback random(1, 100)", "\\set rollback 1")
+    assert always != script
+    (tmp_path / "new_order.sql").write_text(always)
+    run = run_pgbench(find_pgbench(cluster.install),
+                      ["-n", "-M", "prepared", "-t", "3", "-f", str(tmp_path / "new_order.sql")],
+                      ExistingTarget(dsn_of(cluster)).pgbench_target({}))  # fmt: skip
+    assert run.result.transactions_processed == 3
+    with cluster.connect() as conn:
+        assert _state(conn) == (*before[:3], before[3] + 3)
+
+
+def test_client_mode_runs_the_mix_and_stays_consistent(loaded):
+    """Issue 39: the same mix with each statement sent by pgbench; every New-Order that did
+    not roll back left one order, and every condition holds."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    with cluster.connect() as conn:
+        orders_before = _count(conn, "select count(*) from tpcc.orders")
+    options = driver.RunOptions(clients=2, threads=2, transactions=60, warehouses=1,
+                                mode="client")  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(8))  # fmt: skip
+    summary = run.summary
+    assert summary.completed == 120 and summary.failed == 0
+    assert all(c.passed for c in run.checks)
+    with cluster.connect() as conn:
+        orders = _count(conn, "select count(*) from tpcc.orders") - orders_before
+    assert orders == summary.new_orders - run.rollbacks
+    assert summary.by_type["new_order"].latency_ms["p50"] > 0
+    assert run.options.mode == "client"
+
+
+def test_terminal_times_leave_the_response_time(loaded):
+    """A think time (mean 5 s) and the keying time (2 s) of Stock-Level run inside pgbench's
+    transaction; what the run reports is the response time without them."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    options = driver.RunOptions(clients=1, threads=1, transactions=1, warehouses=1,
+                                weights=parse_weights("0,0,0,0,100"),
+                                terminal_times="spec")  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(9))  # fmt: skip
+    stats = run.summary.by_type["stock_level"]
+    assert stats.completed == 1 and set(stats.latency_ms) == {"mean"}
+    # the cycle took at least the 2,000 ms of keying; what is left is the work
+    assert 0 < stats.latency_ms["mean"] < KEYING_TIME_S["stock_level"] * 1000 / 2
     assert all(c.passed for c in run.checks)
 
 
@@ -180,9 +357,13 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
     assert load.returncode == 0, load.stderr
     assert load.stdout.startswith("loaded 1 warehouse(s) in ")
     run = run_cli("tpcc", "run", "--dsn", dsn, "--duration", "2", "--clients", "2",
-                  "--weights", "50,50,0,0,0", "--json", tmpdir=lab_tmp)  # fmt: skip
+                  "--weights", "50,50,0,0,0", "--mode", "client", "--json",
+                  tmpdir=lab_tmp)  # fmt: skip
     assert run.returncode == 0, run.stderr
     document = json.loads(run.stdout)
+    assert document["run"]["options"]["mode"] == "client"
+    assert any(d.startswith("transactions are sent statement by statement")
+               for d in document["differences"])  # fmt: skip
     assert document["disclaimer"].startswith("TPC-C-like")
     assert document["run"]["summary"]["tpmc"] > 0
     assert document["run"]["script_names"] == ["new_order", "payment"]
@@ -200,6 +381,8 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
         (["run", "--set", "fsync"], "--set: invalid value 'fsync'"),
         (["run", "--set", "no_such=1"], "unknown or read-only server setting 'no_such'"),
         (["run", "--set", "work_mem=lots"], "--set: invalid value 'lots' for work_mem"),
+        (["run", "--mode", "server"], "--mode: invalid value 'server': must be procedures or"),
+        (["run", "--terminal-times", "on"], "--terminal-times: invalid value 'on'"),
     ],
 )
 def test_cli_bad_input_before_any_server(args, message, lab_tmp):

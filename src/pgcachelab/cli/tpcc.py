@@ -203,6 +203,13 @@ def run_command(
     max_tries: Annotated[
         int, typer.Option(help="Tries for serialization failures and deadlocks (pgbench 15+).")
     ] = 10,
+    mode: Annotated[
+        str,
+        typer.Option(help="procedures: one server-side call per transaction; client: its SQL."),
+    ] = "procedures",
+    terminal_times: Annotated[
+        str, typer.Option(help="spec: the keying and think times of clause 5.2.5; off: none.")
+    ] = "off",
     workers: Workers = 2,
     dsn: Dsn = None,
     pg_bin: PgBin = None,
@@ -241,6 +248,8 @@ def run_command(
             rate_tpm=rate_tpm,
             max_tries=max_tries,
             warehouses=warehouses,
+            mode=mode,
+            terminal_times=terminal_times,
         )
     )
     _check_workers(workers)

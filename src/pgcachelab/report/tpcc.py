@@ -27,7 +27,7 @@ from pgcachelab.report.tpcc_steps import (  # noqa: E402
     step_samples,
     tpcc_runs,
 )
-from pgcachelab.workloads.tpcc import DIFFERENCES  # noqa: E402
+from pgcachelab.workloads.tpcc import differences  # noqa: E402
 
 DISCLAIMER = "a TPC-C-like workload, not an audited TPC-C result"
 # Workload parameters shown in a step's diff next to the server settings.
@@ -288,11 +288,20 @@ def tpcc_section(data: RunData, out_dir: Path) -> Section:
         if not checks
         else "FAILED consistency checks: " + "; ".join(f"{k} ({v})" for k, v in checks.items())
     )
+    # runs stored before issue 39 had one shape: procedures, no terminal times
+    shapes = sorted(
+        {
+            (run.get("mode", "procedures"), run.get("terminal_times", "off"))
+            for r in data.points
+            for run in tpcc_runs(r)
+        }
+    )
     body = render(
         "tpcc.html.j2",
         memory=ladder_ram_check(measured_memory(data), data.memory_limit_bytes is not None),
         disclaimer=DISCLAIMER,
-        differences="; ".join(DIFFERENCES),
+        shapes="; ".join(f"mode {mode}, terminal times {times}" for mode, times in shapes),
+        differences="; ".join(dict.fromkeys(d for shape in shapes for d in differences(*shape))),
         checks=checks_text,
         step_table=Markup(_step_table(data, results)),
         steps=[(result, _changes_text(result)) for result in results],

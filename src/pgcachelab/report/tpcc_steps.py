@@ -10,7 +10,16 @@ from pgcachelab.analysis.ladder import StepSamples, ladder_results
 from pgcachelab.report.dataset import PointResult, RunData
 
 # Workload parameters shown in a step's diff next to the server settings.
-WORKLOAD_KEYS = ("rate_tpm", "clients", "threads", "duration", "home_warehouse", "weights")
+WORKLOAD_KEYS = (
+    "rate_tpm",
+    "clients",
+    "threads",
+    "duration",
+    "home_warehouse",
+    "weights",
+    "mode",
+    "terminal_times",
+)
 
 
 def is_tpcc_run(data: RunData) -> bool:

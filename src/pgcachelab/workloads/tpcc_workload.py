@@ -16,7 +16,7 @@ from pgcachelab.workloads.outcome import Outcome
 from pgcachelab.workloads.pgbench import threads_for
 from pgcachelab.workloads.pgbench_workload import checkpoint
 from pgcachelab.workloads.protocol import Bench
-from pgcachelab.workloads.tpcc import DIFFERENCES, driver, loader
+from pgcachelab.workloads.tpcc import differences, driver, loader
 from pgcachelab.workloads.tpcc.loader import read_load_info
 from pgcachelab.workloads.tpcc.params import NO_LIMIT, parse_weights
 
@@ -34,6 +34,8 @@ def run_options(workload: dict, duration_s: float | None = None) -> driver.RunOp
         rate_tpm=None if rate == NO_LIMIT else float(rate),
         max_tries=workload["max_tries"],
         warehouses=workload["warehouses"],
+        mode=workload.get("mode", "procedures"),
+        terminal_times=workload.get("terminal_times", "off"),
     )
 
 
@@ -117,7 +119,9 @@ def tpcc_metrics(run: driver.TpccRun) -> dict:
         "duration_s": run.options.duration_s,
         "home_warehouse": run.options.home_warehouse,
         "weights": run.options.weights,
-        "differences": list(DIFFERENCES),
+        "mode": run.options.mode,
+        "terminal_times": run.options.terminal_times,
+        "differences": list(differences(run.options.mode, run.options.terminal_times)),
     }
 
 

@@ -41,6 +41,8 @@ TPCC_SWEEPABLE = (
     "weights",
     "home_warehouse",
     "rate_tpm",
+    "mode",
+    "terminal_times",
     "os_cache",
     "prewarm",
     "version",

@@ -61,7 +61,8 @@ from pgcachelab.experiments.spec.values import (
 )
 from pgcachelab.machine.oscache import OS_CACHE_MODES
 from pgcachelab.workloads.scale_class import SCALE_CLASSES
-from pgcachelab.workloads.tpcc.params import NO_LIMIT
+from pgcachelab.workloads.tpcc.params import MODES as TPCC_MODES
+from pgcachelab.workloads.tpcc.params import NO_LIMIT, TERMINAL_TIMES
 
 WORKLOADS = ("pgbench", "cache-wash", "tpcc")
 ORDERS = ("sequential", "interleaved", "random", "blocks")
@@ -291,6 +292,20 @@ class TpccParameters(Table):
     )
     transactions: Count() | None = Field(
         None, description="Transactions per terminal instead of a duration."
+    )
+    mode: Literal[TPCC_MODES] = Field(
+        "procedures",
+        description=(
+            'How each transaction reaches the server: "procedures" (one call of a PL/pgSQL '
+            'function) or "client" (its statements sent one by one from pgbench).'
+        ),
+    )
+    terminal_times: Literal[TERMINAL_TIMES] = Field(
+        "off",
+        description=(
+            'Keying and think times before each transaction: "off", or "spec" for the TPC-C '
+            "specification's means (clauses 5.2.5.4 and 5.2.5.7)."
+        ),
     )
 
 

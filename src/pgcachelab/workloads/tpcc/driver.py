@@ -18,11 +18,15 @@ from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_log import parse_transaction_log
 from pgcachelab.workloads.pgbench_output import parse_progress_line
 from pgcachelab.workloads.rate_schedule import kept_to_schedule
+from pgcachelab.workloads.tpcc import client_scripts
 from pgcachelab.workloads.tpcc.checks import CheckResult, require_consistent
 from pgcachelab.workloads.tpcc.loader import LoadInfo, read_load_info
 from pgcachelab.workloads.tpcc.params import (
     DEFAULT_WEIGHTS,
+    MODES,
+    TERMINAL_TIMES,
     TRANSACTIONS,
+    check_choice,
     check_warehouses,
     choose_c_last_run,
 )
@@ -30,11 +34,18 @@ from pgcachelab.workloads.tpcc.results import (
     SERIES_INTERVAL_S,
     TpccSummary,
     logged_span_s,
+    mean_latency_ms,
+    response_times,
     summarise,
+    within,
 )
 from pgcachelab.workloads.tpcc.scripts import ScriptParameters, render_scripts
+from pgcachelab.workloads.tpcc.terminal_times import mean_sleep_ms, with_terminal_times
 
 LOG_PREFIX = "tpcc"
+# The client mode needs pgbench's retries: its stock updates go in line order, so two
+# New-Orders can deadlock, and pgbench before 15 would abort the losing terminal.
+CLIENT_MODE_MIN_PGBENCH = 15
 
 
 @dataclass(frozen=True)
@@ -48,12 +59,16 @@ class RunOptions:
     rate_tpm: float | None = None  # all terminals together, transactions per minute
     max_tries: int = 10  # serialization failures and deadlocks (pgbench 15+)
     warehouses: int | None = None  # the warehouse count the run expects, None: as loaded
+    mode: str = "procedures"  # one of params.MODES
+    terminal_times: str = "off"  # one of params.TERMINAL_TIMES
 
 
 def check_run_options(options: RunOptions) -> RunOptions:
     """Refuse bad values before anything starts."""
     if options.warehouses is not None:
         check_warehouses(options.warehouses)
+    check_choice(options.mode, MODES, "--mode")
+    check_choice(options.terminal_times, TERMINAL_TIMES, "--terminal-times")
     for option, value in (
         ("--clients", options.clients),
         ("--threads", options.threads),
@@ -110,6 +125,26 @@ def reached_rate_limit(completed: int, rate_tpm: float, duration_s: float) -> bo
     return kept_to_schedule(completed, rate_tpm / 60.0, duration_s)
 
 
+def transaction_scripts(params: ScriptParameters, options: RunOptions) -> dict[str, str]:
+    """Each transaction's pgbench script, in TRANSACTIONS order, for the run's mode."""
+    if options.mode == "client":
+        scripts = {name: client_scripts.RENDERERS[name](params) for name in TRANSACTIONS}
+    else:
+        scripts = render_scripts(params)
+    if options.terminal_times == "spec":
+        scripts = {name: with_terminal_times(name, text) for name, text in scripts.items()}
+    return scripts
+
+
+def check_pgbench_for_mode(options: RunOptions, version: str, major: int) -> None:
+    if options.mode == "client" and major < CLIENT_MODE_MIN_PGBENCH:
+        raise UserError(
+            f"--mode: invalid value 'client' with pgbench {version}: it needs pgbench"
+            f" {CLIENT_MODE_MIN_PGBENCH} or later to retry deadlocks",
+            "use --mode procedures, or a newer pgbench (pgcachelab pg install 18)",
+        )
+
+
 def pgbench_version(pgbench: Path) -> tuple[str, int]:
     output = subprocess.run([str(pgbench), "--version"], capture_output=True, text=True).stdout
     return parse_version(output)
@@ -147,6 +182,8 @@ def pgbench_args(
         args += ["-R", f"{options.rate_tpm / 60.0:.6g}"]
     if pgbench_major >= 15 and options.max_tries > 1:
         args += ["--max-tries", str(options.max_tries)]
+    if options.terminal_times == "spec":
+        args.append("-r")  # the sleeps' means, to take out of the logged latency
     return args, names
 
 
@@ -197,9 +234,10 @@ def run(
     c_last_run = choose_c_last_run(info.constants.c_last_load, rng or random.Random())
     params = ScriptParameters(info.warehouses, info.constants, c_last_run, options.home_warehouse)
     version, major = pgbench_version(pgbench)
+    check_pgbench_for_mode(options, version, major)
     with owned.scratch_dir("pgcachelab-tpcc-") as scratch_dir:
         script_files = {}
-        for name, text in render_scripts(params).items():
+        for name, text in transaction_scripts(params, options).items():
             script_files[name] = scratch_dir / f"{name}.sql"
             script_files[name].write_text(text)
         log_prefix = scratch_dir / LOG_PREFIX
@@ -226,10 +264,20 @@ def run(
         if keep_logs_in is not None:
             for path in log_files:
                 shutil.copy(path, keep_logs_in / path.name)
-    transactions = [t for text in logs for t in parse_transaction_log(text)]
+    logged = [t for text in logs for t in parse_transaction_log(text)]
+    transactions = logged
+    if options.terminal_times == "spec" and not options.transactions:
+        transactions = within(logged, options.duration_s)
     # with -t the run lasts as long as it takes: its length comes from the log
     duration_s = logged_span_s(transactions) if options.transactions else options.duration_s
     summary = summarise(transactions, script_names, float(duration_s))
+    result = pgbench_run.result
+    if options.terminal_times == "spec":
+        sleeps = {
+            name: mean_sleep_ms(script.statements)
+            for name, script in zip(script_names, result.scripts, strict=False)
+        }
+        summary = response_times(summary, mean_latency_ms(logged, script_names), sleeps)
     with target.connect() as conn:
         rollbacks = _rollbacks(conn) - rollbacks_before
         checks = require_consistent(conn, "after the run")
@@ -239,7 +287,6 @@ def run(
     rate_limited = options.rate_tpm is not None and reached_rate_limit(
         summary.completed, options.rate_tpm, summary.duration_s
     )
-    result = pgbench_run.result
     return TpccRun(
         summary=summary,
         warehouses=info.warehouses,

@@ -27,6 +27,11 @@ BYTES_PER_WAREHOUSE = 100 * 1024**2  # about: what the help and hints tell the u
 # Clause 2.1.6.1: C-Delta = |C-Run - C-Load| for C_LAST must lie in [65, 119], not 96 or 112.
 C_LAST_DELTA_RANGE = (65, 119)
 C_LAST_DELTA_EXCLUDED = (96, 112)
+# How a terminal sends a transaction (issue 39): one call of a server-side function, or the
+# transaction's statements one by one from the client.
+MODES = ("procedures", "client")
+# Keying and think times (clause 5.2.5): none, or the specification's.
+TERMINAL_TIMES = ("off", "spec")
 NO_LIMIT = "off"  # rate_tpm: no rate limit (a ladder step lifts one the steps before it set)
 
 
@@ -113,3 +118,13 @@ def parse_duration_option(text: str, option: str = "--duration") -> int:
             f"e.g. {option} 60s",
         )
     return int(seconds)
+
+
+def check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    """`value` if it is one of `choices`, else a UserError naming the option."""
+    if value not in choices:
+        raise UserError(
+            f"{option}: invalid value {value!r}: must be {' or '.join(choices)}",
+            f"e.g. {option} {choices[-1]}",
+        )
+    return value

@@ -7,6 +7,7 @@ transactions (the function catches its own rollback), so they are in the script'
 Transactions that failed after all their tries are not counted.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -21,7 +22,9 @@ class TransactionStats:
     name: str
     completed: int
     failed: int
-    latency_ms: dict[str, float]  # p50, p90, p95, p99, max; empty when none completed
+    # mean, p50, p90, p95, p99, max; empty when none completed. With terminal times only the
+    # mean, of the response time (terminal_times.py)
+    latency_ms: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -56,9 +59,37 @@ def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
     if not latencies_ms:
         return {}
     ordered = sorted(latencies_ms)
-    summary = {f"p{p}": percentile(ordered, p) for p in PERCENTILES}
+    summary = {"mean": math.fsum(ordered) / len(ordered)}
+    summary.update({f"p{p}": percentile(ordered, p) for p in PERCENTILES})
     summary["max"] = ordered[-1]
     return summary
+
+
+def mean_latency_ms(
+    transactions: list[LoggedTransaction], script_names: list[str]
+) -> dict[str, float]:
+    """The mean logged latency of each script's completed transactions (none: left out)."""
+    latencies: dict[str, list[float]] = {name: [] for name in script_names}
+    for transaction in transactions:
+        if transaction.latency_ms is not None and 0 <= transaction.script < len(script_names):
+            latencies[script_names[transaction.script]].append(transaction.latency_ms)
+    return {name: math.fsum(values) / len(values) for name, values in latencies.items() if values}
+
+
+def response_times(
+    summary: TpccSummary, cycle_ms_by_name: dict[str, float], sleep_ms_by_name: dict[str, float]
+) -> TpccSummary:
+    """The summary of a run with keying and think times: per type, the mean logged latency
+    (the whole cycle) less the mean time asleep, both over every transaction pgbench ran (its
+    per-command report counts the ones that ended after the duration too). Percentiles go:
+    they would include the sleeps."""
+    by_type = {}
+    for name, stats in summary.by_type.items():
+        latency = {}
+        if name in cycle_ms_by_name and name in sleep_ms_by_name:
+            latency = {"mean": cycle_ms_by_name[name] - sleep_ms_by_name[name]}
+        by_type[name] = dataclasses.replace(stats, latency_ms=latency)
+    return dataclasses.replace(summary, by_type=by_type)
 
 
 def _end_s(transaction: LoggedTransaction) -> float:
@@ -84,6 +115,15 @@ def tpmc_series(
         width = end - begin
         points.append(SeriesPoint(begin, end, count, count * 60.0 / width if width > 0 else 0.0))
     return points
+
+
+def within(transactions: list[LoggedTransaction], duration_s: float) -> list[LoggedTransaction]:
+    """The transactions that ended within `duration_s` of the first one's start: a -T run's
+    terminals that were asleep at its end run one more transaction after it."""
+    if not transactions:
+        return []
+    start_s = min(_end_s(t) - (t.latency_us or 0) / 1e6 for t in transactions)
+    return [t for t in transactions if _end_s(t) <= start_s + duration_s]
 
 
 def logged_span_s(transactions: list[LoggedTransaction]) -> float:

@@ -1,5 +1,7 @@
 """The pgbench scripts of the five transactions: the terminal's inputs (clause 2.x.1) drawn
-by pgbench, then one call of the server-side function. Pure: text in, text out.
+by pgbench, then the transaction itself: one call of the server-side function (mode
+"procedures") or its statements sent one by one (mode "client", client_scripts.py). Pure:
+text in, text out.
 
 pgbench expressions need `|` and CASE, so the scripts need pgbench 11 or later (the lab
 drives every server version with the newest pgbench it has).
@@ -55,7 +57,9 @@ def _customer_lines(params: ScriptParameters) -> list[str]:
     ]
 
 
-def new_order(params: ScriptParameters) -> str:
+def new_order_inputs(params: ScriptParameters) -> list[str]:
+    """Items :i1..:i15, supplying warehouses :s1..:s15, quantities :q1..:q15; lines past
+    :ol_cnt are drawn but unused (a script cannot loop)."""
     c = params.constants
     lines = [
         _warehouse_line(params),
@@ -80,6 +84,11 @@ def new_order(params: ScriptParameters) -> str:
         else:
             lines.append(f"\\set s{n} :w_id")
         lines.append(f"\\set q{n} random(1, 10)")
+    return lines
+
+
+def new_order(params: ScriptParameters) -> str:
+    lines = new_order_inputs(params)
     numbers = range(1, MAX_ORDER_LINES + 1)
     items = ", ".join(f":i{n}" for n in numbers)
     supply = ", ".join(f":s{n}" for n in numbers)
@@ -92,7 +101,7 @@ def new_order(params: ScriptParameters) -> str:
     return "\n".join(lines) + "\n"
 
 
-def payment(params: ScriptParameters) -> str:
+def payment_inputs(params: ScriptParameters) -> list[str]:
     lines = [_warehouse_line(params), "\\set d_id random(1, 10)"]
     if params.warehouses > 1:
         # Clause 2.5.1.2: 15% of payments are for a customer of another warehouse.
@@ -104,28 +113,43 @@ def payment(params: ScriptParameters) -> str:
     else:
         lines += ["\\set c_w_id :w_id", "\\set c_d_id :d_id"]
     lines += _customer_lines(params)
-    lines += [
-        "\\set amount_cents random(100, 500000)",
-        "select tpcc.payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :name_number, :amount_cents);",
-    ]
+    return [*lines, "\\set amount_cents random(100, 500000)"]
+
+
+def payment(params: ScriptParameters) -> str:
+    lines = payment_inputs(params)
+    lines.append(
+        "select tpcc.payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :name_number, :amount_cents);"
+    )
     return "\n".join(lines) + "\n"
 
 
+def order_status_inputs(params: ScriptParameters) -> list[str]:
+    return [_warehouse_line(params), "\\set d_id random(1, 10)", *_customer_lines(params)]
+
+
 def order_status(params: ScriptParameters) -> str:
-    lines = [_warehouse_line(params), "\\set d_id random(1, 10)", *_customer_lines(params)]
+    lines = order_status_inputs(params)
     lines.append("select tpcc.order_status(:w_id, :d_id, :c_id, :name_number);")
     return "\n".join(lines) + "\n"
 
 
+def delivery_inputs(params: ScriptParameters) -> list[str]:
+    return [_warehouse_line(params), "\\set carrier_id random(1, 10)"]
+
+
 def delivery(params: ScriptParameters) -> str:
-    lines = [_warehouse_line(params), "\\set carrier_id random(1, 10)"]
+    lines = delivery_inputs(params)
     lines.append("select tpcc.delivery(:w_id, :carrier_id);")
     return "\n".join(lines) + "\n"
 
 
+def stock_level_inputs(params: ScriptParameters) -> list[str]:
+    return [_warehouse_line(params), "\\set d_id random(1, 10)", "\\set threshold random(10, 20)"]
+
+
 def stock_level(params: ScriptParameters) -> str:
-    lines = [_warehouse_line(params), "\\set d_id random(1, 10)"]
-    lines += ["\\set threshold random(10, 20)"]
+    lines = stock_level_inputs(params)
     lines.append("select tpcc.stock_level(:w_id, :d_id, :threshold);")
     return "\n".join(lines) + "\n"
 
