@@ -35,7 +35,6 @@ BAR_COLOR, LIMITED_COLOR = "#1f77b4", "#d62728"
 # Lines per step in the series plot: past this many repetitions, evenly spaced in run order,
 # since hundreds of overlapping lines show no more than ten and draw slowly (issue 24).
 MAX_SERIES = 10
-WORKLOAD_KEYS = ("rate_tpm", "clients", "threads", "duration", "home_warehouse", "weights")
 
 
 def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[Path]:
