@@ -170,8 +170,13 @@ def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
     return spec.sweep_workload.get(key, [spec.parameters[key]])
 
 
-def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> None:
-    """Everything that can be checked before a server starts or a row is written."""
+def prepare(
+    spec: ExperimentSpec, target, progress: Progress | None = None, data_fits: bool = False
+) -> None:
+    """Everything that can be checked before a server starts or a row is written; with
+    `data_fits`, also the data a new run will load against the free space (not on --resume:
+    its data is there already). Refusals come before the notes on what this machine lacks, so
+    a refused spec says one line."""
     if isinstance(target, VersionedTarget):
         _check_settings_per_version(spec, target, progress)
     else:
@@ -190,6 +195,8 @@ def prepare(spec: ExperimentSpec, target, progress: Progress | None = None) -> N
             'use "drop-all" (root) or "keep"',
         )
     _check_sizes(spec, target)
+    if data_fits:
+        _check_data_fits(spec, target)
     if target.machine is None and os_cache_modes - {"keep"} and not target.may_checkpoint():
         # the OS cache is dropped after a CHECKPOINT: dirty pages are not dropped (issue 35)
         user = target.current_setting("session_authorization")
@@ -332,9 +339,7 @@ def record_run(
     """Check the run, then store it with its points and environment; returns its id.
     `measured_here`: False for a queued run, whose data goes to the agents' disks."""
     _set_memory_for_shares(spec, target)
-    prepare(spec, target, progress)
-    if measured_here:
-        _check_data_fits(spec, target)  # not on --resume: its data is there already
+    prepare(spec, target, progress, data_fits=measured_here)
     reap_abandoned(store, progress)
     environment = collect_environment(
         target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
