@@ -96,7 +96,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return table(head, rows, range(2))
 
 
-def sag_table(data: RunData) -> str:
+def sag_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]) -> str:
     """The sag per method with its interval (within runs first: the figure to quote), the
     snapshot's time and CPU share; the rest of each point's figures in a detail table."""
     cores = data.run.environment.get("cores") or 1
@@ -106,7 +106,6 @@ def sag_table(data: RunData) -> str:
         for cell, methods in cells(data).items()
         if "summary" in methods
     }
-    accuracy = cell_accuracy(data)
     rows, details = [], []
     for sag in method_sags(data):
         result = sag.result
@@ -209,10 +208,10 @@ def accuracy_cells(accuracy: ModeAccuracy | None) -> list[str]:
     return [f"{_share(accuracy.misplaced_share_median)} / {_share(accuracy.misplaced_share_max)}"]
 
 
-def accuracy_table(data: RunData) -> str:
+def accuracy_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]) -> str:
     rows = []
     old_pairs = False
-    for cell, modes in cell_accuracy(data).items():
+    for cell, modes in accuracy.items():
         for mode, accuracy in modes.items():
             old_pairs |= accuracy.reference_mode != "snapshot"
             drift = accuracy.drift_share_median
@@ -306,8 +305,9 @@ def inspect_overhead_section(data: RunData, out_dir: Path) -> Section:
     """Plots and tables; empty when the run does not sweep inspect_method."""
     if KEY not in data.swept_keys:
         return Section(TITLE)
-    accuracy = accuracy_table(data)
-    body = versions_note(data) + "<h3>tps sag and snapshot time</h3>" + sag_table(data)
+    by_cell = cell_accuracy(data)  # once: both tables show it
+    accuracy = accuracy_table(data, by_cell)
+    body = versions_note(data) + "<h3>tps sag and snapshot time</h3>" + sag_table(data, by_cell)
     waits = wait_events_table(data)
     if waits:
         body += "<h3>Wait events while polling and while not</h3>" + waits
