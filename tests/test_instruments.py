@@ -9,7 +9,7 @@ import pytest
 
 from pgcachelab.errors import ClusterError
 from pgcachelab.experiments.instruments import DiskWatch, MachineWatch, ServerWatch
-from pgcachelab.experiments.recording import PointErrors, Recording
+from pgcachelab.experiments.recording import MetricKeyCollision, PointErrors, Recording
 from pgcachelab.experiments.spec.schema import WORKLOADS as SPEC_WORKLOADS
 from pgcachelab.workloads.outcome import Outcome
 from pgcachelab.workloads.registry import WORKLOADS
@@ -143,3 +143,15 @@ def test_an_error_that_is_not_a_points_passes_the_watches_untouched():
 
 def test_every_workload_a_spec_can_name_is_registered():
     assert set(WORKLOADS) == set(SPEC_WORKLOADS)
+
+
+def test_a_metric_key_set_twice_is_refused_with_its_name():
+    recording = Recording(point_index=0, repetition=0)
+    recording.metrics["latency"] = {"p99_ms": 2.0}
+    recording.run_metrics["probes"] = {}
+    recording.outcome = Outcome(tps=1.0, metrics={"latency": {"p99_ms": 1.0}})
+    with pytest.raises(MetricKeyCollision, match="'latency' is set by both the recording"):
+        recording.measurement()
+    # a failed point keeps only its own metrics: nothing to merge, nothing refused
+    recording.fail("pgbench aborted")
+    assert recording.measurement().metrics == {"latency": {"p99_ms": 2.0}}

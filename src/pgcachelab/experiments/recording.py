@@ -5,6 +5,7 @@ point failed; the runner stores `recording.measurement()` whatever happened.
 """
 
 import time
+from typing import Any
 
 import psycopg
 
@@ -16,15 +17,37 @@ from pgcachelab.workloads.outcome import Outcome
 POINT_ERRORS = (PointError, psycopg.Error)
 
 
+class MetricKeyCollision(RuntimeError):
+    """Two parts of one measurement wrote the same metric key: a bug in the lab, which would
+    otherwise lose one of the values without a word (issue 36)."""
+
+
+def merged_metrics(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The metrics of every part (named by `parts`' keys), in order; a key two parts set is
+    refused rather than overwritten."""
+    merged: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for part, metrics in parts.items():
+        for key in metrics:
+            if key in owner:
+                raise MetricKeyCollision(
+                    f"metric key {key!r} is set by both the {owner[key]} metrics and the "
+                    f"{part} metrics of one measurement"
+                )
+            owner[key] = part
+        merged.update(metrics)
+    return merged
+
+
 class Recording:
     """What one measurement has gathered so far: the instruments' parts and its failure."""
 
     def __init__(self, point_index: int, repetition: int):
         self.point_index, self.repetition = point_index, repetition
         self.started_at, self.started = time.time(), time.monotonic()
-        self.metrics: dict = {}  # kept whatever happens to the point
+        self.metrics: dict[str, Any] = {}  # kept whatever happens to the point
         # The run's own figures (probe deltas, load average): a failed point's cannot be trusted.
-        self.run_metrics: dict = {}
+        self.run_metrics: dict[str, Any] = {}
         self.server_action: str | None = None  # what applying the settings did to the server
         self.outcome: Outcome | None = None
         self.reason: str | None = None  # why the point failed
@@ -43,7 +66,12 @@ class Recording:
         outcome = self.outcome if self.outcome is not None and not self.failed else Outcome()
         metrics = self.metrics
         if not self.failed:
-            metrics = {**self.metrics, **outcome.metrics, **self.run_metrics}
+            parts = {
+                "recording": self.metrics,
+                "workload": outcome.metrics,
+                "run": self.run_metrics,
+            }
+            metrics = merged_metrics(parts)
         return Measurement(
             point_index=self.point_index,
             repetition=self.repetition,
@@ -60,7 +88,11 @@ class Recording:
         )
 
     def progress_line(self, label: str, wall_s: float) -> str:
-        figures = f"failed: {self.reason}" if self.failed else self.outcome.summary
+        if self.failed:
+            figures = f"failed: {self.reason}"
+        else:
+            assert self.outcome is not None  # a point that did not fail ran its workload
+            figures = self.outcome.summary
         return f"{label}: {figures}  ({wall_s:.1f} s, server {self.server_action or '-'})"
 
 
