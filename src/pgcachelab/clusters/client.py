@@ -3,7 +3,9 @@
 import os
 from dataclasses import dataclass
 
+from psycopg import Cursor
 from psycopg.conninfo import make_conninfo
+from psycopg.rows import Row
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,14 @@ class PgbenchTarget:
         if self.session_options:
             env["PGOPTIONS"] = pgoptions(self.session_options)
         return env
+
+
+def one_row(cursor: Cursor[Row]) -> Row:
+    """The row of a statement that always returns one (an aggregate, SHOW, a function call)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("the statement returned no row")
+    return row
 
 
 def pgoptions(settings: dict) -> str:

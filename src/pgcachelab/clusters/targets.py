@@ -10,21 +10,27 @@ import functools
 import os
 import tempfile
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench, parse_version
 from pgcachelab.clusters.catalogue import install_catalogue, read_catalogue_rows
-from pgcachelab.clusters.client import PgbenchTarget, pgoptions
+from pgcachelab.clusters.client import PgbenchTarget, one_row, pgoptions
 from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings
 from pgcachelab.clusters.installs import resolve
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
+from pgcachelab.clusters.target import ManagedServer, Target
 from pgcachelab.errors import UserError
 from pgcachelab.machine.disk_profiles import HOST, resolve_disk
 from pgcachelab.machine.storage_probe import probe_storage
+
+if TYPE_CHECKING:
+    from pgcachelab.machine.emulated import EmulatedMachine
 
 SESSION_CONTEXTS = {"user", "superuser"}
 
@@ -53,7 +59,7 @@ class ManagedTarget:
         data_checksums: bool | None = None,
         disks: tuple[str | None, ...] = (),  # the disks the run's points name (canonical texts)
         disk_override: str | None = None,  # --disk: recorded, so --resume uses it again
-        machine=None,  # an EmulatedMachine shared with other targets, opened and closed by them
+        machine: "EmulatedMachine | None" = None,  # shared with other targets, run by them
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
@@ -129,6 +135,7 @@ class ManagedTarget:
         if self.cluster is not None:
             record_work_dir(str(self.cluster.work_dir))
             if self.emulated_disk:
+                assert self.cluster.disk is not None  # emulated_disk: the cluster made one
                 self.cluster.disk.prepare()
             return
         parent = kept_data_root() if self.keep_data else None
@@ -149,13 +156,18 @@ class ManagedTarget:
 
     def use_disk(self, disk: str | None) -> bool:
         """The point's disk (canonical text; None or "host": the machine's own)."""
-        return self.cluster.use_disk(resolve_disk(disk))
+        return self._open_cluster().use_disk(resolve_disk(disk))
 
-    def loading_data(self):
+    def loading_data(self) -> AbstractContextManager[Any]:
         """A context in which data is built with no emulated latency (see ClusterDisk)."""
         if self.cluster is None or self.cluster.disk is None:
             return contextlib.nullcontext()
         return self.cluster.disk.loading()
+
+    def _open_cluster(self) -> ManagedCluster:
+        """The cluster open() made (a caller before open() or after close() is a bug)."""
+        assert self.cluster is not None, "the target is not open"
+        return self.cluster
 
     def server_failure(self) -> str | None:
         """Why the postmaster is gone, when it died under a measurement."""
@@ -178,7 +190,7 @@ class ManagedTarget:
         disk = self.cluster.disk if self.cluster else None
         if disk is None:
             if self._host_probe is None:
-                self._host_probe = probe_storage(self.cluster.work_dir)
+                self._host_probe = probe_storage(self._open_cluster().work_dir)
             return {"profile": None, "probe": self._host_probe, "counters": {}}
         return {
             "profile": disk.profile.record() if disk.profile else None,
@@ -191,14 +203,15 @@ class ManagedTarget:
         return self.cluster.data_dir if self.cluster else None
 
     def apply(self, settings: dict) -> str:
-        return self.cluster.apply_settings(settings)
+        return self._open_cluster().apply_settings(settings)
 
     def connect(self, settings: dict | None = None) -> psycopg.Connection:
-        return self.cluster.connect()  # the point's settings are the server's own
+        return self._open_cluster().connect()  # the point's settings are the server's own
 
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
         # The socket trusts; the password is there for a TCP host, in the environment only.
-        return PgbenchTarget(conninfo=self.cluster.conninfo(), password=self.cluster.password)
+        cluster = self._open_cluster()
+        return PgbenchTarget(conninfo=cluster.conninfo(), password=cluster.password)
 
     def close(self, finished: bool = True) -> str | None:
         """Stop everything; returns the directory kept for --resume, if any."""
@@ -255,7 +268,7 @@ class VersionedTarget:
         from pgcachelab.machine.emulated import EmulatedMachine
 
         self.machine = EmulatedMachine(memory_bytes)
-        self._options = {
+        self._options: dict[str, Any] = {
             "listen_tcp": listen_tcp,
             "data_checksums": data_checksums,
             "disks": disks,
@@ -280,6 +293,50 @@ class VersionedTarget:
         if name in ("current", "targets"):  # not set yet: no recursion through __getattr__
             raise AttributeError(name)
         return getattr(self.current, name)
+
+    # What the current cluster answers, spelled out for the Target protocols (__getattr__
+    # passes the rest: install, cluster, park...).
+    @property
+    def server_major(self) -> int:
+        return self.current.server_major
+
+    @property
+    def data_dir(self) -> Path | None:
+        return self.current.data_dir
+
+    @property
+    def emulated_disk(self) -> bool:
+        return self.current.emulated_disk
+
+    def catalogue(self) -> dict[str, SettingInfo]:
+        return self.current.catalogue()
+
+    def applicable_contexts(self) -> set[str] | None:
+        return self.current.applicable_contexts()
+
+    def connect(self, settings: dict | None = None) -> psycopg.Connection:
+        return self.current.connect(settings)
+
+    def pgbench_target(self, settings: dict) -> PgbenchTarget:
+        return self.current.pgbench_target(settings)
+
+    def data_parent(self) -> Path:
+        return self.current.data_parent()
+
+    def use_disk(self, disk: str | None) -> bool:
+        return self.current.use_disk(disk)
+
+    def loading_data(self) -> AbstractContextManager[Any]:
+        return self.current.loading_data()
+
+    def server_failure(self) -> str | None:
+        return self.current.server_failure()
+
+    def disk_failure(self) -> str | None:
+        return self.current.disk_failure()
+
+    def disk_record(self) -> dict:
+        return self.current.disk_record()
 
     @property
     def server_version(self) -> str:
@@ -326,6 +383,7 @@ class VersionedTarget:
             bin_dir = str(self.targets[version].install.bin_dir)
             target = ManagedTarget(bin_dir, memory_bytes=self.machine.memory_bytes, **self._options)
             self.key = None  # the previous cluster is parked: a failed initdb leaves none current
+            assert self._record_work_dir is not None, "open() comes before switch()"
             target.open(self._record_work_dir)  # a failure removes what it made
             target.park()  # initdb left nothing running; its disk is mounted again on use
             self.clusters[key] = target
@@ -388,11 +446,12 @@ class ExistingTarget:
                 f"--dsn: not a connection string: {error}",
                 'write e.g. "host=/var/run/postgresql dbname=bench" or postgresql://host/db',
             ) from None
-        self.password = params.pop("password", None)
-        self.conninfo = {k: v for k, v in params.items() if v is not None}
+        password = params.pop("password", None)
+        self.password = str(password) if password is not None else None
+        self.conninfo: dict[str, Any] = {k: v for k, v in params.items() if v is not None}
         try:
             with self.connect() as conn:
-                self._server_version = conn.execute("show server_version").fetchone()[0]
+                self._server_version = one_row(conn.execute("show server_version"))[0]
                 self._catalogue = catalogue_from_pg_settings(read_catalogue_rows(conn))
         except psycopg.OperationalError as error:
             # libpq's first line names the socket or host, the next says why: keep both.
@@ -441,24 +500,26 @@ class ExistingTarget:
 
     def current_setting(self, name: str) -> str:
         with self.connect() as conn:
-            return conn.execute("select current_setting(%s)", (name,)).fetchone()[0]
+            return one_row(conn.execute("select current_setting(%s)", (name,)))[0]
 
     def may_checkpoint(self) -> bool:
         """Whether the role may run CHECKPOINT: a superuser, or from 15 a member of
         pg_checkpoint (CASE, so that pg_has_role never meets a role that does not exist)."""
         with self.connect() as conn:
-            return conn.execute(
-                "select case when rolsuper then true"
-                " when exists (select 1 from pg_roles where rolname = 'pg_checkpoint')"
-                " then pg_has_role('pg_checkpoint', 'member') else false end"
-                " from pg_roles where rolname = current_user"
-            ).fetchone()[0]
+            return one_row(
+                conn.execute(
+                    "select case when rolsuper then true"
+                    " when exists (select 1 from pg_roles where rolname = 'pg_checkpoint')"
+                    " then pg_has_role('pg_checkpoint', 'member') else false end"
+                    " from pg_roles where rolname = current_user"
+                )
+            )[0]
 
     def close(self, finished: bool = True) -> None:
         return None
 
 
-def pgbench_for(target) -> Path:
+def pgbench_for(target: Target) -> Path:
     """pgbench of the managed install, else the newest the lab has."""
     if isinstance(target, ManagedTarget):
         return find_pgbench(target.install)
@@ -469,3 +530,10 @@ def pgbench_for(target) -> Path:
 def _newest_pgbench() -> Path:
     # find_install runs `postgres --version`: once per process, not once per point
     return find_pgbench(find_install(None))
+
+
+# Each target satisfies its protocol: mypy checks these assignments (the experiments layer sees
+# targets only through the protocols).
+_managed: type[ManagedServer] = ManagedTarget
+_versioned: type[ManagedServer] = VersionedTarget
+_existing: type[Target] = ExistingTarget

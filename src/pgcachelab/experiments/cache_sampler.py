@@ -17,7 +17,9 @@ import psycopg
 from pgcachelab.analysis.cache_composition import compact
 from pgcachelab.analysis.inspect_accuracy import MEASURED_PREFIX, REFERENCE, ROUND_MODES
 from pgcachelab.analysis.inspect_overhead import Windows
+from pgcachelab.clusters.client import one_row
 from pgcachelab.clusters.managed import ClusterError
+from pgcachelab.clusters.target import Target
 from pgcachelab.experiments.spec import InspectOptions, parse_inspect_method
 from pgcachelab.probes.buffercache import (
     SAMPLER_APPLICATION_NAME,
@@ -104,7 +106,7 @@ class CacheSampler:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def open(cls, target, settings: dict, options: InspectOptions, point_method: str):
+    def open(cls, target: Target, settings: dict, options: InspectOptions, point_method: str):
         """A sampler for one measurement, or None when the point takes no snapshot."""
         wanted = parse_inspect_method(point_method)
         if wanted is None:
@@ -127,7 +129,7 @@ class CacheSampler:
                 note = os_cache_note(data_dir, why_not)
             backend_pid = None
             if target.kind == "managed" or data_dir is not None:  # the server runs here
-                backend_pid = conn.execute("select pg_backend_pid()").fetchone()[0]
+                backend_pid = one_row(conn.execute("select pg_backend_pid()"))[0]
         except BaseException:
             conn.close()
             raise
@@ -237,9 +239,11 @@ class CacheSampler:
 
 def _create_extensions(conn: psycopg.Connection, requested: str) -> None:
     """In a cluster the lab runs: pg_cachelab where it is installed, and pg_buffercache."""
-    available = conn.execute(
-        "select exists (select from pg_available_extensions where name = 'pg_cachelab')"
-    ).fetchone()[0]
+    available = one_row(
+        conn.execute(
+            "select exists (select from pg_available_extensions where name = 'pg_cachelab')"
+        )
+    )[0]
     if requested in ("auto", "extension") and available:  # else auto takes pg_buffercache
         conn.execute("create extension if not exists pg_cachelab")
     if requested != "extension":

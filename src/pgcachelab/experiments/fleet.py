@@ -22,6 +22,7 @@ import psycopg
 
 from pgcachelab.analysis.hosts import host_class
 from pgcachelab.clusters import installs
+from pgcachelab.clusters.target import Target
 from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import runner
 from pgcachelab.experiments.reaping import reap_everything
@@ -62,7 +63,7 @@ def check_queue_location(location, option: str) -> None:
         )
 
 
-def queue_run(spec: ExperimentSpec, target, store, progress: Progress) -> str:
+def queue_run(spec: ExperimentSpec, target: Target, store, progress: Progress) -> str:
     """Record the run and its units in the order the run would measure them; nothing runs."""
     queue = UnitQueue(store)
     if spec.auto_repetitions:
@@ -97,6 +98,7 @@ class UnitStore:
 
     def record_measurement(self, run_id: str, m: Measurement) -> None:
         m.metrics["fleet"] = self.fleet
+        assert self.unit is not None  # the agent sets it before measuring
         self.dropped = not self._queue.record(self.unit, m, self.max_tries)
 
     def record_snapshots(self, run_id: str, point_index: int, repetition: int, snapshots):
@@ -196,7 +198,9 @@ class Agent:
         except BaseException:
             self.queue.release(unit)  # this host cannot measure the run: not the unit's fault
             raise
-        ctx.store.unit = unit
+        store = ctx.store
+        assert isinstance(store, UnitStore)  # _context_for made it
+        store.unit = unit
         point = ctx.spec.points()[unit.point_index]
         label = f"run {unit.run_id}: {point.label} #{unit.repetition + 1}"
         try:
@@ -210,11 +214,11 @@ class Agent:
             raise
         except Exception as error:  # noqa: BLE001 - the try fails with its reason, the agent goes on
             reason = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
-            self.queue.fail(unit, reason, ctx.store.max_tries)
+            self.queue.fail(unit, reason, store.max_tries)
             self.progress.note(f"{label}: {reason}")
             self._close()  # the next unit starts on a new cluster
             return
-        if heartbeat.lost or ctx.store.dropped:
+        if heartbeat.lost or store.dropped:
             self.progress.note(f"{label}: its lease expired and another agent stored it first")
         else:
             self.measured += 1
@@ -224,7 +228,9 @@ class Agent:
         if self.context is not None and self.context.run_id == run_id:
             return self.context
         self._close()
-        spec, target = runner.target_for_run(self.store.run(run_id), self.progress)
+        run = self.store.run(run_id)
+        assert run is not None  # the queue's units are of stored runs
+        spec, target = runner.target_for_run(run, self.progress)
         unit_store = UnitStore(self.store, self.queue, self.queue.max_tries(run_id))
         unit_store.fleet = {"host": self.host, "host_class": self.host_class, "facts": self.facts}
         self.context = runner.RunContext(spec, target, unit_store, run_id, self.progress)

@@ -16,18 +16,19 @@ import os
 import time
 
 from pgcachelab.analysis.inspect_overhead import Windows
+from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.experiments.cache_sampler import CacheSampler
 from pgcachelab.experiments.recording import Recording
 from pgcachelab.experiments.resource_sampler import ResourceSampler, sources_of
 from pgcachelab.experiments.spec import InspectOptions, Point
 from pgcachelab.experiments.wait_sampler import WaitSampler
-from pgcachelab.probes.base import delta, snapshot
+from pgcachelab.probes.base import Probe, delta, snapshot
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.io import IoProbe
 from pgcachelab.units import format_bytes
 
-PROBES = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe(), IoProbe()]
+PROBES: list[Probe] = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe(), IoProbe()]
 # The emulated disk daemon's counters a measurement keeps, as differences over the measurement.
 DEVICE_COUNTERS = ("reads", "read_bytes", "writes", "write_bytes", "syncs", "delayed_us")
 
@@ -35,7 +36,7 @@ DEVICE_COUNTERS = ("reads", "read_bytes", "writes", "write_bytes", "syncs", "del
 class _Watch(abc.ABC):
     """A watch over a whole point, acting once the point has ended (or failed)."""
 
-    def __init__(self, target, recording: Recording):
+    def __init__(self, target: Target, recording: Recording):
         self.target, self.recording = target, recording
 
     def __enter__(self):
@@ -83,10 +84,10 @@ class ServerWatch(_Watch):
 
     def ended(self) -> None:
         recording = self.recording
-        if not recording.failed or self.target.kind != "managed":
+        if not recording.failed or not is_managed(self.target):
             return
         died = self.target.server_failure()
-        if died and died not in recording.reason:
+        if died and died not in (recording.reason or ""):
             recording.fail(f"{died}; {recording.reason}")
 
 
@@ -99,14 +100,14 @@ class DiskWatch(_Watch):
         self.before = self._record()
 
     def ended(self) -> None:
-        failure = self.target.disk_failure() if self.target.kind == "managed" else None
+        failure = self.target.disk_failure() if is_managed(self.target) else None
         if failure:
             self.recording.fail(failure)
         elif not self.recording.failed:
             self.recording.metrics["disk"] = _disk_metrics(self.before, self._record())
 
     def _record(self) -> dict | None:
-        return self.target.disk_record() if self.target.kind == "managed" else None
+        return self.target.disk_record() if is_managed(self.target) else None
 
 
 class CacheSnapshots:
@@ -114,7 +115,9 @@ class CacheSnapshots:
     warm-up, snapshots around and during the run. Its summary and snapshots go with the
     measurement whatever happens to it."""
 
-    def __init__(self, target, point: Point, options: InspectOptions | None, recording):
+    def __init__(
+        self, target: Target, point: Point, options: InspectOptions | None, recording: Recording
+    ):
         self.target, self.point, self.options, self.recording = target, point, options, recording
         self.sampler: CacheSampler | None = None
 
@@ -137,6 +140,7 @@ class CacheSnapshots:
         if sampler is None:
             yield None
             return
+        assert options is not None  # a sampler is opened only with [inspect]
         sampler.stop()
         before_after = options.snapshots == "before-after"
         if before_after:
@@ -208,7 +212,9 @@ class WaitEvents:
     """pg_stat_activity's wait events ten times a second through the run (`[inspect]
     wait_events`, issue 22); kept when the point fails too, as the cache snapshots are."""
 
-    def __init__(self, target, point: Point, options: InspectOptions | None, recording):
+    def __init__(
+        self, target: Target, point: Point, options: InspectOptions | None, recording: Recording
+    ):
         self.target, self.point, self.options = target, point, options
         self.recording = recording
 
@@ -225,7 +231,7 @@ class ResourceSeries:
     """The machine's resources once a second through the run (issue 32), in
     metrics["resources"]; kept when the point fails too: a failure's seconds explain it."""
 
-    def __init__(self, target, recording: Recording):
+    def __init__(self, target: Target, recording: Recording):
         self.target, self.recording = target, recording
 
     def __enter__(self) -> "ResourceSeries":
@@ -253,7 +259,7 @@ def _oom_kills(stats: dict | None) -> int:
 
 def _oom_reason(before: dict | None, after: dict | None) -> str | None:
     killed = _oom_kills(after) - _oom_kills(before)
-    if killed <= 0:
+    if killed <= 0 or after is None:
         return None
     limit = after["cgroup"]["limit_bytes"]
     return (

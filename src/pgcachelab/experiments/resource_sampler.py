@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.probes.host_resources import (
     COLUMNS,
     RawSample,
@@ -98,18 +99,19 @@ def diskstats_reader(major: int, minor: int, proc: Path = PROC) -> Callable[[], 
     return read
 
 
-def device_source(target) -> Sources:
+def device_source(target: Target) -> Sources:
     """The device holding the point's data: the emulated disk's own counters when the data sits
     on it (the host's diskstats would only show the daemon's page-cache-backed files), else the
     block device of the data directory."""
-    if target.kind == "managed":
-        record = target.disk_record()
+    if is_managed(target):
+        managed = target
+        record = managed.disk_record()
         if record["counters"]:
             name = (record["profile"] or {}).get("name", "emulated")
             return Sources(
                 device=name,
                 device_source="emulated disk",
-                read_device=lambda: emulated_disk_device(target.disk_record()["counters"]),
+                read_device=lambda: emulated_disk_device(managed.disk_record()["counters"]),
             )
     data_dir = target.data_dir
     if data_dir is None:
@@ -124,7 +126,7 @@ def device_source(target) -> Sources:
     )
 
 
-def cgroup_source(target) -> Sources:
+def cgroup_source(target: Target) -> Sources:
     """The CPU account of the server's cgroup: the emulated machine's memory cgroup, when the
     point runs under one."""
     machine = target.machine
@@ -156,7 +158,7 @@ def cgroup_source(target) -> Sources:
     )
 
 
-def process_tree_source(target, note: str | None) -> Sources:
+def process_tree_source(target: Target, note: str | None) -> Sources:
     """The CPU of the managed server's processes (postmaster, backends, auxiliaries), counted
     from /proc, where no cgroup counts it: what a cgroup of the server alone would say."""
     cluster = getattr(target, "cluster", None) if target.kind == "managed" else None
@@ -178,7 +180,7 @@ def process_tree_source(target, note: str | None) -> Sources:
                    notes=notes)  # fmt: skip
 
 
-def sources_of(target) -> Sources:
+def sources_of(target: Target) -> Sources:
     """Both sources; one that cannot be found is left out with its reason, never raised."""
     device, cgroup = _or_note(device_source, target), _or_note(cgroup_source, target)
     return Sources(
@@ -191,7 +193,7 @@ def sources_of(target) -> Sources:
     )
 
 
-def _or_note(find: Callable[[object], Sources], target) -> Sources:
+def _or_note(find: Callable[[Target], Sources], target: Target) -> Sources:
     try:
         return find(target)
     except Exception as error:  # a source is optional, the measurement is not
@@ -250,7 +252,7 @@ class ResourceSampler:
         self._stop.set()
         self._thread.join()
         whole = None
-        if self.first is not None and self.last is not self.first:
+        if self.first is not None and self.last is not None and self.last is not self.first:
             try:
                 whole = summary(self.first, self.last, self.rows, self.cpu_count)
             except Exception as error:  # the series stays; the measurement goes on

@@ -10,8 +10,10 @@ import functools
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -21,6 +23,7 @@ from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError
+from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.clusters.targets import (
     ExistingTarget,
     ManagedTarget,
@@ -72,7 +75,7 @@ from pgcachelab.workloads.tpcc.checks import ConsistencyError
 @dataclass
 class RunContext:
     spec: ExperimentSpec
-    target: ManagedTarget | ExistingTarget
+    target: Target
     store: ResultStore
     run_id: str
     progress: Progress
@@ -99,7 +102,7 @@ def make_target(
     note=print,
     disk: str | None = None,  # --disk, canonical text
     memory_source: str = "--memory",
-):
+) -> Target:
     check_dsn_given(dsn)
     if not memory_bytes:
         memory_source = f"{spec.path}: machine.memory"
@@ -171,7 +174,7 @@ def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
 
 
 def prepare(
-    spec: ExperimentSpec, target, progress: Progress | None = None, data_fits: bool = False
+    spec: ExperimentSpec, target: Target, progress: Progress | None = None, data_fits: bool = False
 ) -> None:
     """Everything that can be checked before a server starts or a row is written; with
     `data_fits`, also the data a new run will load against the free space (not on --resume:
@@ -197,7 +200,12 @@ def prepare(
     _check_sizes(spec, target)
     if data_fits:
         _check_data_fits(spec, target)
-    if target.machine is None and os_cache_modes - {"keep"} and not target.may_checkpoint():
+    # only a server given by --dsn runs without the lab's machine, and may lack the right
+    if (
+        isinstance(target, ExistingTarget)
+        and os_cache_modes - {"keep"}
+        and not target.may_checkpoint()
+    ):
         # the OS cache is dropped after a CHECKPOINT: dirty pages are not dropped (issue 35)
         user = target.current_setting("session_authorization")
         raise UserError(
@@ -221,7 +229,7 @@ def prepare(
         fusedisk.ensure_built()
 
 
-def _check_sizes(spec: ExperimentSpec, target) -> None:
+def _check_sizes(spec: ExperimentSpec, target: Target) -> None:
     """Clients against the server's connections, shared_buffers against the memory limit."""
     if isinstance(target, ExistingTarget):
         limit = int(target.current_setting("max_connections"))
@@ -237,11 +245,11 @@ def _check_sizes(spec: ExperimentSpec, target) -> None:
         preflight.check_shared_buffers_fit(spec, target.machine.memory_bytes)
 
 
-def _check_data_fits(spec: ExperimentSpec, target) -> None:
+def _check_data_fits(spec: ExperimentSpec, target: Target) -> None:
     """A new run's data against the free space where its clusters go (a server given by
     --dsn keeps its data where the lab cannot look). An emulated disk keeps its files in a
     backing directory of the cluster's work directory: the same file system."""
-    if isinstance(target, ExistingTarget):
+    if not is_managed(target):
         return
     directory = target.data_parent()
     while not directory.exists():
@@ -251,7 +259,7 @@ def _check_data_fits(spec: ExperimentSpec, target) -> None:
     preflight.check_data_fits(spec, memory, free_bytes, str(target.data_parent()))
 
 
-def _check_scale_classes(spec: ExperimentSpec, target) -> None:
+def _check_scale_classes(spec: ExperimentSpec, target: Target) -> None:
     memory = (target.machine.memory_bytes if target.machine else None) or memory_total_bytes()
     for point in spec.points():
         scale_class = point.workload.get("scale_class")
@@ -266,7 +274,7 @@ def _check_scale_classes(spec: ExperimentSpec, target) -> None:
                 ) from None
 
 
-def _check_inspect_extension(spec: ExperimentSpec, target) -> None:
+def _check_inspect_extension(spec: ExperimentSpec, target: Target) -> None:
     """A point that asks for pg_cachelab by name needs it built for each install the lab runs
     (auto falls back to pg_buffercache; a --dsn server is asked when the point runs)."""
     if spec.inspect is None or target.kind != "managed":
@@ -274,7 +282,11 @@ def _check_inspect_extension(spec: ExperimentSpec, target) -> None:
     methods = _swept_or_fixed(spec, "inspect_method")
     if not any(str(method).startswith("extension") for method in methods):
         return
-    targets = target.targets.values() if isinstance(target, VersionedTarget) else [target]
+    targets: Iterable[ManagedTarget] = []
+    if isinstance(target, VersionedTarget):
+        targets = target.targets.values()
+    elif isinstance(target, ManagedTarget):
+        targets = [target]
     for managed in targets:
         try:
             installed = extension.is_installed(managed.install)
@@ -315,7 +327,7 @@ def _check_settings_per_version(
                 )
 
 
-def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
+def _set_memory_for_shares(spec: ExperimentSpec, target: Target) -> None:
     """ "25% of memory" settings are shares of the emulated machine, else of this one."""
     machine = target.machine
     spec.memory_for_shares = (
@@ -323,7 +335,7 @@ def _set_memory_for_shares(spec: ExperimentSpec, target) -> None:
     ) or memory_total_bytes()
 
 
-def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progress) -> str:
+def start_run(spec: ExperimentSpec, target: Target, store: ResultStore, progress: Progress) -> str:
     run_id = record_run(spec, target, store, progress)
     execute(RunContext(spec, target, store, run_id, progress))
     return run_id
@@ -331,7 +343,7 @@ def start_run(spec: ExperimentSpec, target, store: ResultStore, progress: Progre
 
 def record_run(
     spec: ExperimentSpec,
-    target,
+    target: Target,
     store: ResultStore,
     progress: Progress,
     measured_here: bool = True,
@@ -365,13 +377,16 @@ def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None,
     reap_abandoned(store, progress)
     spec, target = target_for_run(run, progress, pg_bin, dsn)
     run = store.run(run_id)  # reaping may have recorded a kept cluster
+    assert run is not None  # reaping marks runs, it removes none
     if isinstance(target, ManagedTarget) and run.work_dir:
         target.resume_dir = Path(run.work_dir)
     execute(RunContext(spec, target, store, run_id, progress))
     return run_id
 
 
-def target_for_run(run: Run, progress: Progress, pg_bin=None, dsn=None):
+def target_for_run(
+    run: Run, progress: Progress, pg_bin: str | None = None, dsn: str | None = None
+) -> tuple[ExperimentSpec, Target]:
     """(spec, target) to measure a stored run on this host again, checked as a new run is."""
     run_id = run.run_id
     check_dsn_given(dsn)
@@ -518,6 +533,8 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
     more, not once per round) and interleaved or shuffled within it, the seed varied per round.
     """
     spec = ctx.spec
+    target_ci = spec.target_ci
+    assert target_ci is not None  # load.py sets it with repetitions = "auto"
     groups = [data_group(p) for p in points]
     last = spec.warmup_repetitions + spec.repetitions
     for group in dict.fromkeys(groups):
@@ -529,7 +546,7 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
                 for p, _ in schedule(len(points), 1, spec.order, spec.seed + repetition, groups)
                 if groups[p] == group
                 and (p, repetition) not in done
-                and not settled(values.get(p, []), spec.target_ci)
+                and not settled(values.get(p, []), target_ci)
             ]
             if not waiting:
                 break
@@ -543,7 +560,7 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
             for point_index in waiting:
                 measure(ctx, points[point_index], repetition)
     values = measured_tps(ctx.store, ctx.run_id, spec.warmup_repetitions)
-    unsettled = [p.label for p in points if not settled(values.get(p.index, []), spec.target_ci)]
+    unsettled = [p.label for p in points if not settled(values.get(p.index, []), target_ci)]
     if unsettled:
         ctx.progress.note(
             f"{len(unsettled)} point(s) never settled within ±{spec.target_ci:.1%} after "
@@ -585,7 +602,9 @@ def _memory_available(ctx: RunContext) -> int:
     machine = ctx.target.machine
     if machine is not None and machine.memory_bytes:
         return machine.memory_bytes
-    return ctx.store.run(ctx.run_id).environment.get("memory_total_bytes") or 0
+    run = ctx.store.run(ctx.run_id)
+    assert run is not None  # the run being measured
+    return run.environment.get("memory_total_bytes") or 0
 
 
 def measure(ctx: RunContext, point: Point, repetition: int) -> None:
@@ -687,13 +706,13 @@ def _store(ctx: RunContext, recording: Recording) -> Measurement:
 
 def _use_disk(ctx: RunContext, point: Point) -> bool:
     """Mount the point's disk (the server restarts on it) when it differs from the last one."""
-    if ctx.target.kind != "managed" or not ctx.target.emulated_disk:
+    if not is_managed(ctx.target) or not ctx.target.emulated_disk:
         return False
     return ctx.target.use_disk(point.workload.get("disk"))
 
 
 def _loading_data(ctx: RunContext):
-    if ctx.target.kind != "managed":
+    if not is_managed(ctx.target):
         return contextlib.nullcontext()
     return ctx.target.loading_data()
 
@@ -723,10 +742,12 @@ def _with_scale(ctx: RunContext, point: Point) -> Point:
 def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> dict:
     """Leave the OS cache as the point asks (keep, drop the cluster's files, drop all), then
     prewarm with pg_prewarm if asked: table and index blocks into shared_buffers."""
-    mode, done = point.workload.get("os_cache", "keep"), {}
+    mode = point.workload.get("os_cache", "keep")
+    done: dict[str, Any] = {}
     if mode != "keep":
         conn.execute("checkpoint")  # DONTNEED and drop_caches leave dirty pages behind
     if mode == "drop-cluster":
+        assert ctx.target.data_dir is not None  # prepare() refuses it for a --dsn server
         done["evicted"] = oscache.evict_files(ctx.target.data_dir)
     elif mode == "drop-all":
         oscache.drop_all()

@@ -12,6 +12,8 @@ import time
 
 import psycopg
 
+from pgcachelab.clusters.target import Target
+from pgcachelab.experiments.spec import InspectOptions
 from pgcachelab.probes.wait_events import (
     WAIT_SAMPLER_APPLICATION_NAME,
     parse_sample,
@@ -35,7 +37,9 @@ class WaitSampler:
         )
 
     @classmethod
-    def start(cls, target, settings: dict, options) -> "WaitSampler | None":
+    def start(
+        cls, target: Target, settings: dict, options: InspectOptions | None
+    ) -> "WaitSampler | None":
         """A running sampler, or None: no [inspect] wait_events, or a server without them."""
         if options is None or not options.wait_events:
             return None

@@ -7,10 +7,11 @@ builds or finds the point's data, prepare runs the unrecorded warm-up, run measu
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import psycopg
 
+from pgcachelab.clusters.target import Target
 from pgcachelab.progress import Progress
 from pgcachelab.workloads.outcome import Outcome
 
@@ -19,7 +20,7 @@ from pgcachelab.workloads.outcome import Outcome
 class Bench:
     """What a workload runs on during one measurement."""
 
-    target: Any  # the server: a managed cluster, one per version, or one given by --dsn
+    target: Target  # the server: a managed cluster, one per version, or one given by --dsn
     pgbench: Path
     state: dict  # what the workload keeps between points of this cluster (the data loaded now)
     progress: Progress
