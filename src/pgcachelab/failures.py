@@ -7,7 +7,7 @@ The message names the path or the store, then the cause; the hint says what to t
 
 import errno
 
-_HINTS_BY_ERRNO = {
+_HINTS_BY_ERRNO: dict[int | None, str] = {
     errno.ENOSPC: "free space on that file system, or write somewhere else (--lab-dir, --output,"
     " --store)",
     errno.EDQUOT: "free space within your quota, or write somewhere else",

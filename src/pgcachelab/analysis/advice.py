@@ -7,20 +7,22 @@ overlap are not told apart: the advice says so rather than crown the one with th
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from pgcachelab.analysis.summary import Summary, best_by_median, summarise
 
 MIN_REPETITIONS = 3  # fewer give an interval too wide (or none) to rank settings by
+V = TypeVar("V")  # a swept value: bytes of shared_buffers, a mode's name...
 
 
 @dataclass(frozen=True)
-class Choice:
+class Choice(Generic[V]):
     """The best value of a swept parameter and those the measurements cannot tell from it."""
 
-    best: object
+    best: V
     best_summary: Summary
-    indistinguishable: list  # other values whose interval overlaps the best's
-    summaries: dict  # value -> Summary
+    indistinguishable: list[V]  # other values whose interval overlaps the best's
+    summaries: dict[V, Summary]
     caveats: list[str] = field(default_factory=list)
 
 
@@ -53,7 +55,9 @@ def repetition_caveats(summaries: dict) -> list[str]:
     return []
 
 
-def choose(samples: dict, higher_is_better: bool, show: Callable = str) -> Choice | None:
+def choose(
+    samples: dict[V, list[float]], higher_is_better: bool, show: Callable[[V], str] = str
+) -> Choice[V] | None:
     """The value with the best median over its repetitions (analysis.summary.best_by_median),
     and those whose interval overlaps its own;
     `show` writes a value for the caveats (e.g. bytes as 32MB)."""

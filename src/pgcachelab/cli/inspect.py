@@ -215,10 +215,12 @@ def inspect(
             "inspect needs one server: --dsn or --work-dir",
             'e.g. --dsn "host=/tmp dbname=bench", or --work-dir of a cluster the lab manages',
         )
+    data_dir: Path | None
     if work_dir is not None:
         conn, data_dir = _connect_work_dir(work_dir, dbname)
         why_not = None
     else:
+        assert dsn is not None  # one of them, checked above
         conn = _connect_dsn(dsn)
         data_dir, why_not = local_data_dir(conn)
     with conn:
@@ -229,7 +231,7 @@ def inspect(
         try:
             while True:
                 snapshot = _collect(conn, chosen, mode)
-                if os_cache_readable(note):
+                if os_cache_readable(note) and data_dir is not None:
                     fill_os_cache(snapshot, data_dir)
                 snapshot.os_cache_note = note
                 if as_json:

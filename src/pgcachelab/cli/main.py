@@ -165,6 +165,7 @@ def run(
         results = _store(lab_dir, store)
         run_id = runner.resume_run(resume, results, progress, pg_bin=pg_bin, dsn=dsn)
     else:
+        assert spec is not None  # a spec or --resume, checked above
         experiment = load_spec(spec)
         if queue:
             from pgcachelab.experiments.fleet import check_queue_location
@@ -432,7 +433,8 @@ def main() -> None:
         try:
             from typer._click.exceptions import ClickException
         except ModuleNotFoundError:
-            from click.exceptions import ClickException
+            # an older typer's click: the same class under its own name
+            from click.exceptions import ClickException  # type: ignore[assignment]
 
         if isinstance(error, ClickException):
             error.show()

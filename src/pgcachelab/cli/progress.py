@@ -65,10 +65,12 @@ class BarProgress(LineProgress):
             self.note(f"resuming: {completed} of {total} measurements already done")
 
     def begin(self, description: str) -> None:
+        assert self.task is not None  # start() comes first
         self.bar.update(self.task, description=printable(description))
 
     def finished(self, line: str) -> None:
         self.console.print(printable_lines(line), highlight=False, markup=False)
+        assert self.task is not None  # start() comes first
         self.bar.advance(self.task)
 
     def note(self, line: str) -> None:

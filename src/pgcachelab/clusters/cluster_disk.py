@@ -92,6 +92,7 @@ class ClusterDisk:
         if not self.needs_change(profile):
             return False
         if self.can_retime(profile):
+            assert self.fuse is not None and profile is not None  # can_retime checked both
             self.fuse.retime(timings_of(profile))
             self.profile = profile
             return True
@@ -119,6 +120,7 @@ class ClusterDisk:
             self.fuse.retime(timings_of(self.profile))
 
     def _alive(self) -> bool:
+        assert self.fuse is not None  # asked only of a mounted disk
         try:
             self.fuse.check()
             return True

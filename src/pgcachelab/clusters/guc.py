@@ -191,7 +191,8 @@ def canonical_value(value, info: SettingInfo | None = None) -> int | float | str
 def _amount_in_base_units(number: float, unit: str, setting_unit: str | None) -> int | float | str:
     """number × unit in bytes or seconds; a bare number counts `setting_unit`."""
     if not unit:
-        scale = SETTING_UNIT_BYTES.get(setting_unit) or SETTING_UNIT_SECONDS.get(setting_unit) or 1
+        unit_name = setting_unit or ""
+        scale = SETTING_UNIT_BYTES.get(unit_name) or SETTING_UNIT_SECONDS.get(unit_name) or 1
     elif unit in MEMORY_UNITS_BYTES:
         scale = MEMORY_UNITS_BYTES[unit]
     elif unit in TIME_UNITS_SECONDS:
@@ -221,7 +222,8 @@ def setting_unit_size(info: SettingInfo) -> float:
     """One of the setting's own units in bytes or seconds, 0 for unitless numbers: the server
     rounds a value given in another unit to a whole number of them (guc.c:
     convert_to_base_unit); a unitless number it keeps as written."""
-    return SETTING_UNIT_BYTES.get(info.unit) or SETTING_UNIT_SECONDS.get(info.unit) or 0
+    unit_name = info.unit or ""
+    return SETTING_UNIT_BYTES.get(unit_name) or SETTING_UNIT_SECONDS.get(unit_name) or 0
 
 
 # -- what the server got ------------------------------------------------------------------------

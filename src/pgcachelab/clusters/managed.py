@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 
 from pgcachelab.clusters.binaries import PgInstall
+from pgcachelab.clusters.client import one_row
 from pgcachelab.clusters.guc import (
     FileSetting,
     ServerSetting,
@@ -381,10 +382,12 @@ class ManagedCluster:
             return int(result.stdout.strip())
         self._spawn(("-c", "huge_pages=off"))
         try:
+            assert self.process is not None  # _spawn started it
             status = Path(f"/proc/{self.process.pid}/status").read_text()
         finally:
             self.stop()
         vmpeak = parse_vmpeak_bytes(status)
+        assert vmpeak is not None  # every Linux process's status has VmPeak
         return pages_for_bytes(vmpeak, page_size_bytes())
 
     def stop(self) -> None:
@@ -460,12 +463,12 @@ class ManagedCluster:
         if not changed and self.settings_verified:
             return "none"
         with self.connect() as conn:
-            contexts = dict(
+            contexts: dict[str, str] = dict(
                 conn.execute(
                     "select name, context from pg_settings where name = any(%s)", [list(changed)]
                 ).fetchall()
             )
-            loaded_before = conn.execute("select pg_conf_load_time()").fetchone()[0]
+            loaded_before = one_row(conn.execute("select pg_conf_load_time()"))[0]
         self._write_settings_file(wanted)
         if any(contexts.get(name) == "postmaster" for name in changed):
             self.restart()
@@ -515,7 +518,7 @@ class ManagedCluster:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with self.connect() as conn:
-                if conn.execute("select pg_conf_load_time()").fetchone()[0] > loaded_before:
+                if one_row(conn.execute("select pg_conf_load_time()"))[0] > loaded_before:
                     return
             time.sleep(0.02)
         raise ClusterError("server did not reload its configuration within 10 s")

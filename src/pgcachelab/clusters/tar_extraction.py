@@ -13,6 +13,7 @@ import copy
 import os
 import tarfile
 from pathlib import PurePosixPath
+from typing import Any
 
 
 class UnsafeMember(Exception):
@@ -88,7 +89,7 @@ def extract_all(tar: tarfile.TarFile, target: str | os.PathLike, data_filter: bo
         members.append(filtered_copy(member))
     if not data_filter:
         # Interpreters that have filters warn (3.12+) when none is named: ours is done above.
-        trusted = {"filter": "fully_trusted"} if has_data_filter() else {}
+        trusted: dict[str, Any] = {"filter": "fully_trusted"} if has_data_filter() else {}
         tar.extractall(target, members=members, **trusted)
         return
     try:

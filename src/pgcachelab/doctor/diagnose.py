@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab.clusters.client import one_row
 from pgcachelab.doctor.findings import Outcome
 from pgcachelab.doctor.host_checks import host_checks, memory_for_server_bytes
 from pgcachelab.doctor.host_facts import HostFacts, HostReader, device_of, postmaster_of_backend
@@ -100,6 +101,7 @@ def diagnose(
         server = read_server_facts(conn)
         server_data_dir = _data_directory(conn)
         # While connected: the backend exits with the connection, and its parent is the lead.
+        assert server.backend_pid is not None  # read_server_facts asks the server for it
         postmaster_pid = postmaster_of_backend(server.backend_pid, root)
     if postmaster_pid and server_data_dir:
         postmaster_pid = _confirm_postmaster(postmaster_pid, server_data_dir, root)
@@ -113,9 +115,9 @@ def diagnose(
 def _data_directory(conn: psycopg.Connection) -> str | None:
     """data_directory is visible to superusers and pg_read_all_settings only."""
     try:
-        return conn.execute(
-            "select setting from pg_settings where name = 'data_directory'"
-        ).fetchone()[0]
+        return one_row(
+            conn.execute("select setting from pg_settings where name = 'data_directory'")
+        )[0]
     except (TypeError, psycopg.Error):
         return None
 

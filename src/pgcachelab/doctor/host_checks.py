@@ -251,8 +251,9 @@ def check_shared_memory_sysctls(facts: HostFacts, shared_memory_type: str | None
         return Skipped(check, "kernel.shmmax / kernel.shmall not readable")
     shmall_bytes = shmall * facts.page_size_bytes
     found = f"kernel.shmmax = {_shm_bytes(shmmax)}, kernel.shmall = {_shm_bytes(shmall_bytes)}"
-    sysv = shared_memory_type == "sysv" and facts.memory_total_bytes
-    if sysv and min(shmmax, shmall_bytes) < facts.memory_total_bytes // 2:
+    memory = facts.memory_total_bytes
+    sysv = shared_memory_type == "sysv" and memory
+    if sysv and memory and min(shmmax, shmall_bytes) < memory // 2:
         return Finding(
             check,
             "warning",

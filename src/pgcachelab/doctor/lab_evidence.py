@@ -135,12 +135,15 @@ def evidence_from_run(data: RunData, huge_pages_in_use: str | None) -> CacheSpli
     choice = choose(samples, higher_is_better=False, show=format_bytes)
     if choice is None or len(samples) < 2:
         return None  # a single shared_buffers measured favours nothing
+    memory_bytes = data.memory_available_bytes
+    if memory_bytes is None:
+        return None  # the run does not say what memory its server had: nothing to compare
     survives, _ = index_survives_from(mine, cell)
     return CacheSplitEvidence(
         run_id=data.run.run_id,
         run_name=data.run.name,
         server_version=data.run.environment.get("server_version", "?"),
-        memory_bytes=data.memory_available_bytes,
+        memory_bytes=memory_bytes,
         memory_limited=bool(data.memory_limit_bytes),
         huge_pages=cell if len(cells) > 1 else "",
         best_shared_buffers_bytes=choice.best,

@@ -78,9 +78,9 @@ def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) ->
         if finding.evidence:
             console.print(Text(f"  evidence: {finding.evidence}"))
     # Evidence behind a finding with nothing to change is still worth reading.
-    for finding in diagnosis.outcomes:
-        if isinstance(finding, Finding) and finding.severity == "ok" and finding.evidence:
-            console.print(Text(f"[ok] {finding.check}: {finding.evidence}"))
+    for outcome in diagnosis.outcomes:
+        if isinstance(outcome, Finding) and outcome.severity == "ok" and outcome.evidence:
+            console.print(Text(f"[ok] {outcome.check}: {outcome.evidence}"))
     if hint_without_server:
         console.print(
             "Server checks need a connection: pgcachelab doctor --dsn "

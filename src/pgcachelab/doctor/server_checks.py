@@ -96,7 +96,7 @@ def check_shared_buffers(
         f"{format_bytes(memory_bytes)} {memory_source}"
     )
     same_memory = evidence is not None and evidence.memory_bytes == memory_bytes
-    if same_memory and evidence.singles_out:
+    if evidence is not None and same_memory and evidence.singles_out:
         return _shared_buffers_as_measured(check, found, shared_buffers, evidence)
     cited = evidence.text() if evidence else ""
     if same_memory:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from pgcachelab.clusters.client import one_row
 from pgcachelab.probes.checkpointer import CheckpointerProbe
 from pgcachelab.units import normalise_setting
 
@@ -37,8 +38,8 @@ class ServerFacts:
 def read_server_facts(conn: psycopg.Connection) -> ServerFacts:
     facts = ServerFacts(
         version_num=conn.info.server_version,
-        server_version=conn.execute("show server_version").fetchone()[0],
-        backend_pid=conn.execute("select pg_backend_pid()").fetchone()[0],
+        server_version=one_row(conn.execute("show server_version"))[0],
+        backend_pid=one_row(conn.execute("select pg_backend_pid()"))[0],
     )
     rows = conn.execute(
         "select name, setting, unit, vartype,"
@@ -51,9 +52,11 @@ def read_server_facts(conn: psycopg.Connection) -> ServerFacts:
     facts.checkpoints = CheckpointerProbe().collect(conn)
     view = "pg_stat_checkpointer" if facts.version_num >= 170000 else "pg_stat_bgwriter"
     # Counters survive clean restarts; without a reset time, count from the postmaster's start.
-    facts.observed_seconds = conn.execute(
-        "select extract(epoch from now() - coalesce(stats_reset, pg_postmaster_start_time()))"
-        f" from {view}"  # a constant view name chosen above, not user input
-    ).fetchone()[0]
+    facts.observed_seconds = one_row(
+        conn.execute(
+            "select extract(epoch from now() - coalesce(stats_reset, pg_postmaster_start_time()))"
+            f" from {view}"  # a constant view name chosen above, not user input
+        )
+    )[0]
     facts.observed_seconds = float(facts.observed_seconds)
     return facts

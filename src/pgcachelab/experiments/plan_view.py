@@ -10,6 +10,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.errors import ClusterError
@@ -131,7 +132,7 @@ def _summary(spec: ExperimentSpec, machine: PlanMachine, points: list, entries: 
     total = sum(entry["estimated_seconds"] for entry in entries)
     left_out = list(dict.fromkeys(item for entry in entries for item in entry["not_estimated"]))
     builds = [build for entry in entries for build in entry["builds_not_estimated"]]
-    repetitions = {
+    repetitions: dict[str, Any] = {
         "repetitions": "auto" if spec.auto_repetitions else spec.repetitions,
         "warmup_repetitions": spec.warmup_repetitions,
         "rounds_planned": spec.rounds,  # warm-up ones included; with auto, the first ones
@@ -331,7 +332,7 @@ def _json_safe(value):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_json_safe(v) for v in value]
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _json_safe(dataclasses.asdict(value))
     if isinstance(value, Path):
         return str(value)

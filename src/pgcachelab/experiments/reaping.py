@@ -9,6 +9,7 @@ running whose lab is gone become "interrupted".
 
 import contextlib
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -66,7 +67,7 @@ def _reap_run(entry: owned.Entry) -> str | None:
     return None
 
 
-REAPERS = {
+REAPERS: dict[str, Callable[[owned.Entry], str | None]] = {
     "cluster": _reap_cluster,
     "dir": owned.remove_dir,
     "mount": _reap_mount,

@@ -171,8 +171,10 @@ class EmulatedMachine:
                 "accounting": "no memory limit: the pool comes out of the host's RAM",
             }
             return
+        memory_bytes = self.memory_bytes
+        assert memory_bytes is not None  # a cgroup is made only for a memory limit
         try:
-            cap = cap_for_pool(self.memory_bytes, pool_bytes)
+            cap = cap_for_pool(memory_bytes, pool_bytes)
         except ClusterError:
             self.accounting = {
                 "ram_bytes": self.memory_bytes,
@@ -188,7 +190,7 @@ class EmulatedMachine:
         except OSError as error:
             raise ClusterError(
                 f"memory_cap_failed: cannot set the server's memory cap to {format_bytes(cap)} "
-                f"(RAM {format_bytes(self.memory_bytes)} less a huge page pool of "
+                f"(RAM {format_bytes(memory_bytes)} less a huge page pool of "
                 f"{format_bytes(pool_bytes)}): {error}"
             ) from None
         self.accounting = {
@@ -203,6 +205,7 @@ class EmulatedMachine:
 
     def _limit_hugetlb(self, pool_bytes: int) -> str | None:
         """Where the group has a hugetlb controller (cgroup v2), it caps the pages too."""
+        assert self.cgroup is not None  # called once the cgroup is made
         limit_file = self.cgroup.hugetlb_limit_file(hugepages.page_size_bytes())
         if limit_file is None:
             return None

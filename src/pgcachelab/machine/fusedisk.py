@@ -278,10 +278,12 @@ class FuseDisk:
         return self._private_dir / "timings" if self._private_dir else None
 
     def _write_timings(self, timings: DiskTimings) -> None:
-        staging = self._timings_path.with_suffix(".tmp")
+        timings_path = self._timings_path
+        assert timings_path is not None  # called once mount() made the private directory
+        staging = timings_path.with_suffix(".tmp")
         staging.write_text(timings.timings_file_text())
         staging.chmod(0o644)  # the daemon reads it as the server user
-        os.replace(staging, self._timings_path)
+        os.replace(staging, timings_path)
 
     def retime(self, timings: DiskTimings, timeout_s: float = 5.0) -> None:
         """Make the mounted device answer with `timings` from now on; returns once the daemon

@@ -157,14 +157,15 @@ class HostSettings:
         pair_path = pair_original = None
         if tunable.pair is not None:
             pair = TUNABLES[tunable.pair]
+            assert pair.path is not None  # a coupled pair is a sysctl: its file is known
             pair_path, pair_original = pair.path, _read(pair, pair.path)
         writes = host_tunables.restore_writes(tunable, path, current, pair_path, pair_original)
         with owned.registry_lock():
-            for entry in owned.entries():
-                if entry.kind == KIND and entry.path in (path, pair_path) and entry.owner.alive():
+            for other in owned.entries():
+                if other.kind == KIND and other.path in (path, pair_path) and other.owner.alive():
                     raise ClusterError(
                         f"host_setting_busy: {tunable.name} is set by another lab (pid "
-                        f"{entry.owner.pid}); host settings are the whole machine's"
+                        f"{other.owner.pid}); host settings are the whole machine's"
                     )
             entry = owned.record(KIND, path, name=tunable.name, restore=writes)
         return Held(path, current, writes, entry)

@@ -178,7 +178,7 @@ def coupled(names) -> tuple[str, str] | None:
     names = list(names)
     for name in names:
         pair = TUNABLES[name].pair
-        if pair in names:
+        if pair is not None and pair in names:
             return name, pair
     return None
 

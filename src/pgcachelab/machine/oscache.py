@@ -4,9 +4,11 @@ import contextlib
 import os
 import subprocess
 from pathlib import Path
+from typing import Literal, get_args
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
-OS_CACHE_MODES = ("keep", "drop-cluster", "drop-all")
+OsCacheMode = Literal["keep", "drop-cluster", "drop-all"]
+OS_CACHE_MODES: tuple[str, ...] = get_args(OsCacheMode)
 
 
 def evict_files(directory: Path) -> dict:

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 import psycopg
 from psycopg import sql
 
+from pgcachelab.clusters.client import one_row
+
 METHODS = ("extension", "pg_buffercache", "summary")
 USAGE_COUNTS = 6  # 0..BM_MAX_USAGE_COUNT
 FORK_NAMES = {0: "main", 1: "fsm", 2: "vm", 3: "init"}
@@ -244,7 +246,7 @@ def _installed_extensions(conn: psycopg.Connection) -> dict[str, str]:
 def available_methods(conn: psycopg.Connection) -> dict[str, bool]:
     """Which methods work in the connected database (extensions must be created in it)."""
     extensions = _installed_extensions(conn)
-    server_version_num = int(conn.execute("show server_version_num").fetchone()[0])
+    server_version_num = int(one_row(conn.execute("show server_version_num"))[0])
     has_buffercache = "pg_buffercache" in extensions
     return {
         "extension": "pg_cachelab" in extensions,
@@ -256,24 +258,23 @@ def available_methods(conn: psycopg.Connection) -> dict[str, bool]:
 
 
 def _has_function(conn: psycopg.Connection, name: str) -> bool:
-    return conn.execute(
-        "select exists (select from pg_proc where proname = %s)", [name]
-    ).fetchone()[0]
+    query = "select exists (select from pg_proc where proname = %s)"
+    return one_row(conn.execute(query, [name]))[0]
 
 
 def collect(conn: psycopg.Connection, method: str, mode: str = "consistent") -> CacheSnapshot:
     """Take one snapshot with `method` ('extension', 'pg_buffercache' or 'summary')."""
-    facts = conn.execute(_SERVER_FACTS).fetchone()
+    facts = one_row(conn.execute(_SERVER_FACTS))
     started = time.perf_counter()
     if method == "summary":
-        summary_row = conn.execute(_SUMMARY).fetchone()
+        summary_row = one_row(conn.execute(_SUMMARY))
         usage_rows = None
         if facts[3] >= 170000:
             usage_rows = conn.execute(_USAGE_COUNTS).fetchall()
         snapshot = snapshot_from_summary(facts, summary_row, usage_rows)
     else:
         if method == "extension":
-            rows_sql = sql.SQL(_EXTENSION_ROWS).format(mode=sql.Literal(mode))
+            rows_sql: sql.Composable = sql.SQL(_EXTENSION_ROWS).format(mode=sql.Literal(mode))
         elif method == "pg_buffercache":
             rows_sql = sql.SQL(_VIEW_ROWS)
             mode = "consistent"

@@ -2,6 +2,8 @@
 
 import psycopg
 
+from pgcachelab.clusters.client import one_row
+
 # The same counters under the names they had before the split.
 _COUNTERS = (
     "checkpoints_timed",
@@ -21,17 +23,23 @@ class CheckpointerProbe:
 
     def collect(self, conn: psycopg.Connection) -> dict:
         if conn.info.server_version >= 170000:
-            checkpoints = conn.execute(
-                "select num_timed, num_requested, buffers_written from pg_stat_checkpointer"
-            ).fetchone()
-            writer = conn.execute(
-                "select buffers_clean, maxwritten_clean, buffers_alloc from pg_stat_bgwriter"
-            ).fetchone()
+            checkpoints = one_row(
+                conn.execute(
+                    "select num_timed, num_requested, buffers_written from pg_stat_checkpointer"
+                )
+            )
+            writer = one_row(
+                conn.execute(
+                    "select buffers_clean, maxwritten_clean, buffers_alloc from pg_stat_bgwriter"
+                )
+            )
             return dict(zip(_COUNTERS, (int(v) for v in checkpoints + writer), strict=True))
-        row = conn.execute(
-            "select checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean,"
-            " maxwritten_clean, buffers_alloc, buffers_backend from pg_stat_bgwriter"
-        ).fetchone()
+        row = one_row(
+            conn.execute(
+                "select checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean,"
+                " maxwritten_clean, buffers_alloc, buffers_backend from pg_stat_bgwriter"
+            )
+        )
         # Backend writes left pg_stat_bgwriter in 17 (they are in pg_stat_io there).
         names = (*_COUNTERS, "buffers_backend")
         return dict(zip(names, (int(v) for v in row), strict=True))
@@ -43,7 +51,7 @@ class WalProbe:
     name = "wal"
 
     def available(self, conn: psycopg.Connection) -> bool:
-        in_recovery = conn.execute("select pg_is_in_recovery()").fetchone()[0]
+        in_recovery = one_row(conn.execute("select pg_is_in_recovery()"))[0]
         return not in_recovery
 
     def collect(self, conn: psycopg.Connection) -> dict:
@@ -51,4 +59,4 @@ class WalProbe:
             query = "select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
         else:
             query = "select pg_xlog_location_diff(pg_current_xlog_location(), '0/0')"
-        return {"bytes": int(conn.execute(query).fetchone()[0])}
+        return {"bytes": int(one_row(conn.execute(query))[0])}

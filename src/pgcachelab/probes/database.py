@@ -2,6 +2,8 @@
 
 import psycopg
 
+from pgcachelab.clusters.client import one_row
+
 COUNTERS = (
     "xact_commit",
     "xact_rollback",
@@ -24,10 +26,12 @@ class DatabaseProbe:
 
     def collect(self, conn: psycopg.Connection) -> dict:
         columns = ", ".join(COUNTERS)
-        row = conn.execute(
-            f"select {columns}, pg_database_size(datname) from pg_stat_database"
-            " where datname = current_database()"
-        ).fetchone()
+        row = one_row(
+            conn.execute(
+                f"select {columns}, pg_database_size(datname) from pg_stat_database"
+                " where datname = current_database()"
+            )
+        )
         values = dict(zip(COUNTERS, (int(v) for v in row[:-1]), strict=True))
         values["size_bytes"] = int(row[-1])
         return values

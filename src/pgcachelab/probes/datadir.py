@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab.clusters.client import one_row
+
 LOCAL_HOSTS = ("", "localhost", "127.0.0.1", "::1")
 
 
@@ -36,8 +38,8 @@ def local_data_dir(conn: psycopg.Connection) -> tuple[Path | None, str | None]:
     if not is_local_host(conn.info.host):
         return None, f"the server is on {conn.info.host}, not on this machine"
     try:
-        data_dir = Path(conn.execute("show data_directory").fetchone()[0])
-        server_id = conn.execute("select system_identifier from pg_control_system()").fetchone()
+        data_dir = Path(one_row(conn.execute("show data_directory"))[0])
+        server_id = one_row(conn.execute("select system_identifier from pg_control_system()"))
     except psycopg.Error as error:
         return None, f"the server does not tell its data directory to this role ({reason(error)})"
     try:

@@ -61,7 +61,7 @@ def file_residency(path: str | Path) -> tuple[int, int]:
 def segment_paths(data_dir: Path, main_fork_path: str, fork: str) -> list[Path]:
     """The files of one relation fork: PATH[_fork], PATH[_fork].1, .2, ... while they exist."""
     base = data_dir / (main_fork_path + FORK_SUFFIXES.get(fork, f"_{fork}"))
-    paths = []
+    paths: list[Path] = []
     segment = 0
     while True:
         path = base if segment == 0 else base.with_name(f"{base.name}.{segment}")

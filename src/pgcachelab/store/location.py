@@ -34,10 +34,13 @@ class StoreLocation:
 
     def masked(self) -> str:
         """How messages name this store: the file, or the URL with its password masked."""
-        return str(self.path) if self.kind == "sqlite" else mask_password(self.url)
+        if self.kind == "sqlite" or self.url is None:
+            return str(self.path)
+        return mask_password(self.url)
 
     def password_in_url(self) -> bool:
-        return self.kind == "postgresql" and mask_password(self.url) != self.url
+        url = self.url
+        return self.kind == "postgresql" and url is not None and mask_password(url) != url
 
 
 def mask_password(text: str) -> str:

@@ -36,22 +36,25 @@ def open_store(
     if location.kind == "postgresql":
         from pgcachelab.store.postgresql import PostgresResultStore
 
+        assert location.url is not None  # a postgresql location is its URL
         return PostgresResultStore(location.url, create=create, option=option)
     from pgcachelab.store.sqlite import SqliteResultStore
 
-    if not create and not location.path.is_file():
+    path = location.path
+    assert path is not None  # a sqlite location is its file
+    if not create and not path.is_file():
         raise UserError(
-            f"{option}: no results in {str(location.path)!r}",
+            f"{option}: no results in {str(path)!r}",
             "run an experiment first, or point it at the file or lab directory that has them",
         )
     try:
         if (not create) if read_only is None else read_only:
             # Only read: nothing is written, so a full or read-only disk does not matter.
-            return SqliteResultStore.open_for_reading(location.path)
-        return SqliteResultStore(location.path)
+            return SqliteResultStore.open_for_reading(path)
+        return SqliteResultStore(path)
     except sqlite3.Error as error:
-        message, hint = store_error_line(error, repr(str(location.path)))
-        unwritable = _why_not_writable(location.path)
+        message, hint = store_error_line(error, repr(str(path)))
+        unwritable = _why_not_writable(path)
         if unwritable is not None and not (not create if read_only is None else read_only):
-            message, hint = f"{str(location.path)!r}: {unwritable[0]}", unwritable[1]
+            message, hint = f"{str(path)!r}: {unwritable[0]}", unwritable[1]
         raise UserError(f"{option}: {message.removeprefix('the results store ')}", hint) from None

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 import psycopg
 from psycopg import sql
 
+from pgcachelab.clusters.client import one_row
 from pgcachelab.errors import UserError
 from pgcachelab.store.location import STORE_HINT, mask_password
 from pgcachelab.store.sql_store import SqlResultStore
@@ -151,7 +152,8 @@ def connection_error(
 
 def _password_of(url: str) -> str | None:
     try:
-        return psycopg.conninfo.conninfo_to_dict(url).get("password")
+        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
+        return str(password) if password is not None else None
     except psycopg.Error:
         return None
 
@@ -204,7 +206,7 @@ class PostgresResultStore(SqlResultStore):
 
     def _has_schema(self) -> bool:
         table = sql.Identifier(self.schema, "schema_version").as_string(self.db)
-        return self.db.execute("select to_regclass(%s)", (table,)).fetchone()[0] is not None
+        return one_row(self.db.execute("select to_regclass(%s)", (table,)))[0] is not None
 
     def _migrate(self) -> None:
         with self.db.transaction():
@@ -218,9 +220,11 @@ class PostgresResultStore(SqlResultStore):
                     " default now())"
                 )
             )
-            current = self.db.execute(
-                self._sql("select coalesce(max(version), 0) from {schema}.schema_version")
-            ).fetchone()[0]
+            current = one_row(
+                self.db.execute(
+                    self._sql("select coalesce(max(version), 0) from {schema}.schema_version")
+                )
+            )[0]
             if current > SCHEMA_VERSION:
                 raise UserError(
                     f"--store: {self.location!r} was written by a newer pgcachelab"
@@ -240,9 +244,9 @@ class PostgresResultStore(SqlResultStore):
                 )
 
     def schema_version(self) -> int:
-        return self.db.execute(
-            self._sql("select max(version) from {schema}.schema_version")
-        ).fetchone()[0]
+        return one_row(
+            self.db.execute(self._sql("select max(version) from {schema}.schema_version"))
+        )[0]
 
     def _execute(self, statement: str, params: Sequence = ()) -> psycopg.Cursor:
         return self.db.execute(_format_placeholders(statement), params)

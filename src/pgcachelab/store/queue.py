@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgcachelab.clusters.client import one_row
 from pgcachelab.store.postgresql import PostgresResultStore
 from pgcachelab.store.records import Measurement, to_json
 
@@ -166,9 +167,9 @@ class UnitQueue:
     def leased(self, host_class: str, run_id: str | None = None) -> int:
         """Units this host may take that other agents hold: each is done, or comes back
         when its lease expires (its agent was killed)."""
-        return self.db.execute(
-            _LEASED_ELSEWHERE, {"run_id": run_id, "host_class": host_class}
-        ).fetchone()[0]
+        return one_row(
+            self.db.execute(_LEASED_ELSEWHERE, {"run_id": run_id, "host_class": host_class})
+        )[0]
 
     def _pin_class(self, run_id: str, host_class: str) -> bool:
         """With hosts = "same": the run's class becomes this host's; False if another class
@@ -177,9 +178,9 @@ class UnitQueue:
             "update fleet_runs set host_class = %s where run_id = %s and host_class is null",
             (host_class, run_id),
         )
-        pinned = self.db.execute(
-            "select host_class from fleet_runs where run_id = %s", (run_id,)
-        ).fetchone()[0]
+        pinned = one_row(
+            self.db.execute("select host_class from fleet_runs where run_id = %s", (run_id,))
+        )[0]
         return pinned == host_class
 
     def _measured(self, key: tuple) -> bool:
@@ -216,9 +217,9 @@ class UnitQueue:
         """
         key = (unit.run_id, unit.point_index, unit.repetition)
         with self.db.transaction():
-            [state] = self.db.execute(
-                f"select state from units where {_UNIT_KEY} for update", key
-            ).fetchone()
+            [state] = one_row(
+                self.db.execute(f"select state from units where {_UNIT_KEY} for update", key)
+            )
             if state in ("done", "failed"):
                 return False
             self.store.record_measurement(unit.run_id, measurement)
@@ -267,16 +268,18 @@ class UnitQueue:
     # -- reading -----------------------------------------------------------------------------
 
     def max_tries(self, run_id: str) -> int:
-        return self.db.execute(
-            "select max_tries from fleet_runs where run_id = %s", (run_id,)
-        ).fetchone()[0]
+        return one_row(
+            self.db.execute("select max_tries from fleet_runs where run_id = %s", (run_id,))
+        )[0]
 
     def waiting(self, run_id: str) -> int:
         """Units of the run still to measure (queued or leased)."""
-        return self.db.execute(
-            "select count(*) from units where run_id = %s and state in ('queued', 'leased')",
-            (run_id,),
-        ).fetchone()[0]
+        return one_row(
+            self.db.execute(
+                "select count(*) from units where run_id = %s and state in ('queued', 'leased')",
+                (run_id,),
+            )
+        )[0]
 
     def progress(self) -> dict[str, dict[tuple[str, str | None], int]]:
         """run id -> {(state, host): units} of every queued run."""

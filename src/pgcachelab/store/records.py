@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 
@@ -159,7 +159,7 @@ def pick_metrics(metrics: dict, paths: Sequence[str]) -> dict:
     """The figures of `metrics` at `paths`, as a store's read of those paths returns them."""
     values = []
     for path in paths:
-        node = metrics
+        node: Any = metrics
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
         values.append(node)

@@ -7,6 +7,7 @@ them in its `_execute`. What differs between the databases (connecting, pragmas 
 search_path, transactions, migrations) lives in store/sqlite.py and store/postgresql.py.
 """
 
+import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -253,8 +254,10 @@ class SqlResultStore:
             for m in everything:
                 m.metrics = pick_metrics(m.metrics, paths)
             return everything
+        # each row's last column, the JSON of the picked paths, becomes the nested metrics
         return [
-            Measurement(*row[:-1], metrics=nest_metrics(paths, from_json(row[-1]))) for row in rows
+            dataclasses.replace(Measurement(*row), metrics=nest_metrics(paths, from_json(row[-1])))
+            for row in rows
         ]
 
     def completed(self, run_id: str) -> set[tuple[int, int]]:

@@ -13,10 +13,12 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from pgcachelab.clusters.client import one_row
 from pgcachelab.machine import owned
 from pgcachelab.probes.buffercache import SAMPLER_APPLICATION_NAME
 from pgcachelab.units import format_bytes
@@ -91,7 +93,7 @@ def _build(conn: psycopg.Connection, wanted_bytes: int, note: Callable[[str], No
         " (select random()::real as r from generate_series(1, %s)) s"
     ).format(table)
     conn.execute(fill, [SAMPLE_ROWS])
-    sample_bytes = conn.execute("select pg_relation_size(%s)", [TABLE]).fetchone()[0]
+    sample_bytes = one_row(conn.execute("select pg_relation_size(%s)", [TABLE]))[0]
     rows = rows_for(wanted_bytes, sample_bytes, SAMPLE_ROWS)
     remaining, loaded = rows - SAMPLE_ROWS, SAMPLE_ROWS
     batch = max(1, remaining // LOAD_BATCHES)
@@ -104,9 +106,9 @@ def _build(conn: psycopg.Connection, wanted_bytes: int, note: Callable[[str], No
     note("cache-wash table: vacuum full freeze analyze")
     conn.execute(sql.SQL("vacuum full freeze analyze {}").format(table))
     conn.execute("create extension if not exists pg_prewarm")
-    table_bytes, index_bytes = conn.execute(
-        "select pg_relation_size(%s), pg_relation_size(%s)", [TABLE, INDEX]
-    ).fetchone()
+    table_bytes, index_bytes = one_row(
+        conn.execute("select pg_relation_size(%s), pg_relation_size(%s)", [TABLE, INDEX])
+    )
     sizes = {
         "target_bytes": wanted_bytes,
         "rows": rows,
@@ -125,11 +127,13 @@ def _build(conn: psycopg.Connection, wanted_bytes: int, note: Callable[[str], No
 
 
 def _statio(conn: psycopg.Connection) -> dict:
-    row = conn.execute(
-        "select heap_blks_read, heap_blks_hit, coalesce(idx_blks_read, 0),"
-        " coalesce(idx_blks_hit, 0) from pg_statio_user_tables where relid = to_regclass(%s)",
-        [TABLE],
-    ).fetchone()
+    row = one_row(
+        conn.execute(
+            "select heap_blks_read, heap_blks_hit, coalesce(idx_blks_read, 0),"
+            " coalesce(idx_blks_hit, 0) from pg_statio_user_tables where relid = to_regclass(%s)",
+            [TABLE],
+        )
+    )
     names = ("heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit")
     return dict(zip(names, (int(v) for v in row), strict=True))
 
@@ -139,12 +143,14 @@ def _wait_for_stats(conn: psycopg.Connection) -> None:
     array), so wait until they are gone; before 15 the collector needs a moment more."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        others = conn.execute(
-            "select count(*) from pg_stat_activity where backend_type = 'client backend'"
-            " and pid <> pg_backend_pid() and datname = current_database()"
-            " and application_name <> %s",
-            [SAMPLER_APPLICATION_NAME],
-        ).fetchone()[0]
+        others = one_row(
+            conn.execute(
+                "select count(*) from pg_stat_activity where backend_type = 'client backend'"
+                " and pid <> pg_backend_pid() and datname = current_database()"
+                " and application_name <> %s",
+                [SAMPLER_APPLICATION_NAME],
+            )
+        )[0]
         if not others:
             break
         time.sleep(0.01)
@@ -159,11 +165,11 @@ def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
 
     The warm-up runs for `warmup` seconds or `warmup_lookups` lookups: a count touches the
     index the same way whatever the disk's speed (the seed's 100 s against a ~1.6 GB index)."""
-    done = {}
+    done: dict[str, Any] = {}
     if point.workload.get("prewarm", True):
-        table_blocks, index_blocks = conn.execute(
-            "select pg_prewarm(%s), pg_prewarm(%s)", [TABLE, INDEX]
-        ).fetchone()
+        table_blocks, index_blocks = one_row(
+            conn.execute("select pg_prewarm(%s), pg_prewarm(%s)", [TABLE, INDEX])
+        )
         done["prewarmed"] = {"table_blocks": table_blocks, "index_blocks": index_blocks}
     warmup_s = int(point.workload.get("warmup") or 0)
     warmup_lookups = point.workload.get("warmup_lookups")

@@ -115,6 +115,7 @@ def run_pgbench(
         text=True,
         env=target.environment(),
     ) as process:
+        assert process.stdout is not None  # stdout=PIPE
         for line in process.stdout:
             lines.append(line)
             if on_line:

@@ -6,11 +6,13 @@ the point's shared_buffers and the memory available to the server (emulated or r
 """
 
 import math
+from typing import Literal, get_args
 
 # pgbench's data per unit of scale: 100,000 pgbench_accounts rows (about 13.1 MB of heap at the
 # default fillfactor) and their primary key (about 2.1 MB); the other tables are negligible.
 BYTES_PER_SCALE = 15_400_000
-SCALE_CLASSES = ("small", "medium", "large")
+ScaleClass = Literal["small", "medium", "large"]
+SCALE_CLASSES: tuple[str, ...] = get_args(ScaleClass)
 SMALL_SHARE_OF_SHARED_BUFFERS = 0.5  # room for the catalogs and pgbench's other tables
 LARGE_MULTIPLE_OF_MEMORY = 1.5  # big enough that a third of the data is never cached
 

@@ -25,11 +25,11 @@ BUILTIN = {
 TABLE_TYPES = {"model_type", "model_attributes_type", "dict_type"}
 
 
-def problem(path: Path, key: str, message: str, hint: str) -> UserError:
+def problem(path: Path, key: str, message: str, hint: str | None) -> UserError:
     return UserError(f"{path}: {key}: {message}", hint)
 
 
-def bad_value(path: Path, key: str, value, why: str, hint: str) -> UserError:
+def bad_value(path: Path, key: str, value, why: str, hint: str | None) -> UserError:
     return problem(path, key, f"invalid value {show(value)}: {why}", hint)
 
 

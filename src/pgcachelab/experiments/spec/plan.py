@@ -5,6 +5,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pgcachelab.analysis.statistics import MIN_EXACT_95
 from pgcachelab.errors import UserError
@@ -126,7 +127,9 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
     With huge pages on, shared_buffers runs from the largest down (seed 000): the kernel can
     always shrink a huge page pool, but may not find contiguous memory to grow it later.
     """
-    axes = [("step", "step", [step.name for step in spec.ladder])] if spec.ladder else []
+    axes: list[tuple[str, str, list[Any]]] = []
+    if spec.ladder:
+        axes.append(("step", "step", [step.name for step in spec.ladder]))
     axes += [
         ("workload", k, list(zip(v, spec.sweep_resolved.get(k, v), strict=True)))
         for k, v in spec.sweep_workload.items()

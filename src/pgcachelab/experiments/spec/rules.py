@@ -5,13 +5,13 @@ a new rule is one more function in RULES. Rules within one table are that table'
 (schema.py); what a server accepts is checked against its catalogue (server_settings.py).
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pgcachelab.experiments.spec.values import refuse
 from pgcachelab.machine.host_tunables import TUNABLES
 
 if TYPE_CHECKING:
-    from pgcachelab.experiments.spec.schema import SpecFile
+    from pgcachelab.experiments.spec.schema import PgbenchParameters, SpecFile
 
 WORKLOAD_TABLES = {"pgbench": "pgbench", "cache-wash": "cache_wash", "tpcc": "tpcc"}
 SWEEPABLE_WORKLOAD_KEYS = (
@@ -131,7 +131,7 @@ def alternation(spec: "SpecFile") -> None:
             f"{alternate}: too short for whole samples",
             'use at least 2s and twice every, e.g. "5s"',
         )
-    duration = spec.parameters().duration
+    duration = cast("PgbenchParameters", spec.parameters()).duration
     if duration < 4 * inspect.alternate_s:
         raise refuse(
             at,
@@ -162,7 +162,9 @@ def ladder_steps(spec: "SpecFile") -> None:
 
 def ladder_or_sweep(spec: "SpecFile") -> None:
     for step in spec.ladder:
-        both = [("settings", n) for n in step.settings if n in spec.sweep.settings]
+        both: list[tuple[str, ...]] = [
+            ("settings", n) for n in step.settings if n in spec.sweep.settings
+        ]
         both += [(key,) for key in step.workload() if key in spec.sweep.workload()]
         if both:
             raise refuse(
@@ -175,7 +177,7 @@ def ladder_or_sweep(spec: "SpecFile") -> None:
 def coupled_host_settings(spec: "SpecFile") -> None:
     """Steps are cumulative: a pair the kernel couples (vm.dirty_bytes, vm.dirty_ratio) set in
     two places would be in force together, and writing one zeroes the other."""
-    places = [(("machine", "host"), spec.machine.host)]
+    places: list[tuple[tuple, dict]] = [(("machine", "host"), spec.machine.host)]
     places += [(("ladder", i, "host"), step.host) for i, step in enumerate(spec.ladder)]
     seen: dict[str, tuple] = {}
     for at, host in places:
@@ -219,7 +221,7 @@ def control_of_a_version_sweep(spec: "SpecFile") -> None:
 def scale_or_scale_class(spec: "SpecFile") -> None:
     if spec.workload != "pgbench":
         return
-    swept, table = spec.sweep.workload(), spec.parameters()
+    swept, table = spec.sweep.workload(), cast("PgbenchParameters", spec.parameters())
     has_class = "scale_class" in swept or table.scale_class is not None
     if has_class and ("scale" in swept or "scale" in table.model_fields_set):
         raise refuse(

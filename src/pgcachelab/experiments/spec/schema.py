@@ -14,7 +14,7 @@ its table; to sweep it, its name in rules.SWEEPABLE; a top-level or [server] key
 the ExperimentSpec in load.py.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -32,8 +32,6 @@ from pgcachelab.experiments.spec import rules
 from pgcachelab.experiments.spec.rules import WORKLOAD_TABLES
 from pgcachelab.experiments.spec.sweeps import SweepValues, SweptSettings
 from pgcachelab.experiments.spec.values import (
-    INSPECT_METHODS,
-    INSPECT_MODES,
     Control,
     Count,
     Disk,
@@ -41,6 +39,8 @@ from pgcachelab.experiments.spec.values import (
     HostTable,
     InitSteps,
     InspectMethod,
+    InspectMethodName,
+    InspectMode,
     LatencyLimitMs,
     PgbenchRate,
     RateTpm,
@@ -59,16 +59,22 @@ from pgcachelab.experiments.spec.values import (
     refuse,
     steps_list,
 )
-from pgcachelab.machine.oscache import OS_CACHE_MODES
-from pgcachelab.workloads.scale_class import SCALE_CLASSES
-from pgcachelab.workloads.tpcc.params import MODES as TPCC_MODES
-from pgcachelab.workloads.tpcc.params import NO_LIMIT, TERMINAL_TIMES
+from pgcachelab.machine.oscache import OsCacheMode
+from pgcachelab.workloads.scale_class import ScaleClass
+from pgcachelab.workloads.tpcc.params import NO_LIMIT, TerminalTimes
+from pgcachelab.workloads.tpcc.params import Mode as TpccMode
 
-WORKLOADS = ("pgbench", "cache-wash", "tpcc")
-ORDERS = ("sequential", "interleaved", "random", "blocks")
-PGBENCH_MODES = ("select-only", "simple-update", "tpcb-like", "custom")
-PROTOCOLS = ("simple", "extended", "prepared")
-SNAPSHOT_CHOICES = ("none", "before-after")  # and between a workload's phases (issue 7)
+WorkloadName = Literal["pgbench", "cache-wash", "tpcc"]
+WORKLOADS: tuple[str, ...] = get_args(WorkloadName)
+Order = Literal["sequential", "interleaved", "random", "blocks"]
+ORDERS: tuple[str, ...] = get_args(Order)
+PgbenchMode = Literal["select-only", "simple-update", "tpcb-like", "custom"]
+PGBENCH_MODES: tuple[str, ...] = get_args(PgbenchMode)
+PgbenchProtocol = Literal["simple", "extended", "prepared"]
+PROTOCOLS: tuple[str, ...] = get_args(PgbenchProtocol)
+# and between a workload's phases (issue 7)
+SnapshotChoice = Literal["none", "before-after"]
+SNAPSHOT_CHOICES: tuple[str, ...] = get_args(SnapshotChoice)
 DEFAULT_TARGET_CI = 0.02  # repetitions = "auto": until the median is known to ±2%...
 DEFAULT_MAX_REPETITIONS = 20  # ...or this many measured repetitions
 CACHE_WASH_WARMUP_S = 100.0  # the seed's warm-up, when neither a time nor a count is given
@@ -95,7 +101,7 @@ class PointKeys(Table):
             "table of latencies, IOPS and bandwidth (root)."
         ),
     )
-    os_cache: Literal[OS_CACHE_MODES] = Field(
+    os_cache: OsCacheMode = Field(
         "keep",
         description=(
             "What to drop from the OS page cache before the point: keep, drop-cluster "
@@ -121,7 +127,7 @@ class PointKeys(Table):
 
 
 class PgbenchParameters(Table):
-    mode: Literal[PGBENCH_MODES] = Field(
+    mode: PgbenchMode = Field(
         "select-only",
         description=(
             "pgbench's built-in script (select-only: -S, simple-update: -N, tpcb-like) or"
@@ -135,10 +141,10 @@ class PgbenchParameters(Table):
             "relative to the spec."
         ),
     )
-    scale: Count() = Field(
+    scale: Annotated[int, Count()] = Field(
         1, description="pgbench's scale factor (-s): about 15 MB of data per unit."
     )
-    scale_class: Literal[SCALE_CLASSES] | None = Field(
+    scale_class: ScaleClass | None = Field(
         None,
         description=(
             "Instead of scale: small (half of shared_buffers), medium (between "
@@ -146,7 +152,7 @@ class PgbenchParameters(Table):
             "memory."
         ),
     )
-    clients: Count() = Field(1, description="Concurrent clients (-c).")
+    clients: Annotated[int, Count()] = Field(1, description="Concurrent clients (-c).")
     threads: Threads = Field(
         1,
         description=(
@@ -154,13 +160,15 @@ class PgbenchParameters(Table):
             " the cores."
         ),
     )
-    duration: Seconds(zero_ok=False) = Field(
+    duration: Annotated[float, Seconds(zero_ok=False)] = Field(
         10.0, description='How long each measured run lasts (-T), e.g. "20s".'
     )
-    transactions: Count() | None = Field(
+    transactions: Annotated[int, Count()] | None = Field(
         None, description="Transactions per client (-t) instead of a duration."
     )
-    progress: Count(0) = Field(1, description="Seconds between --progress samples; 0: none.")
+    progress: Annotated[int, Count(0)] = Field(
+        1, description="Seconds between --progress samples; 0: none."
+    )
     per_statement: StrictBool = Field(False, description="Per-statement latencies (-r).")
     init_steps: InitSteps | None = Field(
         None,
@@ -169,7 +177,7 @@ class PgbenchParameters(Table):
             " the server has it (13+)."
         ),
     )
-    warmup: Seconds() = Field(
+    warmup: Annotated[float, Seconds()] = Field(
         0.0, description='An unrecorded run before each measurement, e.g. "10s".'
     )
     rate: PgbenchRate | None = Field(
@@ -186,17 +194,17 @@ class PgbenchParameters(Table):
             "pgbench --latency-limit in ms: with rate, transactions already that late are skipped."
         ),
     )
-    protocol: Literal[PROTOCOLS] = Field(
+    protocol: PgbenchProtocol = Field(
         "simple", description="How pgbench sends queries (-M): simple, extended or prepared."
     )
-    max_tries: Count() | None = Field(
+    max_tries: Annotated[int, Count()] | None = Field(
         None,
         description=(
             "Tries of a transaction that fails on a serialization error or deadlock "
             "(--max-tries, pgbench 15+)."
         ),
     )
-    progress_warmup: Seconds() = Field(
+    progress_warmup: Annotated[float, Seconds()] = Field(
         1.0, description="The first seconds of --progress left out of the stability checks."
     )
 
@@ -225,15 +233,17 @@ class CacheWashParameters(Table):
             'size such as "2GiB".'
         ),
     )
-    lookups: Count() = Field(100, description="Index lookups per measured phase (idx1 and idx2).")
-    warmup: Seconds() | None = Field(
+    lookups: Annotated[int, Count()] = Field(
+        100, description="Index lookups per measured phase (idx1 and idx2)."
+    )
+    warmup: Annotated[float, Seconds()] | None = Field(
         None,
         description=(
             'pgbench\'s index lookups after pg_prewarm, for a time (e.g. "100s"); neither '
             "this nor warmup_lookups: the seed's 100 s."
         ),
     )
-    warmup_lookups: Count(0) | None = Field(
+    warmup_lookups: Annotated[int, Count(0)] | None = Field(
         None,
         description=(
             "pgbench's index lookups after pg_prewarm, for a count (pgbench -t) instead of a time."
@@ -260,13 +270,19 @@ class CacheWashParameters(Table):
 
 class TpccParameters(Table):
     warehouses: Warehouses = Field(1, description="TPC-C warehouses loaded (about 100 MB each).")
-    workers: Count() = Field(2, description="Sessions that load the data in parallel.")
-    clients: Count() = Field(4, description="Terminals: pgbench clients.")
+    workers: Annotated[int, Count()] = Field(
+        2, description="Sessions that load the data in parallel."
+    )
+    clients: Annotated[int, Count()] = Field(4, description="Terminals: pgbench clients.")
     threads: Threads = Field(
         "auto", description='pgbench worker threads; "auto": one per client up to the cores.'
     )
-    duration: Seconds(zero_ok=False) = Field(60.0, description="How long each measured run lasts.")
-    warmup: Seconds() = Field(0.0, description="An unrecorded run before each measurement.")
+    duration: Annotated[float, Seconds(zero_ok=False)] = Field(
+        60.0, description="How long each measured run lasts."
+    )
+    warmup: Annotated[float, Seconds()] = Field(
+        0.0, description="An unrecorded run before each measurement."
+    )
     weights: Weights = Field(
         "45,43,4,4,4",
         description=(
@@ -287,20 +303,20 @@ class TpccParameters(Table):
             'limitTxnsPerMin), or "off".'
         ),
     )
-    max_tries: Count() = Field(
+    max_tries: Annotated[int, Count()] = Field(
         10, description="Tries of a transaction that fails on a deadlock or serialization error."
     )
-    transactions: Count() | None = Field(
+    transactions: Annotated[int, Count()] | None = Field(
         None, description="Transactions per terminal instead of a duration."
     )
-    mode: Literal[TPCC_MODES] = Field(
+    mode: TpccMode = Field(
         "procedures",
         description=(
             'How each transaction reaches the server: "procedures" (one call of a PL/pgSQL '
             'function) or "client" (its statements sent one by one from pgbench).'
         ),
     )
-    terminal_times: Literal[TERMINAL_TIMES] = Field(
+    terminal_times: TerminalTimes = Field(
         "off",
         description=(
             'Keying and think times before each transaction: "off", or "spec" for the TPC-C '
@@ -321,8 +337,12 @@ class TpccPoint(TpccParameters, PointKeys):
     pass
 
 
-POINT_MODELS = {"pgbench": PgbenchPoint, "cache-wash": CacheWashPoint, "tpcc": TpccPoint}
-PARAMETER_MODELS = {
+POINT_MODELS: dict[str, type[PointKeys]] = {
+    "pgbench": PgbenchPoint,
+    "cache-wash": CacheWashPoint,
+    "tpcc": TpccPoint,
+}
+PARAMETER_MODELS: dict[str, type[Table]] = {
     "pgbench": PgbenchParameters,
     "cache-wash": CacheWashParameters,
     "tpcc": TpccParameters,
@@ -337,28 +357,28 @@ class InspectTable(Table):
     workload's phases, and every N seconds from a thread with its own connection. The run's
     options as they are: a point's method is its workload's `inspect_method`."""
 
-    snapshots: Literal[SNAPSHOT_CHOICES] = Field(
+    snapshots: SnapshotChoice = Field(
         "before-after",
         description=(
             "Snapshots before and after each measurement and between a workload's phases "
             '("before-after"), or "none".'
         ),
     )
-    every_s: Seconds() = Field(
+    every_s: Annotated[float, Seconds()] = Field(
         0.0,
         alias="every",
         description=(
             'Also a snapshot every N seconds during the measurement, from a thread ("0s": never).'
         ),
     )
-    method: Literal[INSPECT_METHODS] = Field(
+    method: InspectMethodName = Field(
         "auto",
         description=(
             "auto (pg_cachelab if installed, else pg_buffercache), extension, "
             "pg_buffercache or summary (totals only)."
         ),
     )
-    mode: Literal[INSPECT_MODES] = Field(
+    mode: InspectMode = Field(
         "consistent",
         description=(
             "The pg_cachelab extension's mode: consistent, fast, semiconsistent or snapshot."
@@ -371,7 +391,7 @@ class InspectTable(Table):
             " directory is local."
         ),
     )
-    top: Count() = Field(
+    top: Annotated[int, Count()] = Field(
         30, description='Relations stored per snapshot; the rest are summed as "other".'
     )
     # extension: each pg_cachelab mode between two exact references, during the warm-up
@@ -384,7 +404,7 @@ class InspectTable(Table):
     )
     # > 0: `every` polls only in every other window of this many seconds of the measured run,
     # and pgbench reports tps each second (analysis/inspect_overhead.py says why)
-    alternate_s: Seconds() = Field(
+    alternate_s: Annotated[float, Seconds()] = Field(
         0.0,
         alias="alternate",
         description=(
@@ -451,7 +471,7 @@ class ServerTable(Table):
 
 
 class MachineTable(Table):
-    memory: Size(64) | None = Field(
+    memory: Annotated[int, Size(64)] | None = Field(
         None,
         description=(
             'A memory cgroup for the server\'s processes, e.g. "1GiB" (root; at most this '
@@ -461,7 +481,7 @@ class MachineTable(Table):
     disk: Disk | None = Field(
         None, description='The emulated disk for every point: a preset, "host" or a table (root).'
     )
-    os_cache: Literal[OS_CACHE_MODES] | None = Field(
+    os_cache: OsCacheMode | None = Field(
         None,
         description=(
             "What to drop from the OS page cache before each point: keep, drop-cluster or"
@@ -490,7 +510,8 @@ class ReportTable(Table):
     )
 
 
-FLEET_HOSTS = ("same", "spread")
+FleetHosts = Literal["same", "spread"]
+FLEET_HOSTS: tuple[str, ...] = get_args(FleetHosts)
 DEFAULT_MAX_TRIES = 3
 
 
@@ -498,7 +519,7 @@ class FleetTable(Table):
     """How agents share a queued run (issue 21): "same" keeps every unit on the host class
     that measured its first one (a comparison of points); "spread" takes any host."""
 
-    hosts: Literal[FLEET_HOSTS] = Field(
+    hosts: FleetHosts = Field(
         "spread",
         description=(
             '"spread": any host class takes any unit; "same": every unit on the class '
@@ -506,7 +527,7 @@ class FleetTable(Table):
         ),
     )
     # A unit that fails (or whose agent dies) this many times is given up, with its reasons.
-    max_tries: Count(1) = Field(
+    max_tries: Annotated[int, Count(1)] = Field(
         DEFAULT_MAX_TRIES,
         description=(
             "A unit that fails (or whose agent dies) this many times is given up, with its reasons."
@@ -528,6 +549,7 @@ class SweepTable(Table):
     )
 
     def workload(self) -> dict[str, list]:
+        assert self.model_extra is not None  # extra="allow": always a dict
         return self.model_extra
 
 
@@ -548,6 +570,7 @@ class LadderStepTable(Table):
     )
 
     def workload(self) -> dict:
+        assert self.model_extra is not None  # extra="allow": always a dict
         return self.model_extra
 
 
@@ -560,7 +583,7 @@ class SpecFile(Table):
     description: StrictStr = Field(
         "", description="What the experiment is for, shown in its report."
     )
-    workload: Literal[WORKLOADS] = Field(
+    workload: WorkloadName = Field(
         "pgbench", description="pgbench, cache-wash (seed 000) or tpcc (seed 002)."
     )
     repetitions: Repetitions = Field(
@@ -577,14 +600,14 @@ class SpecFile(Table):
             "the median to reach."
         ),
     )
-    max_repetitions: Count(MIN_EXACT_95) = Field(
+    max_repetitions: Annotated[int, Count(MIN_EXACT_95)] = Field(
         DEFAULT_MAX_REPETITIONS,
         description='With repetitions = "auto": the most measured repetitions of a point.',
     )
-    warmup_repetitions: Count(0) = Field(
+    warmup_repetitions: Annotated[int, Count(0)] = Field(
         0, description="Repetitions run first at every point, stored, left out of every figure."
     )
-    order: Literal[ORDERS] = Field(
+    order: Order = Field(
         "sequential",
         description=(
             "sequential, interleaved, random (shuffled with seed) or blocks (see block_by)."

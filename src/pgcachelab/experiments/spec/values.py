@@ -9,7 +9,7 @@ renders it as one line.
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, TypeGuard, get_args
 
 from pydantic import PlainValidator, ValidationInfo
 from pydantic_core import PydanticCustomError
@@ -24,23 +24,26 @@ from pgcachelab.printable import has_control_characters
 from pgcachelab.units import parse_bytes, parse_seconds
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
 
-INSPECT_METHODS = ("auto", "extension", "pg_buffercache", "summary")
-INSPECT_MODES = ("consistent", "fast", "semiconsistent", "snapshot")  # probes.buffercache.MODES
+InspectMethodName = Literal["auto", "extension", "pg_buffercache", "summary"]
+INSPECT_METHODS: tuple[str, ...] = get_args(InspectMethodName)
+# probes.buffercache.MODES
+InspectMode = Literal["consistent", "fast", "semiconsistent", "snapshot"]
+INSPECT_MODES: tuple[str, ...] = get_args(InspectMode)
 INIT_STEP_LETTERS = set("dtgGvpf")
 
 
-def invalid(why: str, hint: str, **where) -> PydanticCustomError:
+def invalid(why: str, hint: str | None, **where) -> PydanticCustomError:
     """Refuse the value at hand: `key: invalid value X: why`. `at` names a key below the
     validated one (a script's file); `value` shows another value than the input."""
     return PydanticCustomError("spec", "{why}", {"why": why, "hint": hint, **where})
 
 
-def plain(message: str, hint: str) -> PydanticCustomError:
+def plain(message: str, hint: str | None) -> PydanticCustomError:
     """Refuse with a sentence of its own (a rule, or a message that quotes the value itself)."""
     return refuse((), message, hint)
 
 
-def refuse(at: str | tuple, message: str, hint: str) -> PydanticCustomError:
+def refuse(at: str | tuple, message: str, hint: str | None) -> PydanticCustomError:
     """A rule across keys is broken: `key: message`, at key `at` of the validated table.
     "{prefix}" in the message stands for the table's own prefix ("cache_wash.", "sweep.")."""
     at = (at,) if isinstance(at, str) else at
@@ -51,15 +54,15 @@ def show(value) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 
-def _is_int(value) -> bool:
+def _is_int(value) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_number(value) -> bool:
+def is_number(value) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def checked(kind: type, check) -> Any:
+def checked(kind: Any, check) -> Any:
     """A type whose values `check` validates and converts (it raises `invalid(...)`)."""
     return Annotated[kind, PlainValidator(check)]
 
@@ -80,9 +83,10 @@ def _count(value, minimum: int) -> int:
 
 
 @cache
-def Count(minimum: int = 1) -> Any:
-    """An integer of at least `minimum` and at most pgbench's INT_MAX (not a bool, not "3")."""
-    return checked(int, lambda value: _count(value, minimum))
+def Count(minimum: int = 1) -> PlainValidator:
+    """An integer of at least `minimum` and at most pgbench's INT_MAX (not a bool, not "3"):
+    `Annotated[int, Count()]`."""
+    return PlainValidator(lambda value: _count(value, minimum))
 
 
 def _warehouses(value) -> int:
@@ -110,9 +114,10 @@ def _seconds(value, zero_ok: bool) -> float:
 
 
 @cache
-def Seconds(zero_ok: bool = True) -> Any:
-    """A duration ("20s", "2min", 30) in whole seconds, as a float."""
-    return checked(float, lambda value: _seconds(value, zero_ok))
+def Seconds(zero_ok: bool = True) -> PlainValidator:
+    """A duration ("20s", "2min", 30) in whole seconds, as a float: `Annotated[float,
+    Seconds()]`."""
+    return PlainValidator(lambda value: _seconds(value, zero_ok))
 
 
 def _size(value, minimum_mb: int) -> int:
@@ -128,9 +133,9 @@ def _size(value, minimum_mb: int) -> int:
 
 
 @cache
-def Size(minimum_mb: int) -> Any:
-    """A memory amount ("1GiB", "512MB") in bytes."""
-    return checked(int, lambda value: _size(value, minimum_mb))
+def Size(minimum_mb: int) -> PlainValidator:
+    """A memory amount ("1GiB", "512MB") in bytes: `Annotated[int, Size(64)]`."""
+    return PlainValidator(lambda value: _size(value, minimum_mb))
 
 
 def _table_size(value) -> int | float:
@@ -334,6 +339,7 @@ def _script(value, info: ValidationInfo) -> Script:
     entry = {"file": value} if isinstance(value, str) else value
     if not isinstance(entry, dict) or set(entry) - {"file", "weight"} or "file" not in entry:
         raise invalid("not a script", 'use { file = "a.sql", weight = 1 }')
+    assert info.context is not None  # load.py validates with the spec's directory
     file = (info.context["base_dir"] / str(entry["file"])).resolve()
     if not file.is_file():
         raise invalid(

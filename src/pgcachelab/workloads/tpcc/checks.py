@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from pgcachelab.clusters.client import one_row
 from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID
 
 CHECKS = (
@@ -63,7 +64,7 @@ class CheckResult:
 
 
 def run_checks(conn: psycopg.Connection) -> list[CheckResult]:
-    return [CheckResult(name, conn.execute(sql).fetchone()[0]) for name, sql in CHECKS]
+    return [CheckResult(name, one_row(conn.execute(sql))[0]) for name, sql in CHECKS]
 
 
 def require_consistent(conn: psycopg.Connection, when: str) -> list[CheckResult]:

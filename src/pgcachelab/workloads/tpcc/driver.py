@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 
 from pgcachelab.clusters.binaries import parse_version
+from pgcachelab.clusters.client import one_row
 from pgcachelab.errors import UserError
 from pgcachelab.machine import owned
 from pgcachelab.progress import Progress
@@ -188,9 +189,9 @@ def pgbench_args(
 
 
 def _rollbacks(conn: psycopg.Connection) -> int:
-    last_value, is_called = conn.execute(
-        "select last_value, is_called from tpcc.rollbacks"
-    ).fetchone()
+    last_value, is_called = one_row(
+        conn.execute("select last_value, is_called from tpcc.rollbacks")
+    )
     return last_value if is_called else 0
 
 

@@ -15,6 +15,7 @@ from importlib import resources
 
 import psycopg
 
+from pgcachelab.clusters.client import one_row
 from pgcachelab.errors import UserError
 from pgcachelab.progress import Progress
 from pgcachelab.workloads.tpcc.checks import CheckResult, require_consistent
@@ -79,7 +80,7 @@ def _sql_text(name: str) -> str:
 
 def read_load_info(conn: psycopg.Connection) -> LoadInfo | None:
     """What the last load recorded, or None when the database holds no TPC-C load."""
-    if conn.execute("select to_regclass('tpcc.load_info')").fetchone()[0] is None:
+    if one_row(conn.execute("select to_regclass('tpcc.load_info')"))[0] is None:
         return None
     row = conn.execute(
         "select warehouses, c_last_load, c_id, c_ol_i_id, complete, load_seconds"
@@ -92,11 +93,11 @@ def read_load_info(conn: psycopg.Connection) -> LoadInfo | None:
 
 def _prepare_schema(conn: psycopg.Connection, constants: LoadConstants, warehouses: int) -> None:
     """Drop a previous lab load, refuse a schema someone else made, create tables and code."""
-    has_schema = conn.execute(
-        "select count(*) from pg_namespace where nspname = %s", [SCHEMA]
-    ).fetchone()[0]
+    has_schema = one_row(
+        conn.execute("select count(*) from pg_namespace where nspname = %s", [SCHEMA])
+    )[0]
     if has_schema:
-        if conn.execute("select to_regclass('tpcc.load_info')").fetchone()[0] is None:
+        if one_row(conn.execute("select to_regclass('tpcc.load_info')"))[0] is None:
             raise UserError(
                 f'schema "{SCHEMA}" already exists and was not made by pgcachelab',
                 "drop it yourself, or load into another database (dbname=... in --dsn)",
@@ -228,11 +229,13 @@ def load(
         finally:
             for session in sessions:
                 session.close()
-        database_bytes = conn.execute(
-            "select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint from pg_class c"
-            " join pg_namespace n on n.oid = c.relnamespace"
-            " where n.nspname = %s and c.relkind = 'r'",
-            [SCHEMA],
-        ).fetchone()[0]
+        database_bytes = one_row(
+            conn.execute(
+                "select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint from pg_class c"
+                " join pg_namespace n on n.oid = c.relnamespace"
+                " where n.nspname = %s and c.relkind = 'r'",
+                [SCHEMA],
+            )
+        )[0]
     info = LoadInfo(warehouses, constants, True, total_s)
     return LoadResult(info, seconds, total_s, database_bytes, checks)

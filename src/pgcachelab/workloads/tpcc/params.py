@@ -2,6 +2,7 @@
 
 import random
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from pgcachelab.errors import UserError
 from pgcachelab.units import parse_seconds
@@ -29,9 +30,11 @@ C_LAST_DELTA_RANGE = (65, 119)
 C_LAST_DELTA_EXCLUDED = (96, 112)
 # How a terminal sends a transaction (issue 39): one call of a server-side function, or the
 # transaction's statements one by one from the client.
-MODES = ("procedures", "client")
+Mode = Literal["procedures", "client"]
+MODES: tuple[str, ...] = get_args(Mode)
 # Keying and think times (clause 5.2.5): none, or the specification's.
-TERMINAL_TIMES = ("off", "spec")
+TerminalTimes = Literal["off", "spec"]
+TERMINAL_TIMES: tuple[str, ...] = get_args(TerminalTimes)
 NO_LIMIT = "off"  # rate_tpm: no rate limit (a ladder step lifts one the steps before it set)
 
 
