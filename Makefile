@@ -4,6 +4,8 @@ VENV := .venv
 INSTALLED := $(VENV)/.installed-stamp
 # The layers contract in pyproject.toml; no cache directory, so it leaves nothing behind.
 LINT_IMPORTS := $(VENV)/bin/lint-imports --no-cache --no-logo
+# The type check ([tool.mypy] in pyproject.toml says which checks are on): src/pgcachelab.
+MYPY := $(VENV)/bin/mypy
 
 .PHONY: quick readme-picture test test-fast lint format bench clean chromium pg15-headers fusedisk faults \
 	debian-python-venv docs docs-strict
@@ -79,6 +81,7 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(VENV)/bin/ruff check src tests bench docs/hooks
 	$(VENV)/bin/ruff format --check src tests bench docs/hooks
 	$(LINT_IMPORTS)
+	$(MYPY)
 	$(MAKE) --no-print-directory docs-strict
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome
 	@# (Ctrl-C and SIGTERM included: make's Interrupt used to leave it)
@@ -119,6 +122,7 @@ docs-strict: $(INSTALLED)
 lint: $(INSTALLED)
 	$(VENV)/bin/ruff check src tests bench docs/hooks
 	$(LINT_IMPORTS)
+	$(MYPY)
 
 format: $(INSTALLED)
 	$(VENV)/bin/ruff format src tests bench docs/hooks

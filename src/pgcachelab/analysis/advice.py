@@ -38,7 +38,7 @@ class Advice:
 def overlaps(a: Summary, b: Summary) -> bool:
     """Whether two intervals overlap; a value without an interval overlaps nothing it is not
     equal to only by luck, so it is treated as overlapping (it cannot be told apart)."""
-    if a.ci_low is None or b.ci_low is None:
+    if a.ci_low is None or b.ci_low is None or a.ci_high is None or b.ci_high is None:
         return True
     return a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
 
@@ -61,8 +61,8 @@ def choose(
     """The value with the best median over its repetitions (analysis.summary.best_by_median),
     and those whose interval overlaps its own;
     `show` writes a value for the caveats (e.g. bytes as 32MB)."""
-    summaries = {value: summarise(values) for value, values in samples.items()}
-    summaries = {value: s for value, s in summaries.items() if s is not None}
+    summarised = {value: summarise(values) for value, values in samples.items()}
+    summaries = {value: s for value, s in summarised.items() if s is not None}
     if not summaries:
         return None
     best = best_by_median(summaries, higher_is_better)
@@ -86,7 +86,7 @@ def format_number(value: float) -> str:
 def format_interval(summary: Summary, unit: str = "") -> str:
     """'4,652 tps [95% CI 4,100, 5,204] (n=3)'; without an interval the mean and n."""
     mean = format_number(summary.mean)
-    if summary.ci_low is None:
+    if summary.ci_low is None or summary.ci_high is None:
         return f"{mean}{unit} (n={summary.n}, no interval)"
     low, high = format_number(summary.ci_low), format_number(summary.ci_high)
     return f"{mean}{unit} [95% CI {low}, {high}] (n={summary.n})"

@@ -155,7 +155,7 @@ def composition(samples: list[Sample], count: int = 8) -> Composition:
         segments.setdefault((sample.point_index, sample.repetition), []).append(sample)
     ordered = sorted(segments.values(), key=lambda members: members[0].seconds)
     knows_os = any(os_cache_known(s.data) for s in samples)
-    series = {
+    series: dict[str, dict[str, list[float]]] = {
         "shared_buffers": {n: [] for n in [*names, OTHER]},
         "os_cache": {n: [] for n in [*names, OTHER]},
     }

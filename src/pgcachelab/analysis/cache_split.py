@@ -93,7 +93,9 @@ class Effect:
 
     @property
     def significant(self) -> bool:
-        return self.ci_low is not None and (self.ci_high < 1 or self.ci_low > 1)
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_high < 1 or self.ci_low > 1
 
 
 def geometric_interval(ratios: list[float]) -> Effect | None:
@@ -124,7 +126,7 @@ class SurvivalRow:
         "no" wholly beyond it, else "undecided"; one repetition decides on its value alone."""
         if self.ratio is None or self.geometric is None:
             return "no ratio"
-        if self.geometric.ci_low is None:
+        if self.geometric.ci_low is None or self.geometric.ci_high is None:
             within = self.ratio.median <= SURVIVAL_TOLERANCE
             return ("yes" if within else "no") + " (one repetition)"
         if self.geometric.ci_high <= SURVIVAL_TOLERANCE:
@@ -166,7 +168,9 @@ def best_setting(reps: list[Repetition], huge_pages: str, phase: str) -> tuple[i
     groups = {sb: g for (hp, sb), g in point_groups(reps).items() if hp == huge_pages}
     summaries = {sb: summarise([r.median(phase) for r in g]) for sb, g in groups.items()}
     best = best_by_median(summaries, higher_is_better=False)
-    return best, summaries[best]
+    summary = summaries[best]
+    assert summary is not None  # best_by_median read its median
+    return best, summary
 
 
 def huge_pages_effect(reps: list[Repetition], phase: str) -> Effect | None:

@@ -86,7 +86,7 @@ def _interval(low: float, high: float) -> str:
 
 
 def _effect_text(effect: Effect) -> str:
-    if effect.ci_low is None:
+    if effect.ci_low is None or effect.ci_high is None:
         return f"{_times(effect.ratio)} (one repetition: no interval)"
     return f"{_times(effect.ratio)} ({_interval(effect.ci_low, effect.ci_high)})"
 
@@ -168,7 +168,7 @@ def _kept(row: SurvivalRow) -> str | None:
     95% interval of the geometric mean ratio: "yes", "no", "cold idx1" (the whole interval
     below 1/1.1: idx1 itself was slow), or None (undecided)."""
     effect = row.geometric
-    if effect is None or effect.ci_low is None:
+    if effect is None or effect.ci_low is None or effect.ci_high is None:
         return None
     if effect.ci_high < 1 / SURVIVAL_TOLERANCE:
         return "cold idx1"
@@ -255,10 +255,10 @@ def _seq_scan(reps: list[Repetition], mode: str) -> Judgement:
     ratio, low, high = welch_log_ratio(scans[smallest], scans[largest])
     figures = (
         f"seq {_times(ratio)}"
-        + ("" if low is None else f" ({_interval(low, high)})")
+        + ("" if low is None or high is None else f" ({_interval(low, high)})")
         + f" at {format_bytes(largest)} against {format_bytes(smallest)}"
     )
-    if low is None:
+    if low is None or high is None:
         return Judgement(NOT_SHOWN, f"{figures}: one repetition a side gives no interval", scope)
     if high < 1:
         return Judgement(REPRODUCED, f"{figures}: faster", scope)

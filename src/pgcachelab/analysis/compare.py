@@ -222,7 +222,9 @@ class PointComparison:
 
     @property
     def significant(self) -> bool:
-        return self.ci_low is not None and (self.ci_low > 1 or self.ci_high < 1)
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low > 1 or self.ci_high < 1
 
     @property
     def verdict(self) -> str:
@@ -241,12 +243,13 @@ def compare_point(
     """B against A on one figure per repetition: tps, or a latency (`lower_is_better`)."""
     a = [v for v in tps_a if v is not None and v > 0]
     b = [v for v in tps_b if v is not None and v > 0]
-    median_a = statistics.median(a) if a else None
-    median_b = statistics.median(b) if b else None
     if not a or not b:
+        median_a = statistics.median(a) if a else None
+        median_b = statistics.median(b) if b else None
         return PointComparison(
             key, len(a), len(b), median_a, median_b, None, None, None, None, None, lower_is_better
         )
+    median_a, median_b = statistics.median(a), statistics.median(b)
     ratio, low, high = welch_log_ratio(a, b)
     return PointComparison(
         key,

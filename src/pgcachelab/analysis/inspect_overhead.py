@@ -40,7 +40,7 @@ def sag_of_ratios(values: list[float], method: str) -> Sag | None:
     if ratios is None:
         return None
     interval = None
-    if ratios.ci_low is not None:
+    if ratios.ci_low is not None and ratios.ci_high is not None:
         interval = ((1 - ratios.ci_high) * 100, (1 - ratios.ci_low) * 100)
     return Sag(method, ratios, (1 - ratios.mean) * 100, interval)
 

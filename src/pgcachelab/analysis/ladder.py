@@ -73,13 +73,15 @@ class StepResult:
 
     @property
     def significant(self) -> bool:
-        return self.ci_low is not None and (self.ci_high < 1 or self.ci_low > 1)
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_high < 1 or self.ci_low > 1
 
     @property
     def verdict(self) -> str:
         if self.ratio is None:
             return ""
-        if self.ci_low is None:
+        if self.ci_low is None or self.ci_high is None:
             return "too few repetitions to tell"
         if not self.significant:
             return "no clear change (the interval includes 1)"
@@ -93,7 +95,7 @@ def ladder_results(steps: list[StepSamples]) -> list[StepResult]:
         values = [v for v in step.tpmc if v is not None and not math.isnan(v)]
         ratio = low = high = None
         comparable = previous is not None and values and all(v > 0 for v in values)
-        if comparable and [v for v in previous.tpmc if v and v > 0]:
+        if comparable and previous is not None and [v for v in previous.tpmc if v and v > 0]:
             ratio, low, high = welch_log_ratio(previous.tpmc, values)
         results.append(
             StepResult(

@@ -23,7 +23,7 @@ class PointPercentiles:
     skipped: int = 0  # -R with --latency-limit: transactions skipped as already late
 
 
-def point_percentiles(records: list[dict]) -> PointPercentiles | None:
+def point_percentiles(records: list[dict | None]) -> PointPercentiles | None:
     """From the repetitions' `latency` metrics (None for none with percentiles)."""
     timed = [r for r in records if r and r.get("p99_ms") is not None]
     if not timed:

@@ -57,7 +57,7 @@ def same_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamC
             "the on points had their pool on top of the memory limit; the on/off comparison is "
             "between machines of different sizes.",
         )
-    rams = {m.accounting.get("ram_bytes") for m in measured}
+    rams = {_accounting(m).get("ram_bytes") for m in measured}
     if len(rams) > 1:
         return RamCheck(False, _differing(measured))
     broken = next((m for m in measured if not _split_holds(m)), None)
@@ -69,20 +69,26 @@ def same_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamC
 PAGE = 4096  # a cgroup's limit is held in whole pages
 
 
+def _accounting(m: MeasuredMemory) -> dict:
+    """A measurement's accounting, once same_ram_check has returned for any without one."""
+    assert m.accounting is not None
+    return m.accounting
+
+
 def _split_holds(m: MeasuredMemory) -> bool:
     """The point's cap is its RAM less its pool, as the kernel holds it; an off point has no
     pool. (No memory limit: nothing to split.)"""
-    ram, pool = m.accounting.get("ram_bytes"), m.accounting.get("huge_pages_pool_bytes") or 0
+    ram, pool = _accounting(m).get("ram_bytes"), _accounting(m).get("huge_pages_pool_bytes") or 0
     if ram is None:
         return True
-    cap, read_back = m.accounting.get("cap_bytes"), m.accounting.get("cap_read_back_bytes")
+    cap, read_back = _accounting(m).get("cap_bytes"), _accounting(m).get("cap_read_back_bytes")
     if (m.huge_pages != "on" and pool) or cap is None or cap + pool != ram:
         return False
     return read_back is None or 0 <= cap - read_back < PAGE
 
 
 def _unsplit(m: MeasuredMemory) -> str:
-    a = m.accounting
+    a = _accounting(m)
     return (
         f"The sides did not have the RAM they were said to have: at huge_pages={m.huge_pages}, "
         f"shared_buffers={format_bytes(m.shared_buffers_bytes)} the RAM was "
@@ -118,7 +124,7 @@ def _per_point(measured: list[MeasuredMemory], mode: str) -> dict[int, dict]:
     points: dict[int, dict] = {}
     for m in sorted(measured, key=lambda m: -m.shared_buffers_bytes):
         if m.huge_pages == mode:
-            points.setdefault(m.shared_buffers_bytes, m.accounting)
+            points.setdefault(m.shared_buffers_bytes, _accounting(m))
     return points
 
 
@@ -132,12 +138,12 @@ def _same(measured: list[MeasuredMemory], ram_bytes: int | None) -> str:
     caps_text = ", ".join(_bytes(cap) for cap in sorted(cap for cap in caps if cap is not None))
     off = f"cap {caps_text}, no pool" if caps_text else "no pool"
     # how an on point was charged: what the line is about
-    on_points = (m.accounting for m in measured if m.huge_pages == "on")
-    accounting = next((a.get("accounting") for a in on_points), None)
+    on_points = (_accounting(m) for m in measured if m.huge_pages == "on")
+    charged = next((a.get("accounting") for a in on_points), None)
     return (
         f"Both sides had the same RAM: {_ram(ram_bytes)} "
         f"(huge pages on: {_examples(on, '; ')}; off: {off})"
-        + (f"; {accounting}." if accounting else ".")
+        + (f"; {charged}." if charged else ".")
     )
 
 
@@ -145,7 +151,7 @@ def _differing(measured: list[MeasuredMemory]) -> str:
     """Each RAM the points had, with the points that had it."""
     points: dict[int | None, dict[str, list[str]]] = {}
     for m in sorted(measured, key=lambda m: (m.huge_pages != "on", -m.shared_buffers_bytes)):
-        by_mode = points.setdefault(m.accounting.get("ram_bytes"), {})
+        by_mode = points.setdefault(_accounting(m).get("ram_bytes"), {})
         sizes = by_mode.setdefault(m.huge_pages, [])
         if format_bytes(m.shared_buffers_bytes) not in sizes:
             sizes.append(format_bytes(m.shared_buffers_bytes))

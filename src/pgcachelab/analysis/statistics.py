@@ -144,6 +144,8 @@ def order_statistic_coverages(n: int, last_j: int) -> list[float]:
     Above _EXACT_UP_TO the terms are floats, starting 20 standard deviations below the mean
     (its log from lgamma), since everything below adds less than 1e-80 to a tail.
     """
+    term: float  # ints up to _EXACT_UP_TO (exact), floats above
+    tail: float
     if n <= _EXACT_UP_TO:
         whole, term, tail, coverages = 2**n, 1, 0, []
         for k in range(last_j):
@@ -217,8 +219,8 @@ class Noise:
 
 def machine_noise(values_by_point: dict) -> Noise:
     cvs = {point: coefficient_of_variation(values) for point, values in values_by_point.items()}
-    cvs = {point: cv for point, cv in cvs.items() if cv is not None}
-    return Noise(cvs, statistics.median(cvs.values()) if cvs else None)
+    known = {point: cv for point, cv in cvs.items() if cv is not None}
+    return Noise(known, statistics.median(known.values()) if known else None)
 
 
 # -- stability within one measurement (pgbench --progress) --------------------------------------
@@ -326,7 +328,7 @@ def point_warnings(
 ) -> list:
     """Warnings about one point's repetitions: spread too wide, interval wider than the
     precision the spec asked for."""
-    warnings = []
+    warnings: list[StabilityWarning] = []
     if len(values) < 2:
         return warnings
     cv = coefficient_of_variation(values)

@@ -186,7 +186,8 @@ def match_boundaries(
         )
         if name is None and past_memory:
             name = DISK
-        size = boundaries.get(name) if name != DISK else memory_bytes
+        known = boundaries.get(name) if name is not None else None
+        size = memory_bytes if name == DISK else known
         matched.append(
             Step(step.before, step.after, step.ratio, step.ci_low, step.ci_high, name, size)
         )
@@ -209,8 +210,8 @@ def find_steps(
             Step(before, after, *welch_from_moments(after.log_moments, before.log_moments))
         )
     significant = [step for step in breaks if step.significant]
-    expected = {SHARED_BUFFERS: shared_buffers_bytes, MEMORY: memory_bytes}
-    expected = {name: size for name, size in expected.items() if size}
+    given = {SHARED_BUFFERS: shared_buffers_bytes, MEMORY: memory_bytes}
+    expected = {name: size for name, size in given.items() if size}
     steps, owner = match_boundaries(significant, expected)
     smallest, largest = measured[0].size_bytes, measured[-1].size_bytes
     by_name = {name: steps[index] for index, name in owner.items()}

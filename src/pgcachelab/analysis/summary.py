@@ -2,6 +2,7 @@
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgcachelab.analysis.statistics import median_interval, sample_stdev, t95
@@ -26,25 +27,28 @@ class Summary:
     median_coverage: float | None = None
 
 
-def summarise(values: list[float]) -> Summary | None:
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    if not values:
+def summarise(values: Sequence[float | None]) -> Summary | None:
+    measured = [v for v in values if v is not None and not math.isnan(v)]
+    if not measured:
         return None
-    mean = statistics.fmean(values)
-    if len(values) > 1:
-        stdev = sample_stdev(values)
-        half = t95(len(values) - 1) * stdev / math.sqrt(len(values))
+    mean = statistics.fmean(measured)
+    stdev: float | None
+    ci_low: float | None
+    ci_high: float | None
+    if len(measured) > 1:
+        stdev = sample_stdev(measured)
+        half = t95(len(measured) - 1) * stdev / math.sqrt(len(measured))
         ci_low, ci_high = mean - half, mean + half
     else:
         stdev = ci_low = ci_high = None
-    interval = median_interval(values)
+    interval = median_interval(measured)
     return Summary(
-        n=len(values),
-        median=statistics.median(values),
+        n=len(measured),
+        median=statistics.median(measured),
         mean=mean,
         stdev=stdev,
-        minimum=min(values),
-        maximum=max(values),
+        minimum=min(measured),
+        maximum=max(measured),
         ci_low=ci_low,
         ci_high=ci_high,
         median_low=interval.low if interval else None,

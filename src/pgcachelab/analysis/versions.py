@@ -31,7 +31,9 @@ class VersionChange:
 
     @property
     def significant(self) -> bool:
-        return self.ci_low is not None and (self.ci_high < 1 or self.ci_low > 1)
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_high < 1 or self.ci_low > 1
 
 
 CONTROL_SUFFIX = " control"
@@ -102,6 +104,7 @@ def welch_from_moments(
     difference = after.mean - before.mean
     if before.n < 2 or after.n < 2:
         return math.exp(difference), None, None
+    assert before.variance is not None and after.variance is not None  # n >= 2 each
     share_before = before.variance / before.n
     share_after = after.variance / after.n
     error = math.sqrt(share_before + share_after)

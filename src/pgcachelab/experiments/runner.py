@@ -200,7 +200,6 @@ def prepare(
     _check_sizes(spec, target)
     if data_fits:
         _check_data_fits(spec, target)
-    # only a server given by --dsn runs without the lab's machine, and may lack the right
     if (
         isinstance(target, ExistingTarget)
         and os_cache_modes - {"keep"}

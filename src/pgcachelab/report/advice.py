@@ -20,6 +20,8 @@ from pgcachelab.analysis.advice import (
 from pgcachelab.analysis.cache_split import (
     PHASES,
     SURVIVAL_TOLERANCE,
+    Effect,
+    SurvivalRow,
     huge_pages_effect,
     index_survives_from,
     pgbench_logged_zeros,
@@ -74,7 +76,9 @@ def ratio_text(ratio: float) -> str:
 
 
 def ratio_interval(low: float | None, high: float | None) -> str:
-    return "no interval" if low is None else f"95% CI {ratio_text(low)}–{ratio_text(high)}"
+    if low is None or high is None:
+        return "no interval"
+    return f"95% CI {ratio_text(low)}–{ratio_text(high)}"
 
 
 def _all_tied(choice: Choice) -> bool:
@@ -109,6 +113,11 @@ def _others(choice: Choice, unit: str, show=str) -> str:
 # -- cache-wash (seed 000) ------------------------------------------------------------------
 
 
+def _geometric(row: SurvivalRow) -> Effect:
+    assert row.geometric is not None  # _survival_advice keeps the rows that have one
+    return row.geometric
+
+
 def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
     """From which shared_buffers the index survives the scan: the report's findings table."""
     rows = [r for r in survival_table(reps) if r.huge_pages == huge_pages and r.geometric]
@@ -117,7 +126,7 @@ def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
     within = f"within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1"
     size, _ = index_survives_from(reps, huge_pages)
     row = next((r for r in rows if r.shared_buffers_bytes == size), rows[-1])
-    geometric = row.geometric
+    geometric = _geometric(row)
     interval = ratio_interval(geometric.ci_low, geometric.ci_high)
     figure = (
         f"idx2/idx1 {geometric.ratio:.2f} ({interval}) at {format_bytes(row.shared_buffers_bytes)}"
@@ -139,8 +148,8 @@ def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
             f"{SURVIVAL_TOLERANCE:.2f} ({row.verdict})"
         )
     evidence = "; ".join(
-        f"{format_bytes(r.shared_buffers_bytes)}: {r.geometric.ratio:.2f} "
-        f"({ratio_interval(r.geometric.ci_low, r.geometric.ci_high)}), {r.verdict}"
+        f"{format_bytes(r.shared_buffers_bytes)}: {_geometric(r).ratio:.2f} "
+        f"({ratio_interval(_geometric(r).ci_low, _geometric(r).ci_high)}), {r.verdict}"
         for r in rows
     )
     return Advice(
@@ -150,8 +159,8 @@ def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
 
 def _huge_pages_advice(reps: list) -> Advice | None:
     """Huge pages on against off, per phase: the report's huge pages table."""
-    effects = {phase: huge_pages_effect(reps, phase) for phase in PHASES}
-    effects = {phase: e for phase, e in effects.items() if e is not None}
+    found = {phase: huge_pages_effect(reps, phase) for phase in PHASES}
+    effects = {phase: e for phase, e in found.items() if e is not None}
     if not effects:
         return None
     significant = {phase: e for phase, e in effects.items() if e.significant}
@@ -212,8 +221,8 @@ def cache_wash_advice(data: RunData) -> list[Advice]:
                 caveats,
             )
         )
-    huge_pages = _huge_pages_advice(reps)
-    return advice + ([huge_pages] if huge_pages else [])
+    on_off = _huge_pages_advice(reps)
+    return advice + ([on_off] if on_off else [])
 
 
 # -- a sweep of one value at peak throughput ---------------------------------------------------
@@ -278,6 +287,8 @@ def control_advice(data: RunData) -> list[Advice]:
 
 
 def _boundary_text(name: str | None, size_bytes: float | None, data: RunData) -> str:
+    if size_bytes is None:  # a boundary with a name has its size
+        return ""
     if name == SHARED_BUFFERS:
         return f"shared_buffers ({format_bytes(size_bytes)})"
     if name == MEMORY:
@@ -461,6 +472,11 @@ def _at(item: MethodSag) -> str:
     return f"at {cell_text(item.cell)}"
 
 
+def _quoted_ci(item: MethodSag) -> tuple[float, float] | None:
+    """The quoted sag's interval (method_advice keeps the items that quote one)."""
+    return item.quoted.sag_ci_percent if item.quoted is not None else None
+
+
 def method_advice(method: str, mine: list[MethodSag], floor: list[MethodSag]) -> Advice:
     name = METHOD_NAMES.get(method, method)
     quoted = [s for s in mine if s.quoted is not None]
@@ -474,9 +490,9 @@ def method_advice(method: str, mine: list[MethodSag], floor: list[MethodSag]) ->
             "",
             [],
         )
-    costs = [s for s in quoted if s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[0] > 0]
+    costs = [s for s in quoted if (ci := _quoted_ci(s)) and ci[0] > 0]
     rest = [s for s in quoted if s not in costs]
-    across = all(s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[1] >= 0 for s in rest)
+    across = all((ci := _quoted_ci(s)) and ci[1] >= 0 for s in rest)
     if costs:
         recommendation = f"polling with {name} once a second costs " + ", ".join(
             f"{sag_text(s.quoted)} {_at(s)}" for s in costs
@@ -508,9 +524,9 @@ def method_advice(method: str, mine: list[MethodSag], floor: list[MethodSag]) ->
             ", ".join(f"{sag_text(s.within_runs)} {_at(s)}" for s in floor)
         )
     caveats = []
-    if any(s.quoted.sag_ci_percent is None for s in quoted):
+    if any(_quoted_ci(s) is None for s in quoted):
         caveats.append("one ratio at some cells: no interval")
-    if any(s.quoted.sag_ci_percent and s.quoted.sag_ci_percent[1] < 0 for s in quoted):
+    if any((ci := _quoted_ci(s)) and ci[1] < 0 for s in quoted):
         caveats.append("tps higher while polling, beyond the interval: drift, not a gain")
     return Advice(method, "", recommendation, evidence, caveats)
 
@@ -558,11 +574,12 @@ def comparison_advice(comparison: Comparison) -> list[Advice]:
             f"×{point.ratio:.2f} ({ratio_interval(point.ci_low, point.ci_high)}) at {point.label}"
         )
 
-    faster = [p for p in points if p.significant and p.ratio > 1]
-    slower = [p for p in points if p.significant and p.ratio < 1]
+    ratios = [p.ratio for p in points if p.ratio is not None]  # all of them: see points
+    faster = [p for p in points if p.significant and p.ratio is not None and p.ratio > 1]
+    slower = [p for p in points if p.significant and p.ratio is not None and p.ratio < 1]
     unclear = len(points) - len(faster) - len(slower)
     if not faster and not slower:
-        low, high = min(p.ratio for p in points), max(p.ratio for p in points)
+        low, high = min(ratios), max(ratios)
         recommendation = (
             f"B against A: no clear difference at any of the {len(points)} "
             f"matched points (tps ratios {low:.2f}–{high:.2f}; no 95% interval "

@@ -1,13 +1,16 @@
 """The cache snapshots of a run ([inspect]): composition over time, before/after per point."""
 
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
+from matplotlib.colors import ListedColormap  # noqa: E402
 
 from pgcachelab.analysis.cache_composition import (  # noqa: E402
     OTHER,
@@ -43,7 +46,9 @@ def samples(data: RunData) -> list[Sample]:
 
 
 def _color_map(names: list[str]) -> dict[str, str]:
-    palette = plt.get_cmap("tab10").colors
+    colormap = plt.get_cmap("tab10")
+    assert isinstance(colormap, ListedColormap)  # tab10 is a list of ten colours
+    palette = cast(Sequence, colormap.colors)  # typed as any array-like: here a tuple
     colors = {
         name: palette[i % len(palette)] for i, name in enumerate(n for n in names if n != OTHER)
     }
@@ -182,7 +187,9 @@ def _method_note(data: RunData) -> str:
     failed = [s for s in taken if s.error]
     methods = sorted({f"{s.method}" + (f"/{s.mode}" if s.mode else "") for s in taken})
     times = [s.elapsed_ms for s in taken if s.elapsed_ms is not None]
-    notes = {s.data.get("os_cache_note") for s in taken if s.data and s.data.get("os_cache_note")}
+    notes: set[str] = {
+        s.data["os_cache_note"] for s in taken if s.data and s.data.get("os_cache_note")
+    }
     text = (
         f"{len(taken)} snapshots ({', '.join(methods)}), median snapshot query "
         f"{statistics.median(times):.1f} ms"

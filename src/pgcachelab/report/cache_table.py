@@ -62,6 +62,7 @@ def totals_lines(snapshot: CacheSnapshot) -> list[str]:
 
 
 def snapshot_cost(snapshot: CacheSnapshot) -> str:
+    assert snapshot.server_version_num is not None  # probes.buffercache.collect sets it
     return method_cost(
         snapshot.method, snapshot.mode, snapshot.server_version_num, snapshot.elapsed_ms
     )

@@ -289,6 +289,7 @@ def timing_html(data: RunData, reps: list[Repetition]) -> str:
         overhead = summarise([c["loop_overhead_share"] * 100 for c in checks])
         ratio = summarise([c["median_to_wall_per_sample"] for c in checks])
         outside = [c for c in checks if not c["within_tolerance"]]
+        assert overhead is not None and ratio is not None  # one figure per check at least
         parts.append(
             f"Every lookup was timed on the client (a monotonic clock around each execute of a "
             f"prepared statement, one new session per phase, its first lookup left out). "
@@ -514,7 +515,7 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
             "cache read with mincore when the server's files are readable here).</p>"
         )
     ratios = {(row.huge_pages, row.shared_buffers_bytes): row for row in survival_table(reps)}
-    tables = {"index": [], "table": []}  # one each: thirteen columns do not fit a page
+    tables: dict[str, list] = {"index": [], "table": []}  # one each: thirteen columns do not fit
     for size, mode, by_key in point_residencies(data, sizes):
         row = ratios.get((mode, size))
         for relation, rows in tables.items():
@@ -572,6 +573,7 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
             )
             figure = "–"
         else:
+            assert ratio is not None  # index_survives_from gives a size with its ratio
             answer = _with_index_size(size, sizes)
             figure = f"idx2/idx1 = {ratio.median:.2f} (median)" + (
                 f" ({_level(ratio)} of the median {ratio.median_low:.2f}..{ratio.median_high:.2f})"

@@ -26,18 +26,20 @@ def ratio_chart_png(comparison: Comparison) -> bytes | None:
     figure, axis = plt.subplots(figsize=(max(6.0, 0.7 * len(points) + 2), 4.2))
     xs = list(range(len(points)))
     for x, point in zip(xs, points, strict=True):
-        color = ("tab:green" if point.ratio > 1 else "tab:red") if point.significant else "0.35"
-        if point.ci_low is not None:
+        ratio = point.ratio
+        assert ratio is not None  # points keeps those with one
+        color = ("tab:green" if ratio > 1 else "tab:red") if point.significant else "0.35"
+        if point.ci_low is not None and point.ci_high is not None:
             axis.errorbar(
                 [x],
-                [point.ratio],
-                yerr=[[point.ratio - point.ci_low], [point.ci_high - point.ratio]],
+                [ratio],
+                yerr=[[ratio - point.ci_low], [point.ci_high - ratio]],
                 fmt="o",
                 color=color,
                 capsize=4,
             )
         else:
-            axis.plot([x], [point.ratio], "o", color=color)
+            axis.plot([x], [ratio], "o", color=color)
     axis.axhline(1.0, color="black", linewidth=1)
     axis.set_yscale("log")
     plain = FuncFormatter(lambda value, _: f"{value:g}")  # 0.5, not 5x10^-1

@@ -72,7 +72,7 @@ def _runs_line(comparison: Comparison) -> list[str]:
 
 def _summary(comparison: Comparison) -> str:
     significant = comparison.significant
-    faster = sum(1 for p in significant if p.ratio > 1)
+    faster = sum(1 for p in significant if p.ratio is not None and p.ratio > 1)
     return (
         f"{len(significant)} of {len(comparison.points)} matched points differ significantly"
         f" ({faster} B faster, {len(significant) - faster} B slower)"

@@ -210,6 +210,7 @@ def load_run(store: ResultStore, run_id: str) -> RunData:
 
 def _load_run(store: ResultStore, run_id: str) -> RunData:
     run = store.run(run_id)
+    assert run is not None, f"no run {run_id}"  # callers look it up first
     schedule = schedule_of(run)
     warmup_repetitions = schedule.get("warmup_repetitions") or 0
     target = schedule.get("target_ci") if schedule.get("repetitions") == "auto" else None
@@ -226,8 +227,8 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
         tps = [m.tps for m in ok if m.tps is not None]
         washes = [w for m in ok if (w := wash_repetition(point.settings, m))]
         figures = figures_by_point[point.point_index] = repetition_figures(ok, washes)
-        sizes = [m.metrics.get("database_size_bytes") for m in ok]
-        sizes = [s for s in sizes if s is not None]
+        stored_sizes = [m.metrics.get("database_size_bytes") for m in ok]
+        sizes = [s for s in stored_sizes if s is not None]
         hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
         reads = sum(_probe(m, "blks_read") or 0 for m in ok)
         shared_buffers = server_settings.get(point.point_index, {}).get("shared_buffers", {})
@@ -253,11 +254,11 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
                 washes=washes,
             )
         )
-    noise = {}
+    by_figure: dict[str, dict[int, list[float]]] = {}
     for point_index, figures in figures_by_point.items():
         for name, values in figures.items():
-            noise.setdefault(name, {})[point_index] = values
-    noise = {name: machine_noise(by_point) for name, by_point in noise.items()}
+            by_figure.setdefault(name, {})[point_index] = values
+    noise = {name: machine_noise(by_point) for name, by_point in by_figure.items()}
     return RunData(
         run, results, server_settings, schedule, noise, snapshots=store.snapshots(run_id)
     )
@@ -278,8 +279,8 @@ def _phase_medians(figures: dict[str, list[float]]) -> dict | None:
 
 
 def _max_cgroup(measurements: list[Measurement], key: str) -> float | None:
-    values = [((m.metrics.get("machine") or {}).get("cgroup") or {}).get(key) for m in measurements]
-    values = [v for v in values if v is not None]
+    stored = [((m.metrics.get("machine") or {}).get("cgroup") or {}).get(key) for m in measurements]
+    values = [v for v in stored if v is not None]
     return max(values) if values else None
 
 

@@ -71,6 +71,7 @@ def export_json(store: ResultStore, run_id: str, out) -> None:
     document went through its pure-Python encoder (25 s for 10,000 cache-wash measurements,
     issue 24), and a line per measurement still reads and greps well."""
     run = store.run(run_id)
+    assert run is not None, f"no run {run_id}"  # callers look it up first
     head = {
         "format": "pgcachelab-run/1",
         "run": {

@@ -2,6 +2,7 @@
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from markupsafe import Markup
@@ -22,7 +23,7 @@ def _num(value, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
-def _context_rows(data: RunData) -> list[tuple[str, str]]:
+def _context_rows(data: RunData) -> list[tuple[str, str | None]]:
     run, env = data.run, data.run.environment
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created_at))
     finished = (
@@ -191,7 +192,7 @@ def _points_detail_table(data: RunData) -> str:
     biased = [r for r in data.points if r.latency_percentiles and r.latency_percentiles.biased_low]
     note = ""
     if biased:
-        share = max(r.latency_percentiles.zeros_share for r in biased)
+        share = max(r.latency_percentiles.zeros_share for r in biased if r.latency_percentiles)
         note = (
             f"<p class='note'>* pgbench logged up to {share:.0%} of the transactions of "
             f"{len(biased)} point(s) as 0 µs (its lazy clock: a reply already waiting); their "
@@ -227,7 +228,7 @@ def render_html(
     data: RunData,
     plot_paths: list[Path],
     out_path: Path,
-    sections: list[Section] = (),
+    sections: Sequence[Section] = (),
     findings: Markup | str = "",
 ) -> Path:
     """`findings`: the block the page opens with (report.findings); `sections`: what the

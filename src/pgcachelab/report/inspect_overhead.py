@@ -121,7 +121,9 @@ def sag_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]) -> 
                 "–" if median_ms is None else f"{median_ms:.2f}",
                 "–" if cpu_ms is None else f"{cpu_share(cpu_ms, median_ms, cores):.2f}",
                 *(
-                    accuracy_cells(accuracy.get(sag.cell, {}).get(_extension_mode(sag.method)))
+                    accuracy_cells(
+                        accuracy.get(sag.cell, {}).get(_extension_mode(sag.method) or "")
+                    )
                     if accuracy
                     else []
                 ),
@@ -212,23 +214,23 @@ def accuracy_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]
     rows = []
     old_pairs = False
     for cell, modes in accuracy.items():
-        for mode, accuracy in modes.items():
-            old_pairs |= accuracy.reference_mode != "snapshot"
-            drift = accuracy.drift_share_median
-            worst = accuracy.largest_relation or ""
+        for mode, found in modes.items():
+            old_pairs |= found.reference_mode != "snapshot"
+            drift = found.drift_share_median
+            worst = found.largest_relation or ""
             rows.append(
                 [
                     cell_text(cell),
-                    f"{mode} (against {accuracy.reference_mode})",
-                    str(accuracy.trials),
-                    f"{accuracy.misplaced_median:,.1f}",
-                    f"{accuracy.misplaced_max:,.1f}",
-                    _share(accuracy.misplaced_share_median),
-                    _share(accuracy.misplaced_share_max),
-                    f"{accuracy.largest_max:,} ({_share(accuracy.largest_share_max)}%)"
+                    f"{mode} (against {found.reference_mode})",
+                    str(found.trials),
+                    f"{found.misplaced_median:,.1f}",
+                    f"{found.misplaced_max:,.1f}",
+                    _share(found.misplaced_share_median),
+                    _share(found.misplaced_share_max),
+                    f"{found.largest_max:,} ({_share(found.largest_share_max)}%)"
                     + (f" {worst}" if worst else ""),
                     "–" if drift is None else _share(drift),
-                    "all held" if not accuracy.failed_checks else "; ".join(accuracy.failed_checks),
+                    "all held" if not found.failed_checks else "; ".join(found.failed_checks),
                 ]
             )
     if not rows:
@@ -272,10 +274,10 @@ def time_plot(data: RunData, out_dir: Path) -> list[Path]:
     lines: dict[str, list[tuple[float, float]]] = {}
     for result in data.points:
         method = result.point.swept.get(KEY, BASELINE)
-        times = _times_ms(data, result.point.point_index)
-        if method == BASELINE or not times or not result.shared_buffers_bytes:
+        median_ms = _median(_times_ms(data, result.point.point_index))
+        if method == BASELINE or median_ms is None or not result.shared_buffers_bytes:
             continue
-        lines.setdefault(method, []).append((result.shared_buffers_bytes, _median(times)))
+        lines.setdefault(method, []).append((result.shared_buffers_bytes, median_ms))
     if not lines or len({x for values in lines.values() for x, _ in values}) < 2:
         return []
     figure, axis = plt.subplots(figsize=(8, 4.5))
@@ -397,10 +399,11 @@ def _version_lines(data: RunData, points: dict, prefix: str) -> list[str]:
         line = f"{prefix}{version}: sag {_figure(sag.sag_percent, sag.sag_ci_percent, 2)}%"
         view_ms = _median(_times_ms(data, points[version].result.point.point_index))
         line += "" if view_ms is None else f"; the view took {view_ms:.0f} ms (median)"
-        if excess[version] is not None:
+        added = excess[version]
+        if added is not None:
             line += (
                 f"; buffer-mapping waits added while polled "
-                f"{_figure(excess[version].mean, _interval(excess[version]), 3)} "
+                f"{_figure(added.mean, _interval(added), 3)} "
                 "backends"
             )
         figures.append(line)

@@ -55,8 +55,8 @@ def _step(result: PointResult) -> LoadStep | None:
         p999_ms=figures["p999"],
         lag_p99_ms=percentiles.lag_p99_ms,
         biased_low=percentiles.biased_low,
-        completed=sum(completed) if counted else None,
-        measured_s=sum(seconds) if counted else None,
+        completed=sum(c for c in completed if c is not None) if counted else None,
+        measured_s=sum(s for s in seconds if s) if counted else None,
     )
 
 

@@ -13,6 +13,7 @@ from pgcachelab.analysis.inspect_overhead import (
     sag_of_ratios,
 )
 from pgcachelab.report.dataset import PointResult, RunData, swept_text
+from pgcachelab.store.records import Measurement
 
 KEY = "inspect_method"
 METHOD_NAMES = {
@@ -69,15 +70,19 @@ def window_length_s(data: RunData) -> float:
     return 0.0
 
 
+def _tps_by_round(measurements: list[Measurement]) -> dict[int, float]:
+    return {m.repetition: m.tps for m in measurements if m.tps is not None}
+
+
 def method_sags(data: RunData) -> list[MethodSag]:
     """Every point's sag, in the order of cells then methods as the run measured them."""
     alternated = window_length_s(data) > 0
     sags = []
     for cell, methods in cells(data).items():
         baseline = methods.get(BASELINE)
-        base_tps = {m.repetition: m.tps for m in baseline.ok} if baseline else {}
+        base_tps = _tps_by_round(baseline.ok) if baseline else {}
         for method, result in methods.items():
-            tps = {m.repetition: m.tps for m in result.ok}
+            tps = _tps_by_round(result.ok)
             between = paired_sag(base_tps, tps, method) if method != BASELINE else None
             within = None
             if alternated:

@@ -273,12 +273,15 @@ def _draw_steps(axis, data: RunData, x_of, draw_plateaus: bool = True) -> None:
         )
         interval = (
             ""
-            if step.ci_low is None
+            if step.ci_low is None or step.ci_high is None
             else f" ({_ratio_text(step.ci_low)}–{_ratio_text(step.ci_high)})"
         )
-        where = {SHARED_BUFFERS: "shared_buffers", MEMORY: "memory", DISK: "disk"}.get(
-            step.boundary, "no boundary"
-        )
+        boundaries: dict[str | None, str] = {
+            SHARED_BUFFERS: "shared_buffers",
+            MEMORY: "memory",
+            DISK: "disk",
+        }
+        where = boundaries.get(step.boundary, "no boundary")
         axis.annotate(
             f"step {number}: ×{_ratio_text(step.ratio)}{interval}, {where}",
             ((start * end) ** 0.5, 0.5),
@@ -429,7 +432,7 @@ def memory_plot(data: RunData, x_key: str, out_dir: Path) -> list[Path]:
     xs = [r.point.swept[x_key] for r in results]
     axis.plot(
         xs,
-        [r.cgroup_peak_bytes / MIB for r in results],
+        [(r.cgroup_peak_bytes or 0) / MIB for r in results],  # results: those with a peak
         marker="o",
         markersize=4,
         label="peak usage of the server's cgroup",

@@ -30,7 +30,7 @@ def chosen_measurement(
             f"--repetition: point {point_index} has no repetition {repetition}",
             f"its repetitions are {', '.join(str(m.repetition) for m in mine)}",
         )
-    ok = sorted((m for m in mine if m.status == "ok" and m.tps), key=lambda m: m.tps)
+    ok = sorted((m for m in mine if m.status == "ok" and m.tps), key=lambda m: m.tps or 0.0)
     return ok[len(ok) // 2] if ok else mine[0]
 
 

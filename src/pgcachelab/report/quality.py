@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pgcachelab.analysis.statistics import MIN_EXACT_95, WIDE_SPREAD_CV, StabilityWarning
 from pgcachelab.report.dataset import RunData
-from pgcachelab.report.render import render, template
+from pgcachelab.report.render import macro, render
 
 # What each kind of warning is, in a few words: the line's title.
 KIND_TITLES = {
@@ -71,8 +71,7 @@ def _points_text(group: WarningKind) -> str:
 
 def warning_kind_html(group: WarningKind) -> str:
     """One line: the kind, where, and what to try; each warning in the folded details."""
-    macro = template("warning_kind.html.j2").module.warning_kind
-    return str(macro(group, _points_text(group)))
+    return str(macro("warning_kind.html.j2", "warning_kind")(group, _points_text(group)))
 
 
 def quality_html(data: RunData) -> str:

@@ -6,10 +6,11 @@ Text handed to a template is escaped there; what is already HTML comes as `Marku
 
 import html
 import sys
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup
@@ -72,6 +73,11 @@ def inline_svg(path: Path) -> Markup:
     return Markup(text[start:] if start >= 0 else text)
 
 
+def macro(template_name: str, name: str) -> Callable[..., Any]:
+    """A macro of a template: jinja2 makes each one an attribute of the template's module."""
+    return getattr(template(template_name).module, name)
+
+
 def template(name: str) -> Template:
     """A template of report/templates, e.g. to call one of its macros."""
     return _environment().get_template(name)
@@ -83,7 +89,7 @@ def render(name: str, **context) -> str:
 
 def table(
     head: list[str] | None,
-    rows: Iterable[Row | list],
+    rows: Iterable[Row | Sequence],
     text_columns: Container[int] = (),
     row_headers: bool = False,
 ) -> str:
@@ -100,7 +106,6 @@ def table(
             ],
             row.css_class,
         )
-        for row in (r if isinstance(r, Row) else Row(r) for r in rows)
+        for row in (r if isinstance(r, Row) else Row(list(r)) for r in rows)
     ]
-    macro = template("table.html.j2").module.table
-    return str(macro(head, body))
+    return str(macro("table.html.j2", "table")(head, body))

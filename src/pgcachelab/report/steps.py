@@ -65,14 +65,15 @@ def _between(step: Step) -> str:
     )
 
 
-def boundary_text(name: str, size_bytes: float | None, data: RunData) -> Markup:
+def boundary_text(name: str | None, size_bytes: float | None, data: RunData) -> Markup:
     # Markup, so that the page keeps the apostrophe of "the machine's RAM" as it is
+    size = format_bytes(size_bytes) if size_bytes is not None else "?"
     if name == SHARED_BUFFERS:
-        return Markup(f"shared_buffers ({format_bytes(size_bytes)})")
+        return Markup(f"shared_buffers ({size})")
     if name == MEMORY:
         if data.memory_limit_bytes:
-            return Markup(f"the memory limit ({format_bytes(size_bytes)})")
-        return Markup(f"the machine's RAM ({format_bytes(size_bytes)})")
+            return Markup(f"the memory limit ({size})")
+        return Markup(f"the machine's RAM ({size})")
     if name == DISK:
         return Markup("past memory: ") + escaped(disk_label(data)) + Markup(" decides")
     return Markup("no boundary of this run")
@@ -156,11 +157,12 @@ def _summary(finding: StepFinding) -> str:
 
 
 def _short_boundary(name: str | None) -> str:
-    return {
+    names: dict[str | None, str] = {
         SHARED_BUFFERS: "shared_buffers",
         MEMORY: "memory",
         DISK: "past memory (the disk)",
-    }.get(name, "no boundary")
+    }
+    return names.get(name, "no boundary")
 
 
 def step_machine_text(step: Step, data: RunData) -> str | None:

@@ -1,6 +1,7 @@
 """Plain-text tables for the terminal: `runs` and `show`."""
 
 import time
+from collections.abc import Sequence
 
 from pgcachelab.printable import printable
 from pgcachelab.report.dataset import load_run
@@ -9,14 +10,14 @@ from pgcachelab.store.records import ResultStore, abandoned
 from pgcachelab.units import format_bytes
 
 
-def format_table(header: list[str], rows: list[list[str]]) -> str:
+def format_table(header: list[str], rows: Sequence[Sequence[object]]) -> str:
     """Columns padded to their widest cell; a cell's control characters escaped (a name from
     a spec could move the cursor or split its row)."""
-    rows = [[printable(str(cell)) for cell in row] for row in rows]
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    texts = [[printable(str(cell)) for cell in row] for row in rows]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *texts, strict=True)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
+    for row in texts:
         lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     return "\n".join(lines)
 
@@ -73,9 +74,10 @@ def run_table(store: ResultStore, run_id: str) -> str:
     for result in data.points:
         tps, latency = result.tps, result.latency_ms
         ci = "-"
-        if tps and tps.median_low is not None:
+        coverage = tps.median_coverage if tps else None
+        if tps and tps.median_low is not None and coverage is not None:
             ci = f"{_number(tps.median_low)}..{_number(tps.median_high)}"
-            ci += "" if tps.median_coverage >= 0.95 else f" ({tps.median_coverage:.0%})"
+            ci += "" if coverage >= 0.95 else f" ({coverage:.0%})"
         reasons = "; ".join(result.failure_reasons)
         rows.append(
             [

@@ -46,7 +46,7 @@ def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[P
     colors = [LIMITED_COLOR if r.rate_limited else BAR_COLOR for r in results]
     axis.bar(positions, medians, color=colors, alpha=0.75)
     for x, result in zip(positions, results, strict=True):
-        if result.minimum is not None:
+        if result.minimum is not None and result.maximum is not None:
             axis.plot([x, x], [result.minimum, result.maximum], color="black", linewidth=1.2)
         values = thin_by_rank(samples.get(result.name) or [], MAX_DOTS)
         axis.scatter([x] * len(values), values, color="black", s=12, zorder=3)

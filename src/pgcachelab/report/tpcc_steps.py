@@ -128,7 +128,7 @@ def ladder_advice(data: RunData) -> list:
         advice.append(Advice("ladder", result.name, recommendation, evidence, caveats))
     safe = [r for r in results if not r.risks and not r.rate_limited and r.median]
     if safe:
-        best = max(safe, key=lambda r: r.median)
+        best = max(safe, key=lambda r: r.median or 0)  # safe: each has a median
         advice.append(
             Advice(
                 "ladder",

@@ -89,10 +89,11 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
             if not mine:
                 continue
             xs = [r.point.swept[X_KEY] for r in mine]
+            tps = [r.tps for r in mine if r.tps is not None]  # all of them: see mine
             axis.fill_between(
                 xs,
-                [r.tps.minimum for r in mine],
-                [r.tps.maximum for r in mine],
+                [s.minimum for s in tps],
+                [s.maximum for s in tps],
                 color=colors[version],
                 alpha=0.18,
                 linewidth=0,
@@ -101,7 +102,7 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
             color = colors[twin] if twin in colors else colors[version]
             axis.plot(
                 xs,
-                [r.tps.median for r in mine],
+                [s.median for s in tps],
                 marker="o",
                 markersize=4,
                 color=color,
