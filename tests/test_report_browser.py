@@ -125,7 +125,7 @@ def _warning_kinds(tiny: str) -> set[str]:
     """The kinds of warning the run's data has (none on a compare page)."""
     if tiny == "compare":
         return set()
-    from pgcachelab.report.dataset import load_run
+    from pgcachelab.analysis.run_data import load_run
     from pgcachelab.store.sqlite import SqliteResultStore
 
     store = SqliteResultStore(REPORT_ARTIFACTS / "results.sqlite")

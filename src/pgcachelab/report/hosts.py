@@ -4,7 +4,7 @@ each point's median by class when more than one class measured it."""
 from markupsafe import Markup
 
 from pgcachelab.analysis.hosts import CLASS_FACTS, HostSplit, host_split
-from pgcachelab.report.dataset import RunData
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section, escaped, table
 from pgcachelab.units import format_bytes
 

@@ -7,10 +7,10 @@ from pathlib import Path
 from markupsafe import Markup
 
 from pgcachelab.analysis.latency import PointPercentiles
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.statistics import coefficient_of_variation
 from pgcachelab.analysis.storage import storage_note, storage_uses
 from pgcachelab.analysis.versions import differing_settings
-from pgcachelab.report.dataset import RunData
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
 from pgcachelab.report.hosts import run_host_split
 from pgcachelab.report.quality import quality_html

@@ -9,8 +9,9 @@ from pathlib import Path
 from markupsafe import Markup
 
 from pgcachelab.analysis.offered_load import KEEPS_UP, LoadStep, finding, knee
-from pgcachelab.report.dataset import PointResult, RunData
-from pgcachelab.report.plots import plt, save_figure
+from pgcachelab.analysis.run_data import PointResult, RunData
+from pgcachelab.report.plots import save_figure
+from pgcachelab.report.pyplot import plt
 from pgcachelab.report.render import Row, Section, escaped, table
 
 TITLE = "Latency against offered load"

@@ -2,7 +2,7 @@
 and what that did to the throughput."""
 
 from pgcachelab.analysis.regimes import DISK, drop_past_memory, regimes
-from pgcachelab.report.dataset import RunData
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import table
 from pgcachelab.units import format_bytes
 

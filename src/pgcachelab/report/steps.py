@@ -3,6 +3,7 @@ much, and which boundary each step matches; or, plainly, that there is none."""
 
 from markupsafe import Markup
 
+from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.analysis.step_resources import step_explanation
 from pgcachelab.analysis.steps import (
     DISK,
@@ -15,7 +16,6 @@ from pgcachelab.analysis.steps import (
     StepFinding,
     find_steps,
 )
-from pgcachelab.report.dataset import PointResult, RunData
 from pgcachelab.report.regimes import disk_label
 from pgcachelab.report.render import escaped, table
 from pgcachelab.units import format_bytes
