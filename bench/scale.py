@@ -39,10 +39,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from pgcachelab.analysis.compare_store import load_comparison
 from pgcachelab.analysis.run_data import load_run
 from pgcachelab.report.build import build_report
 from pgcachelab.report.compare_text import FORMATS as COMPARE_FORMATS
-from pgcachelab.report.comparison import load_comparison
 from pgcachelab.report.export import export_csv, export_json
 from pgcachelab.store.records import StoredPoint, from_json
 from pgcachelab.store.sqlite import SqliteResultStore

@@ -4,9 +4,9 @@ import itertools
 from pathlib import Path
 
 from pgcachelab.analysis.run_data import PointResult, RunData
+from pgcachelab.analysis.run_steps import run_steps
 from pgcachelab.analysis.steps import DISK, MEMORY, SHARED_BUFFERS
 from pgcachelab.report.pyplot import plt
-from pgcachelab.report.steps import run_steps
 from pgcachelab.units import format_bytes
 
 MIB = 1024 * 1024

@@ -2,12 +2,12 @@
 step finder of the report's steps section); the peak over clients; the offered-load knee."""
 
 from pgcachelab.analysis.advice import Advice, ratio_interval, ratio_text, repetition_caveats
+from pgcachelab.analysis.rate_sweep import offered_load_findings
 from pgcachelab.analysis.run_data import PointResult, RunData, swept_text
+from pgcachelab.analysis.run_steps import points_steps
 from pgcachelab.analysis.steps import DISK, MATCH_FACTOR, MEMORY, MIN_STEP_RATIO, SHARED_BUFFERS
 from pgcachelab.analysis.summary import summarise
 from pgcachelab.analysis.sweep_advice import cell_without
-from pgcachelab.report.offered_load import offered_load_findings
-from pgcachelab.report.steps import points_steps
 from pgcachelab.units import format_bytes
 
 
