@@ -11,11 +11,13 @@ from markupsafe import Markup
 
 from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.run_data import RunData, load_run
+from pgcachelab.experiments.spec.schema import SpecFile
 from pgcachelab.report.render import Section, table
 from pgcachelab.store.records import ResultStore
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies import registry
 from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.workloads.registry import WORKLOADS
 
 # The fixture store's tiny runs (tests/data/report-runs) and the study each one is.
 FIXTURE_STUDIES = {
@@ -52,6 +54,8 @@ def test_every_study_declares_what_it_is():
     assert names[-1] == "big-cache"  # takes what the others leave: last
     for study in registry.STUDIES:
         assert study.title and study.seed and study.claims, study.name
+        assert study.workload in WORKLOADS, study.name
+        assert study.spec_table is None or study.spec_table in SpecFile.model_fields
         for claim in study.claims:
             seed = Path(__file__).parents[2] / "shared" / "seeds" / claim.seed
             assert claim.seed.startswith(study.seed) and claim.words, claim
