@@ -34,8 +34,8 @@ def register(app: typer.Typer, existing_store: Callable, run_of: Callable, store
         ] = None,
     ) -> None:
         """B/A per matched point with 95% intervals, and what differs besides the parameters."""
+        from pgcachelab.analysis.compare_store import load_comparison
         from pgcachelab.report.compare_text import FORMATS
-        from pgcachelab.report.comparison import load_comparison
 
         if format not in FORMATS:
             raise UserError(f"--format: unknown format {format!r}", "use table, json or markdown")

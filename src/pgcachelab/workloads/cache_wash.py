@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from pgcachelab.clusters.client import one_row
+from pgcachelab.clusters.target import Target
 from pgcachelab.machine import owned
 from pgcachelab.probes.buffercache import SAMPLER_APPLICATION_NAME
 from pgcachelab.units import format_bytes
@@ -192,7 +193,7 @@ def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
     return done
 
 
-def _timed_phase(target, point, name: str, lookups: int) -> tuple[list[float], dict]:
+def _timed_phase(target: Target, point, name: str, lookups: int) -> tuple[list[float], dict]:
     """One phase on a new session, as pgbench's were: (samples in ms, their cross-check).
 
     The session's first statement is left out: it also loads the catalog caches (~2 ms), which
