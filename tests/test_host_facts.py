@@ -1,6 +1,7 @@
 """machine/host_facts.py: one parser per kernel file, on files captured from a real host
 (tests/data/host-facts/capture.sh; mountinfo from tests/data/machine/), and its readers."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -13,11 +14,13 @@ from pgcachelab.machine.host_facts import (
     parse_meminfo,
     parse_mountinfo,
     parse_proc_cgroup,
+    parse_proc_stat,
     read_cpu_model,
     read_hugepages,
     read_meminfo,
     read_mountinfo,
     read_proc_cgroup,
+    read_proc_stat,
 )
 
 DATA = Path(__file__).parent / "data" / "host-facts"
@@ -77,6 +80,18 @@ def test_mountinfo_skips_what_is_not_a_mount_line():
     assert parse_mountinfo(text) == [
         Mount("98:0", Path("/mnt2"), "ext3", "/dev/root", ("rw",))  # proc(5)'s example
     ]
+
+
+def test_proc_stat_fields_counted_after_a_name_with_spaces_and_parentheses():
+    stat = parse_proc_stat("42 (a) b (c) Z 1 42 42 0 -1 0 0 0 0 0 7 8 9 10 20 0 1 0 5 0 0")
+    assert (stat.ppid, stat.cpu_ticks, stat.start_time, stat.zombie) == (1, (7, 8, 9, 10), 5, True)
+    assert not parse_proc_stat("").zombie  # nothing to read is not a zombie either
+
+
+def test_proc_stat_of_this_process():
+    stat = read_proc_stat(os.getpid())
+    assert stat.ppid == os.getppid()
+    assert not stat.zombie and stat.start_time > 0
 
 
 def _fake_proc(tmp_path: Path) -> Path:

@@ -115,7 +115,8 @@ def test_a_kernel_that_gives_fewer_huge_pages_is_refused_and_restored(tmp_path, 
     nr.write_text("0\n")
     meminfo.write_text((DATA / "meminfo.txt").read_text())
     monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
-    monkeypatch.setattr(host_facts, "PROC", tmp_path)  # its meminfo
+    # this kernel's meminfo; the rest of /proc (the labs' processes) is the real one
+    monkeypatch.setattr(hugepages, "read_hugepages", lambda: host_facts.read_hugepages(tmp_path))
     monkeypatch.setattr(hugepages, "STATE_DIR", tmp_path / "state" / "hugepages")
     reservation = hugepages.HugePagesReservation()
     with pytest.raises(hugepages.HugePagesUnavailable, match="^hugepages_unavailable: .* 70 "):
@@ -135,7 +136,8 @@ def test_labs_side_by_side_take_back_only_what_they_added(tmp_path, monkeypatch)
     nr.write_text("4\n")  # the administrator's pool
     meminfo.write_text("HugePages_Total: 1000\nHugepagesize: 2048 kB\n")  # a generous kernel
     monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
-    monkeypatch.setattr(host_facts, "PROC", tmp_path)  # its meminfo
+    # this kernel's meminfo; the rest of /proc (the labs' processes) is the real one
+    monkeypatch.setattr(hugepages, "read_hugepages", lambda: host_facts.read_hugepages(tmp_path))
     monkeypatch.setattr(hugepages, "STATE_DIR", tmp_path / "state" / "hugepages")
     first, second = hugepages.HugePagesReservation(), hugepages.HugePagesReservation()
     first.ensure(10)

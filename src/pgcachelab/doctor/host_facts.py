@@ -2,7 +2,8 @@
 
 `root` is "/" on a real machine; tests give a fake tree (tests/data/doctor/). Every value that
 cannot be read is None, with the reason kept in `HostFacts.missing` so the check can say why it
-was skipped. Nothing here writes.
+was skipped. Nothing here writes. Each kernel file's parser is machine/host_facts.py's, the
+one every part of the lab uses; this module points it at `root`.
 """
 
 import os
@@ -15,8 +16,13 @@ from pgcachelab.machine.host_facts import (
     read_meminfo,
     read_mountinfo,
     read_proc_cgroup,
+    read_proc_stat,
 )
-from pgcachelab.machine.host_tunables import bracketed_choice  # the OS rung writes them too
+from pgcachelab.machine.host_tunables import (  # the OS rung writes them too
+    THP_DIR,
+    bracketed_choice,
+    sysctl_path,
+)
 
 # A v1 memory.limit_in_bytes at or above this means "no limit" (the kernel's page-rounded
 # LONG_MAX); v2 writes "max".
@@ -82,11 +88,6 @@ def parse_limits(text: str) -> dict[str, tuple[int | None, int | None]]:
     return limits
 
 
-def parent_pid_from_stat(stat_text: str) -> int:
-    """The ppid field of /proc/PID/stat; the command name in parentheses may contain spaces."""
-    return int(stat_text.rsplit(")", 1)[1].split()[1])
-
-
 # -- the reader --------------------------------------------------------------------------------
 
 
@@ -131,12 +132,11 @@ class HostReader:
         facts.hugepages = hugepages_of(meminfo)
 
     def _thp(self, facts: HostFacts) -> None:
-        base = "/sys/kernel/mm/transparent_hugepage"
         for name in ("enabled", "defrag"):
             try:
-                setattr(facts, f"thp_{name}", bracketed_choice(self.text(f"{base}/{name}")))
+                setattr(facts, f"thp_{name}", bracketed_choice(self.text(f"{THP_DIR}/{name}")))
             except OSError:
-                facts.missing[f"thp_{name}"] = f"no {base}/{name} (kernel without THP?)"
+                facts.missing[f"thp_{name}"] = f"no {THP_DIR}/{name} (kernel without THP?)"
 
     def _numa(self, facts: HostFacts) -> None:
         nodes_dir = self.path("/sys/devices/system/node")
@@ -151,7 +151,7 @@ class HostReader:
 
     def _sysctls(self, facts: HostFacts) -> None:
         for name in SYSCTLS:
-            path = "/proc/sys/" + name.replace(".", "/")
+            path = sysctl_path(name)
             try:
                 facts.sysctl[name] = int(self.text(path).split()[0])
             except (OSError, ValueError, IndexError):
@@ -267,7 +267,7 @@ def postmaster_of_backend(backend_pid: int, root: Path = Path("/")) -> int | Non
     try:
         if reader.text(f"/proc/{backend_pid}/comm").strip() != "postgres":
             return None
-        parent = parent_pid_from_stat(reader.text(f"/proc/{backend_pid}/stat"))
+        parent = read_proc_stat(backend_pid, reader.path("/proc")).ppid
         if reader.text(f"/proc/{parent}/comm").strip() not in ("postgres", "postmaster"):
             return None
     except (OSError, ValueError, IndexError):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from pgcachelab.machine.host_facts import read_meminfo
+from pgcachelab.machine.host_facts import read_meminfo, read_proc_stat
 from pgcachelab.probes.host_resources import (
     COLUMNS,
     RawSample,
@@ -28,7 +28,6 @@ from pgcachelab.probes.host_resources import (
     parse_cgroup_v1_cpuacct,
     parse_cgroup_v2_cpu_stat,
     parse_diskstats,
-    parse_process_cpu_ticks,
     process_tree_cpu_us,
     row,
     summary,
@@ -167,11 +166,11 @@ def process_tree_source(target, note: str | None) -> Sources:
     pid, ticks_per_s = process.pid, os.sysconf("SC_CLK_TCK")
 
     def read() -> dict:
-        own = parse_process_cpu_ticks((PROC / str(pid) / "stat").read_text())
+        own = read_proc_stat(pid, PROC).cpu_ticks
         children = []
         for child in (PROC / str(pid) / "task" / str(pid) / "children").read_text().split():
             with contextlib.suppress(OSError):  # it ended since the list was read
-                children.append(parse_process_cpu_ticks((PROC / child / "stat").read_text()))
+                children.append(read_proc_stat(child, PROC).cpu_ticks)
         return process_tree_cpu_us(own, children, ticks_per_s)
 
     return Sources(cgroup=f"the server's processes (postmaster {pid})", read_cgroup=read,

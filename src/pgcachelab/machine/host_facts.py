@@ -87,6 +87,48 @@ def read_cpu_model(proc: Path | None = None) -> str | None:
     return parse_cpu_model((_proc(proc) / "cpuinfo").read_text())
 
 
+# -- /proc/PID/stat ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """A process's /proc/PID/stat: its fields after the command name, which may itself hold
+    spaces and parentheses; proc(5)'s field n is fields[n - 3]."""
+
+    fields: tuple[str, ...]
+
+    def field(self, number: int) -> str:
+        return self.fields[number - 3]
+
+    @property
+    def zombie(self) -> bool:
+        return self.fields[:1] == ("Z",)
+
+    @property
+    def ppid(self) -> int:
+        return int(self.field(4))
+
+    @property
+    def cpu_ticks(self) -> tuple[int, int, int, int]:
+        """(utime, stime, cutime, cstime) in clock ticks: fields 14 to 17."""
+        utime, stime, cutime, cstime = (int(self.field(n)) for n in range(14, 18))
+        return utime, stime, cutime, cstime
+
+    @property
+    def start_time(self) -> int:
+        """Clock ticks after boot: with the pid, what tells a process from a later one."""
+        return int(self.field(22))
+
+
+def parse_proc_stat(text: str) -> ProcStat:
+    return ProcStat(tuple(text.rpartition(")")[2].split()))
+
+
+def read_proc_stat(pid: int | str, proc: Path | None = None) -> ProcStat:
+    """Process `pid`'s /proc/PID/stat, parsed (parse_proc_stat)."""
+    return parse_proc_stat((_proc(proc) / str(pid) / "stat").read_text())
+
+
 # -- /proc/PID/cgroup ----------------------------------------------------------------------------
 
 

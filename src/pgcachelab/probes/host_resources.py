@@ -154,14 +154,6 @@ def parse_cgroup_v2_cpu_stat(text: str) -> dict[str, int]:
     }
 
 
-def parse_process_cpu_ticks(stat_text: str) -> tuple[int, int, int, int]:
-    """(utime, stime, cutime, cstime) in clock ticks from /proc/PID/stat (proc(5): fields 14-17,
-    counted after the command name, which may hold spaces and parentheses)."""
-    fields = stat_text.rpartition(")")[2].split()
-    # fields[0] is field 3 (state): field n is fields[n - 3]
-    return int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14])
-
-
 def process_tree_cpu_us(postmaster: tuple, children: list[tuple], ticks_per_s: int) -> dict:
     """The server's CPU as a cgroup would count it, {usage, user, system} in µs: its live
     processes' own times, plus the times of the children the postmaster has reaped (its cutime
