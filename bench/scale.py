@@ -39,14 +39,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgcachelab.report.advice import run_advice
+from pgcachelab.analysis.compare_store import load_comparison
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.report.build import build_report
 from pgcachelab.report.compare_text import FORMATS as COMPARE_FORMATS
-from pgcachelab.report.comparison import load_comparison
-from pgcachelab.report.dataset import load_run
 from pgcachelab.report.export import export_csv, export_json
 from pgcachelab.store.records import StoredPoint, from_json
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.registry import advise as run_advice
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 TEMPLATES = Path(__file__).parent.parent / "tests" / "data" / "report-runs" / "results.sqlite"

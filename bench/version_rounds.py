@@ -16,10 +16,10 @@ import statistics
 import sys
 from pathlib import Path
 
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.analysis.versions import control_changes, control_verdict
-from pgcachelab.report.dataset import load_run
-from pgcachelab.report.versions import version_samples
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.versions.report import version_samples
 
 
 def drift_ratios(data) -> dict[str, list[float]]:

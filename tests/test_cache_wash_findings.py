@@ -237,9 +237,9 @@ def _blocks_run(lab_dir, accounting=True) -> str:
 
 
 def _section_text(lab_dir, run_id) -> str:
-    from pgcachelab.report.cache_wash import cache_wash_section
-    from pgcachelab.report.dataset import load_run
+    from pgcachelab.analysis.run_data import load_run
     from pgcachelab.store.sqlite import SqliteResultStore
+    from pgcachelab.studies.cache_wash.report import cache_wash_section
 
     store = SqliteResultStore.in_lab_dir(lab_dir)
     data = load_run(store, run_id)  # the report's read: only the metrics it names

@@ -150,7 +150,7 @@ def test_run_with_more_memory_than_the_host_is_one_line_before_anything_runs(tmp
 
 def test_report_markers_never_show_more_memory_than_the_host_had():
     """Runs stored before the limit was refused could ask for 4TB on a 24GB host."""
-    from pgcachelab.report.dataset import RunData
+    from pgcachelab.analysis.run_data import RunData
     from pgcachelab.store.records import Run
 
     def data(limit):

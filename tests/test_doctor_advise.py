@@ -8,7 +8,7 @@ import pytest
 from conftest import SPECS_DIR, dsn_of, run_cli
 
 from pgcachelab.analysis.advice import choose, format_interval
-from pgcachelab.report.dataset import load_run
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.store.sqlite import SqliteResultStore
 
 MB = 1024**2

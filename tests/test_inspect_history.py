@@ -17,6 +17,7 @@ import pytest
 from conftest import REPORT_RUNS_DIR, install_of, run_cli, store_query
 
 from pgcachelab.analysis.inspect_overhead import Sag, sag_above
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.analysis.summary import summarise
 from pgcachelab.analysis.wait_events import (
     POLLED,
@@ -34,9 +35,8 @@ from pgcachelab.probes.wait_events import (
     parse_sample,
     wait_events_query,
 )
-from pgcachelab.report.dataset import load_run
-from pgcachelab.report.inspect_overhead import versions_note
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.inspect_overhead.report import versions_note
 
 DATA = Path(__file__).parent / "data" / "wait-events"
 

@@ -69,8 +69,8 @@ def _run_id(store, name: str) -> str:
 @pytest.fixture(scope="module")
 def pages(tiny_reports) -> dict[str, Path]:
     """Page name -> index.html: each tiny run's report, and a compare page."""
+    from pgcachelab.analysis.compare_store import load_comparison
     from pgcachelab.report.compare_html import render_html
-    from pgcachelab.report.comparison import load_comparison
     from pgcachelab.store.sqlite import SqliteResultStore
 
     store = SqliteResultStore(REPORT_ARTIFACTS / "results.sqlite")  # the copy the reports came from
@@ -125,7 +125,7 @@ def _warning_kinds(tiny: str) -> set[str]:
     """The kinds of warning the run's data has (none on a compare page)."""
     if tiny == "compare":
         return set()
-    from pgcachelab.report.dataset import load_run
+    from pgcachelab.analysis.run_data import load_run
     from pgcachelab.store.sqlite import SqliteResultStore
 
     store = SqliteResultStore(REPORT_ARTIFACTS / "results.sqlite")

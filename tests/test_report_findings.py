@@ -8,19 +8,17 @@ import pytest
 from conftest import REPORT_ARTIFACTS, REPORT_RUNS_DIR, run_cli
 
 from pgcachelab.analysis.compare import Comparison, PointComparison, RunSide
+from pgcachelab.analysis.compare_advice import comparison_advice
 from pgcachelab.analysis.inspect_overhead import sag_of_ratios
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.analysis.statistics import StabilityWarning
 from pgcachelab.analysis.versions import VersionChange
-from pgcachelab.report.advice import (
-    comparison_advice,
-    method_advice,
-    run_advice,
-    version_pair_advice,
-)
-from pgcachelab.report.dataset import load_run
-from pgcachelab.report.overhead_sags import MethodSag
 from pgcachelab.report.quality import group_warnings, warning_kind_html
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.inspect_overhead.advice import method_advice
+from pgcachelab.studies.inspect_overhead.sags import MethodSag
+from pgcachelab.studies.registry import advise as run_advice
+from pgcachelab.studies.versions.advice import version_pair_advice
 
 TINY = ["archaeology", "big-cache", "cache-split", "inspect-overhead", "tpcc-ladder"]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pgcachelab.report.advice import run_advice
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.report.build import build_report
-from pgcachelab.report.dataset import load_run
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.registry import advise as run_advice
 
 FIXTURE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 

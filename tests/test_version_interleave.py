@@ -7,14 +7,14 @@ import tempfile
 import pytest
 from conftest import SPECS_DIR, run_cli, store_query
 
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters.installs import resolve
 from pgcachelab.clusters.targets import VersionedTarget
 from pgcachelab.errors import UserError
 from pgcachelab.machine import fusedisk
 from pgcachelab.probes.pagecache import relation_residency_bytes
-from pgcachelab.report.dataset import load_run
-from pgcachelab.report.versions import clients_panels
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.versions.report import clients_panels
 
 FUSE, WHY_NOT = fusedisk.availability()
 needs_fuse = pytest.mark.skipif(not FUSE, reason=f"emulated disk unavailable: {WHY_NOT}")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_spec import error_of, spec
 
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.analysis.versions import (
     VersionChange,
     control_base,
@@ -20,10 +21,9 @@ from pgcachelab.analysis.versions import (
     version_order,
 )
 from pgcachelab.experiments.version_rounds import version_rounds
-from pgcachelab.report.advice import run_advice
 from pgcachelab.report.build import build_report
-from pgcachelab.report.dataset import load_run
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.registry import advise as run_advice
 
 SWEEP = ('repetitions = 3\norder = "interleaved"\ncontrol = true\n'
          '[sweep]\nversion = ["13", "18"]\nscale_class = ["small", "large"]\n'

@@ -86,3 +86,45 @@ def format_interval(summary: Summary, unit: str = "") -> str:
         return f"{mean}{unit} (n={summary.n}, no interval)"
     low, high = format_number(summary.ci_low), format_number(summary.ci_high)
     return f"{mean}{unit} [95% CI {low}, {high}] (n={summary.n})"
+
+
+# -- wording shared by every study's advice ---------------------------------------------
+
+
+def ratio_text(ratio: float) -> str:
+    """Two decimals below 10, three significant digits above, as the steps are quoted: 0.54,
+    1.31, 13.6, 136."""
+    return f"{ratio:.2f}" if abs(ratio) < 10 else f"{ratio:.3g}"
+
+
+def ratio_interval(low: float | None, high: float | None) -> str:
+    return "no interval" if low is None else f"95% CI {ratio_text(low)}–{ratio_text(high)}"
+
+
+def all_tied(choice: Choice) -> bool:
+    """Every other value's interval overlaps the best's: the run singles out nothing."""
+    return len(choice.summaries) > 1 and len(choice.indistinguishable) == len(choice.summaries) - 1
+
+
+def headline(choice: Choice, claim: str, unit: str, show=str) -> str:
+    figure = format_interval(choice.best_summary, unit)
+    if all_tied(choice):
+        return (
+            f"no clear difference: {show(choice.best)} has the best median ({figure}), but "
+            "every other value's interval overlaps it"
+        )
+    return f"{claim} ({figure})" + tied_text(choice, show)
+
+
+def tied_text(choice: Choice, show=str) -> str:
+    if not choice.indistinguishable:
+        return ""
+    return f"; as good within the intervals: {', '.join(show(v) for v in choice.indistinguishable)}"
+
+
+def others_text(choice: Choice, unit: str, show=str) -> str:
+    return "; ".join(
+        f"{show(v)}: {format_interval(s, unit)}"
+        for v, s in sorted(choice.summaries.items(), key=lambda item: str(item[0]))
+        if v != choice.best
+    )

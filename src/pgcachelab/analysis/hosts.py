@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.units import format_bytes
 
 # The facts a class is made of, and how the report names them.
@@ -94,3 +95,11 @@ def classes_text(classes: Iterable[str]) -> str:
     if len(names) > 1:
         return f"{len(names)} host classes mixed: " + "; ".join(names)
     return names[0] if names else "?"
+
+
+def run_host_split(data: RunData) -> HostSplit:
+    return host_split(
+        (result.point.label, m.status, m.tps, m.metrics.get("fleet"))
+        for result in data.points
+        for m in result.measurements
+    )

@@ -1,6 +1,6 @@
 """What the order a run measured its points in means for a drift of the machine. Pure.
 
-The runner records the order with the run (report/dataset.py schedule_of): sequential (all
+The runner records the order with the run (analysis/run_data.py schedule_of): sequential (all
 repetitions of a point together), interleaved (every point once per round), random (each round
 shuffled with the seed) or blocks (each round runs the points of one value of `block_by`, then
 those of the next: seed 000 ran every huge pages on point, then every off point).

@@ -15,8 +15,8 @@ def advise(
     store: StoreOption = None,
 ) -> None:
     """The settings a stored run favours, with 95% intervals, and what it cannot tell."""
-    from pgcachelab.report.advice import run_advice
-    from pgcachelab.report.dataset import load_run
+    from pgcachelab.analysis.run_data import load_run
+    from pgcachelab.studies.registry import advise as run_advice
 
     results = existing_store(lab_dir, store)
     run = run_of(results, run_id)

@@ -27,8 +27,8 @@ def compare(
     ] = None,
 ) -> None:
     """B/A per matched point with 95% intervals, and what differs besides the parameters."""
+    from pgcachelab.analysis.compare_store import load_comparison
     from pgcachelab.report.compare_text import FORMATS
-    from pgcachelab.report.comparison import load_comparison
 
     if format not in FORMATS:
         raise UserError(f"--format: unknown format {format!r}", "use table, json or markdown")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pgcachelab.analysis.advice import choose, format_interval
 from pgcachelab.analysis.cache_split import index_survives_from
+from pgcachelab.analysis.run_data import RunData, load_run, repetitions
 from pgcachelab.analysis.summary import Summary
-from pgcachelab.report.dataset import RunData, load_run, repetitions
 from pgcachelab.store.location import STORE_FILE
 from pgcachelab.store.records import Run
 from pgcachelab.store.sqlite import SqliteResultStore

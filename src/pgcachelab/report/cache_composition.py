@@ -3,24 +3,21 @@
 import statistics
 from pathlib import Path
 
-import matplotlib
+from markupsafe import Markup
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from markupsafe import Markup  # noqa: E402
-
-from pgcachelab.analysis.cache_composition import (  # noqa: E402
+from pgcachelab.analysis.cache_composition import (
     OTHER,
     Sample,
     composition,
     point_table,
     split,
 )
-from pgcachelab.analysis.inspect_accuracy import MEASURED_PREFIX, OLD_PAIR  # noqa: E402
-from pgcachelab.report.dataset import RunData  # noqa: E402
-from pgcachelab.report.plots import save_figure  # noqa: E402
-from pgcachelab.report.render import Section, render, table  # noqa: E402
-from pgcachelab.units import format_bytes  # noqa: E402
+from pgcachelab.analysis.inspect_accuracy import MEASURED_PREFIX, OLD_PAIR
+from pgcachelab.analysis.run_data import RunData
+from pgcachelab.report.plots import save_figure
+from pgcachelab.report.pyplot import plt
+from pgcachelab.report.render import Section, render, table
+from pgcachelab.units import format_bytes
 
 TITLE = "Cache snapshots: before and after each point"
 MIB = 1024 * 1024

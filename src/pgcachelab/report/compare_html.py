@@ -4,18 +4,15 @@ import base64
 import io
 from pathlib import Path
 
-import matplotlib
+from markupsafe import Markup
+from matplotlib.ticker import FuncFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from markupsafe import Markup  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from pgcachelab.analysis.compare import Comparison  # noqa: E402
-from pgcachelab.report.advice import comparison_advice  # noqa: E402
-from pgcachelab.report.compare_text import HEADER, method_note, point_row  # noqa: E402
-from pgcachelab.report.findings import findings_html  # noqa: E402
-from pgcachelab.report.render import ALL_COLUMNS, render, table  # noqa: E402
+from pgcachelab.analysis.compare import Comparison
+from pgcachelab.analysis.compare_advice import comparison_advice
+from pgcachelab.report.compare_text import HEADER, method_note, point_row
+from pgcachelab.report.findings import findings_html
+from pgcachelab.report.pyplot import plt
+from pgcachelab.report.render import ALL_COLUMNS, render, table
 
 
 def ratio_chart_png(comparison: Comparison) -> bytes | None:

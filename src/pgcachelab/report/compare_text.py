@@ -4,7 +4,7 @@ import dataclasses
 import json
 
 from pgcachelab.analysis.compare import Comparison, PointComparison
-from pgcachelab.report.advice import comparison_advice
+from pgcachelab.analysis.compare_advice import comparison_advice
 from pgcachelab.report.tables import format_table
 
 HEADER = [

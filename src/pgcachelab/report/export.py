@@ -3,7 +3,7 @@
 import csv
 import json
 
-from pgcachelab.report.dataset import phase_median_ms
+from pgcachelab.analysis.run_data import phase_median_ms
 from pgcachelab.store.records import ResultStore, gc_paused
 
 CSV_COLUMNS = [

@@ -1,6 +1,6 @@
 """The block a report opens with, "What this run shows": the advice `pgcachelab advise` prints
-(report.advice), each recommendation a sentence with its interval, its evidence and limits
-folded beneath it."""
+(its study's, studies/registry.py), each recommendation a sentence with its interval, its
+evidence and limits folded beneath it."""
 
 from markupsafe import Markup
 

@@ -3,20 +3,12 @@ each point's median by class when more than one class measured it."""
 
 from markupsafe import Markup
 
-from pgcachelab.analysis.hosts import CLASS_FACTS, HostSplit, host_split
-from pgcachelab.report.dataset import RunData
+from pgcachelab.analysis.hosts import CLASS_FACTS, HostSplit, run_host_split
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section, escaped, table
 from pgcachelab.units import format_bytes
 
 TITLE = "Host classes: who measured the run"
-
-
-def run_host_split(data: RunData) -> HostSplit:
-    return host_split(
-        (result.point.label, m.status, m.tps, m.metrics.get("fleet"))
-        for result in data.points
-        for m in result.measurements
-    )
 
 
 def host_classes_section(data: RunData) -> Section:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from pgcachelab.analysis.hosts import run_host_split
 from pgcachelab.analysis.latency import PointPercentiles
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.statistics import coefficient_of_variation
 from pgcachelab.analysis.storage import storage_note, storage_uses
 from pgcachelab.analysis.versions import differing_settings
-from pgcachelab.report.dataset import RunData
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
-from pgcachelab.report.hosts import run_host_split
 from pgcachelab.report.quality import quality_html
 from pgcachelab.report.render import ALL_COLUMNS, Row, Section, inline_svg, render, table
 from pgcachelab.units import exact_amount_text, format_bytes

@@ -3,15 +3,11 @@
 import itertools
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from pgcachelab.analysis.steps import DISK, MEMORY, SHARED_BUFFERS  # noqa: E402
-from pgcachelab.report.dataset import PointResult, RunData  # noqa: E402
-from pgcachelab.report.steps import run_steps  # noqa: E402
-from pgcachelab.units import format_bytes  # noqa: E402
+from pgcachelab.analysis.run_data import PointResult, RunData
+from pgcachelab.analysis.run_steps import run_steps
+from pgcachelab.analysis.steps import DISK, MEMORY, SHARED_BUFFERS
+from pgcachelab.report.pyplot import plt
+from pgcachelab.units import format_bytes
 
 MIB = 1024 * 1024
 TPS_LABEL = "throughput (tps, transactions/s)"

@@ -5,7 +5,8 @@ the resource sampler, on one time axis, to see *when* within a run something hap
 from pathlib import Path
 
 from pgcachelab.errors import UserError
-from pgcachelab.report.plots import plt, save_figure
+from pgcachelab.report.plots import save_figure
+from pgcachelab.report.pyplot import plt
 from pgcachelab.store.records import Measurement
 
 SERIES_METRICS = ("pgbench.progress", "latency.per_second", "resources")

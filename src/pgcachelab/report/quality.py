@@ -5,8 +5,8 @@ folded in a <details> (issue 25: 19 warnings repeating one advice per point went
 import re
 from dataclasses import dataclass
 
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.statistics import MIN_EXACT_95, WIDE_SPREAD_CV, StabilityWarning
-from pgcachelab.report.dataset import RunData
 from pgcachelab.report.render import render, template
 
 # What each kind of warning is, in a few words: the line's title.

@@ -1,32 +1,11 @@
 """The regimes section of a pgbench report over data sizes (seed 004): where the data lived,
 and what that did to the throughput."""
 
-from pgcachelab.analysis.regimes import DISK, drop_past_memory, regimes
-from pgcachelab.report.dataset import RunData
+from pgcachelab.analysis.regimes import DISK, drop_past_memory
+from pgcachelab.analysis.run_data import RunData
+from pgcachelab.analysis.run_steps import disk_label, run_regimes
 from pgcachelab.report.render import table
 from pgcachelab.units import format_bytes
-
-
-def run_regimes(data: RunData):
-    """The run's regimes, or [] when it did not sweep data sizes under one shared_buffers."""
-    shared = {r.shared_buffers_bytes for r in data.points if r.shared_buffers_bytes}
-    memory = data.memory_available_bytes
-    measured = [
-        (r.point.label, r.database_size_bytes, r.tps.median)
-        for r in data.points
-        if r.database_size_bytes and r.tps is not None
-    ]
-    if len(shared) != 1 or not memory or len(measured) < 2:
-        return []
-    found = regimes(measured, shared.pop(), memory)
-    return found if len(found) > 1 else []
-
-
-def disk_label(data: RunData) -> str:
-    """What lies beyond memory: the emulated disk's name, or the host's disk."""
-    profiles = [((m.metrics.get("disk") or {}).get("profile")) for r in data.points for m in r.ok]
-    names = {profile["name"] for profile in profiles if profile}
-    return f"the emulated disk ({', '.join(sorted(names))})" if names else "the host's disk"
 
 
 def regimes_html(data: RunData) -> str:

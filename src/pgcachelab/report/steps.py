@@ -3,6 +3,8 @@ much, and which boundary each step matches; or, plainly, that there is none."""
 
 from markupsafe import Markup
 
+from pgcachelab.analysis.run_data import RunData
+from pgcachelab.analysis.run_steps import disk_label, emulated_disk, run_steps
 from pgcachelab.analysis.step_resources import step_explanation
 from pgcachelab.analysis.steps import (
     DISK,
@@ -10,46 +12,11 @@ from pgcachelab.analysis.steps import (
     MEMORY,
     MIN_STEP_RATIO,
     SHARED_BUFFERS,
-    SizePoint,
     Step,
     StepFinding,
-    find_steps,
 )
-from pgcachelab.report.dataset import PointResult, RunData
-from pgcachelab.report.regimes import disk_label
 from pgcachelab.report.render import escaped, table
 from pgcachelab.units import format_bytes
-
-
-def run_steps(data: RunData) -> StepFinding | None:
-    """The run's steps, or None when it did not sweep data sizes alone under one
-    shared_buffers (other swept keys would mix series into one line). Found once per run
-    data: the plots and the section all ask."""
-    if "steps" not in data.memo:
-        data.memo["steps"] = (
-            points_steps(data.points, data.memory_available_bytes)
-            if data.swept_keys == ["scale"]
-            else None
-        )
-    return data.memo["steps"]
-
-
-def points_steps(results: list[PointResult], memory_bytes: float | None) -> StepFinding | None:
-    """The steps over these points' database sizes (one series: one shared_buffers), the
-    report's and `advise`'s alike; None under several shared_buffers."""
-    shared = {r.shared_buffers_bytes for r in results if r.shared_buffers_bytes}
-    if len(shared) > 1:
-        return None
-    points = [
-        SizePoint(r.point.label, r.database_size_bytes, tuple(m.tps for m in r.ok if m.tps))
-        for r in results
-        if r.database_size_bytes
-    ]
-    return find_steps(points, shared.pop() if shared else None, memory_bytes)
-
-
-def emulated_disk(data: RunData) -> bool:
-    return any((m.metrics.get("disk") or {}).get("profile") for r in data.points for m in r.ok)
 
 
 def _interval(step: Step) -> str:

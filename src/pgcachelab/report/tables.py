@@ -2,10 +2,11 @@
 
 import time
 
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.printable import printable
-from pgcachelab.report.dataset import load_run
 from pgcachelab.store.queue import unit_progress
 from pgcachelab.store.records import ResultStore, abandoned
+from pgcachelab.studies.registry import study_of
 from pgcachelab.units import format_bytes
 
 
@@ -61,20 +62,21 @@ def fleet_line(units: dict[tuple[str, str | None], int]) -> str:
     return ", ".join(parts)
 
 
-def _number(value, digits=0) -> str:
+def number_text(value, digits=0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def run_table(store: ResultStore, run_id: str) -> str:
     data = load_run(store, run_id)
-    if any(r.phase_medians_ms for r in data.points):
-        return _cache_wash_table(data)
+    own = study_of(data).text_table(data)
+    if own is not None:
+        return own
     rows = []
     for result in data.points:
         tps, latency = result.tps, result.latency_ms
         ci = "-"
         if tps and tps.median_low is not None:
-            ci = f"{_number(tps.median_low)}..{_number(tps.median_high)}"
+            ci = f"{number_text(tps.median_low)}..{number_text(tps.median_high)}"
             ci += "" if tps.median_coverage >= 0.95 else f" ({tps.median_coverage:.0%})"
         reasons = "; ".join(result.failure_reasons)
         rows.append(
@@ -82,12 +84,12 @@ def run_table(store: ResultStore, run_id: str) -> str:
                 result.point.point_index,
                 result.point.label,
                 f"{len(result.ok)}/{len(result.measurements)}",
-                _number(tps.median if tps else None),
+                number_text(tps.median if tps else None),
                 ci,
-                _number(latency.median if latency else None, 3),
+                number_text(latency.median if latency else None, 3),
                 _p99_text(result.latency_percentiles),
                 format_bytes(result.database_size_bytes) if result.database_size_bytes else "-",
-                _number(
+                number_text(
                     result.blks_hit_ratio * 100 if result.blks_hit_ratio is not None else None, 1
                 ),
                 reasons,
@@ -114,27 +116,4 @@ def _p99_text(percentiles) -> str:
     """The median p99 over the repetitions; * when pgbench's log read low (see the report)."""
     if percentiles is None:
         return "-"
-    return _number(percentiles.median_ms["p99"], 3) + ("*" if percentiles.biased_low else "")
-
-
-def _cache_wash_table(data) -> str:
-    """idx1, seq and idx2 instead of tps: medians over repetitions of each one's median."""
-    rows = []
-    for result in data.points:
-        medians = result.phase_medians_ms or {}
-        reasons = "; ".join(result.failure_reasons)
-        rows.append(
-            [
-                result.point.point_index,
-                result.point.label,
-                f"{len(result.ok)}/{len(result.measurements)}",
-                _number(medians.get("idx1"), 3),
-                _number(medians.get("seq"), 0),
-                _number(medians.get("idx2"), 3),
-                _number(medians["idx2"] / medians["idx1"] if medians.get("idx1") else None, 2),
-                reasons,
-            ]
-        )
-    header = ["#", "point", "ok", "idx1 ms", "seq ms", "idx2 ms", "idx2/idx1", "failures"]
-    run = data.run
-    return f"run {run.run_id} ({run.name}, {run.status})\n" + format_table(header, rows)
+    return number_text(percentiles.median_ms["p99"], 3) + ("*" if percentiles.biased_low else "")

@@ -105,7 +105,7 @@ class SelectedMetrics(dict):
         if key not in self.covered:
             raise MetricNotRead(
                 f"metrics {key!r} was not read (read: {', '.join(sorted(self.covered))}):"
-                " name its path in the reader's list of metrics (report/dataset.py)"
+                " name its path in the reader's list of metrics (analysis/run_data.py)"
             )
 
     def get(self, key, default=None):

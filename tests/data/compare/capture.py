@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from pgcachelab.report.comparison import load_side
+from pgcachelab.analysis.compare_store import load_side
 from pgcachelab.store.sqlite import SqliteResultStore
 
 ENVIRONMENT_KEYS = ("server_version", "server_source", "pgbench_version", "cpu_model", "cores",

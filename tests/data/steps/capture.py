@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python tests/data/steps/capture.py LAB_DIR_OR_STORE RUN_ID OUT.json
 
-It reads the run through the report's own loader (report/dataset.py), so the figures are the
+It reads the run through the report's own loader (analysis/run_data.py), so the figures are the
 ones a report of that run would use: each point's measured database size and the tps of every
 repetition, with what the finder needs to match boundaries and where the run came from.
 """
@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from pgcachelab.report.dataset import load_run
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.store.location import parse_store
 from pgcachelab.store.open import open_store
 

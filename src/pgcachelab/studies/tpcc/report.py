@@ -5,21 +5,18 @@ latencies per transaction type."""
 import itertools
 from pathlib import Path
 
-import matplotlib
+from markupsafe import Markup
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from markupsafe import Markup  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from pgcachelab.analysis.ladder import StepResult, ladder_results, limit_verdicts  # noqa: E402
-from pgcachelab.analysis.memory_accounting import ladder_ram_check  # noqa: E402
+from pgcachelab.analysis.ladder import StepResult, ladder_results, limit_verdicts
+from pgcachelab.analysis.memory_accounting import ladder_ram_check
+from pgcachelab.analysis.run_data import RunData, measured_memory
 from pgcachelab.analysis.step_resources import step_explanation
-from pgcachelab.report.dataset import RunData, measured_memory  # noqa: E402
-from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank  # noqa: E402
-from pgcachelab.report.render import ALL_COLUMNS, Section, render, table  # noqa: E402
-from pgcachelab.report.tpcc_steps import (  # noqa: E402
+from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank
+from pgcachelab.report.pyplot import plt
+from pgcachelab.report.render import ALL_COLUMNS, Section, render, table
+from pgcachelab.studies.tpcc.ladder import (
     figure,
     is_tpcc_run,
     median_of,
@@ -27,7 +24,7 @@ from pgcachelab.report.tpcc_steps import (  # noqa: E402
     step_samples,
     tpcc_runs,
 )
-from pgcachelab.workloads.tpcc import differences  # noqa: E402
+from pgcachelab.workloads.tpcc import differences
 
 DISCLAIMER = "a TPC-C-like workload, not an audited TPC-C result"
 # Workload parameters shown in a step's diff next to the server settings.

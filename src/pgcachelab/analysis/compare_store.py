@@ -4,7 +4,7 @@ import statistics
 import tomllib
 
 from pgcachelab.analysis.compare import Comparison, PointSide, RunSide, compare_runs
-from pgcachelab.report.dataset import schedule_of
+from pgcachelab.analysis.run_data import schedule_of
 from pgcachelab.store.records import gc_paused
 
 

@@ -12,7 +12,7 @@ from pgcachelab.analysis.inspect_overhead import (
     paired_sag,
     sag_of_ratios,
 )
-from pgcachelab.report.dataset import PointResult, RunData, swept_text
+from pgcachelab.analysis.run_data import PointResult, RunData, swept_text
 
 KEY = "inspect_method"
 METHOD_NAMES = {

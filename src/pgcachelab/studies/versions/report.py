@@ -5,13 +5,10 @@ import itertools
 import math
 from pathlib import Path
 
-import matplotlib
+from markupsafe import Markup
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from markupsafe import Markup  # noqa: E402
-
-from pgcachelab.analysis.versions import (  # noqa: E402
+from pgcachelab.analysis.run_data import PointResult, RunData, swept_text
+from pgcachelab.analysis.versions import (
     CONTROL_SIGNIFICANT_LIMIT,
     VersionChange,
     control_base,
@@ -22,12 +19,12 @@ from pgcachelab.analysis.versions import (  # noqa: E402
     version_changes,
     version_order,
 )
-from pgcachelab.report.advice import version_samples  # noqa: E402
-from pgcachelab.report.dataset import PointResult, RunData, swept_text  # noqa: E402
-from pgcachelab.report.html import readable_setting  # noqa: E402
-from pgcachelab.report.plots import TPS_LABEL, progress_plot, save_figure  # noqa: E402
-from pgcachelab.report.render import ALL_COLUMNS, Row, Section, render, table  # noqa: E402
-from pgcachelab.units import format_bytes  # noqa: E402
+from pgcachelab.report.html import readable_setting
+from pgcachelab.report.plots import TPS_LABEL, progress_plot, save_figure
+from pgcachelab.report.pyplot import plt
+from pgcachelab.report.render import ALL_COLUMNS, Row, Section, render, table
+from pgcachelab.studies.versions.advice import version_samples
+from pgcachelab.units import format_bytes
 
 TITLE = "Version to version"
 X_KEY = "clients"

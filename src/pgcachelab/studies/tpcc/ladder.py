@@ -7,7 +7,7 @@ import tomllib
 
 from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
 from pgcachelab.analysis.ladder import StepSamples, ladder_results
-from pgcachelab.report.dataset import PointResult, RunData
+from pgcachelab.analysis.run_data import PointResult, RunData
 
 # Workload parameters shown in a step's diff next to the server settings.
 WORKLOAD_KEYS = (

@@ -16,15 +16,11 @@ import math
 import statistics
 from pathlib import Path
 
-import matplotlib
 import numpy as np
+from markupsafe import Markup
+from matplotlib import cbook, ticker
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from markupsafe import Markup  # noqa: E402
-from matplotlib import cbook, ticker  # noqa: E402
-
-from pgcachelab.analysis.cache_split import (  # noqa: E402
+from pgcachelab.analysis.cache_split import (
     CLIENT_TIMING,
     PHASES,
     SCAN_MOMENTS,
@@ -40,15 +36,16 @@ from pgcachelab.analysis.cache_split import (  # noqa: E402
     scan_residency,
     survival_table,
 )
-from pgcachelab.analysis.cache_split_claims import seed_verdicts  # noqa: E402
-from pgcachelab.analysis.memory_accounting import same_ram_check  # noqa: E402
-from pgcachelab.analysis.run_order import order_note  # noqa: E402
-from pgcachelab.analysis.summary import hit_ratio, summarise  # noqa: E402
-from pgcachelab.report.cache_composition import samples as snapshot_samples  # noqa: E402
-from pgcachelab.report.dataset import RunData, measured_memory, repetitions  # noqa: E402
-from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank  # noqa: E402
-from pgcachelab.report.render import Section, inline_svg, table  # noqa: E402
-from pgcachelab.units import format_bytes, shared_buffers_bytes  # noqa: E402
+from pgcachelab.analysis.cache_split_claims import seed_verdicts
+from pgcachelab.analysis.memory_accounting import same_ram_check
+from pgcachelab.analysis.run_data import RunData, measured_memory, repetitions
+from pgcachelab.analysis.run_order import order_note
+from pgcachelab.analysis.summary import hit_ratio, summarise
+from pgcachelab.report.cache_composition import samples as snapshot_samples
+from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank
+from pgcachelab.report.pyplot import plt
+from pgcachelab.report.render import Section, inline_svg, table
+from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 TITLE = "Cache wash: idx1, the scan, idx2"
 PHASE_TITLES = {

@@ -5,29 +5,28 @@ shared_buffers, and each pg_cachelab mode's error under the load. Shown when a r
 import statistics
 from pathlib import Path
 
-import matplotlib
+from markupsafe import Markup
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from markupsafe import Markup  # noqa: E402
-
-from pgcachelab.analysis.inspect_accuracy import ModeAccuracy  # noqa: E402
-from pgcachelab.analysis.inspect_overhead import (  # noqa: E402
+from pgcachelab.analysis.inspect_accuracy import ModeAccuracy
+from pgcachelab.analysis.inspect_overhead import (
     BASELINE,
     interval_above,
     sag_above,
 )
-from pgcachelab.analysis.summary import Summary, summarise  # noqa: E402
-from pgcachelab.analysis.versions import version_order  # noqa: E402
-from pgcachelab.analysis.wait_events import (  # noqa: E402
+from pgcachelab.analysis.run_data import RunData
+from pgcachelab.analysis.summary import Summary, summarise
+from pgcachelab.analysis.versions import version_order
+from pgcachelab.analysis.wait_events import (
     POLLED,
     QUIET,
     WHOLE_RUN,
     buffer_mapping_excess,
     tally_measurements,
 )
-from pgcachelab.report.dataset import RunData  # noqa: E402
-from pgcachelab.report.overhead_sags import (  # noqa: E402
+from pgcachelab.report.plots import save_figure
+from pgcachelab.report.pyplot import plt
+from pgcachelab.report.render import Section, escaped, table
+from pgcachelab.studies.inspect_overhead.sags import (
     KEY,
     METHOD_NAMES,
     cell_accuracy,
@@ -36,9 +35,7 @@ from pgcachelab.report.overhead_sags import (  # noqa: E402
     method_sags,
     window_length_s,
 )
-from pgcachelab.report.plots import save_figure  # noqa: E402
-from pgcachelab.report.render import Section, escaped, table  # noqa: E402
-from pgcachelab.units import format_bytes  # noqa: E402
+from pgcachelab.units import format_bytes
 
 TITLE = "The cost of looking inside shared_buffers"
 

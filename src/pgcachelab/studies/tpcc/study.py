@@ -1,0 +1,41 @@
+"""Seed 002, "PostgreSQL in TPC-C": a server tuned step by step (a ladder of settings), tpmC per
+step."""
+
+from pathlib import Path
+
+from pgcachelab.analysis.advice import Advice
+from pgcachelab.analysis.run_data import RunData
+from pgcachelab.report.render import Section
+from pgcachelab.store.records import ResultStore
+from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.tpcc.ladder import is_tpcc_run, ladder_advice
+
+SEED = "002_b90071d05c712a9c.txt"
+
+
+class Tpcc(Study):
+    name = "tpcc"
+    title = "how far does each tuning step take TPC-C's tpmC"
+    seed = "002"
+    workload = "tpcc"
+    spec_table = "tpcc"
+    claims = (
+        PublishedClaim(
+            SEED,
+            "the ladder",
+            "a rate limit silently caps the first runs (111 tpmC); raising it, then the IO "
+            "settings, then memory, then removing the limit, then the OS settings each raise "
+            "tpmC (1,330 → 10,140 → 15,803 → 22,656 → 180,732 → 193,150)",
+        ),
+    )
+
+    def recognises(self, data: RunData) -> bool:
+        return is_tpcc_run(data)
+
+    def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]:
+        from pgcachelab.studies.tpcc.report import tpcc_section
+
+        return [tpcc_section(data, out_dir)]
+
+    def advice(self, data: RunData) -> list[Advice]:
+        return ladder_advice(data)

@@ -1,0 +1,132 @@
+"""The study registry (studies/registry.py): every stored run belongs to exactly one study, and a
+new study, registered from here, runs, reports and advises through the lab's own commands
+without a line of runner, report or advise knowing it."""
+
+import statistics
+from pathlib import Path
+
+import pytest
+from conftest import REPORT_RUNS_DIR, SPECS_DIR, run_cli_forked
+from markupsafe import Markup
+
+from pgcachelab.analysis.advice import Advice
+from pgcachelab.analysis.run_data import RunData, load_run
+from pgcachelab.experiments.spec.schema import SpecFile
+from pgcachelab.report.render import Section, table
+from pgcachelab.store.records import ResultStore
+from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies import registry
+from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.workloads.registry import WORKLOADS
+
+# The fixture store's tiny runs (tests/data/report-runs) and the study each one is.
+FIXTURE_STUDIES = {
+    "big-cache-tiny": "big-cache",
+    "offered-load-tiny": "big-cache",
+    "archaeology-tiny": "versions",
+    "cache-split-tiny": "cache-wash",
+    "tpcc-ladder-tiny": "tpcc",
+    "inspect-overhead-tiny": "inspect-overhead",
+    "inspect-history-tiny": "inspect-overhead",  # an overhead sweep over versions...
+}
+ALSO = {"inspect-history-tiny": ["versions"]}  # ...carries the versions study's sections too
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(tmp_path_factory) -> dict[str, RunData]:
+    path = tmp_path_factory.mktemp("store") / "results.sqlite"
+    path.write_bytes((REPORT_RUNS_DIR / "results.sqlite").read_bytes())  # opening one writes
+    store = SqliteResultStore(path)
+    return {run.name: load_run(store, run.run_id) for run in store.runs()}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_STUDIES))
+def test_each_fixture_run_is_its_study(fixture_runs, name):
+    data = fixture_runs[name]
+    assert registry.study_of(data).name == FIXTURE_STUDIES[name]
+    found = [s.name for s in registry.studies_of(data) if s.name != "big-cache"]
+    assert found == [FIXTURE_STUDIES[name], *ALSO.get(name, [])] or found == []
+
+
+def test_every_study_declares_what_it_is():
+    names = [study.name for study in registry.STUDIES]
+    assert len(set(names)) == len(names)
+    assert names[-1] == "big-cache"  # takes what the others leave: last
+    for study in registry.STUDIES:
+        assert study.title and study.seed and study.claims, study.name
+        assert study.workload in WORKLOADS, study.name
+        assert study.spec_table is None or study.spec_table in SpecFile.model_fields
+        for claim in study.claims:
+            seed = Path(__file__).parents[2] / "shared" / "seeds" / claim.seed
+            assert claim.seed.startswith(study.seed) and claim.words, claim
+            assert not seed.parent.is_dir() or seed.is_file(), f"{claim.seed}: no such seed"
+
+
+def test_a_second_study_of_the_same_name_is_refused():
+    with pytest.raises(ValueError, match="'tpcc' is registered already"):
+        registry.register(registry.STUDIES[1].__class__())
+
+
+# -- a toy study, end to end --------------------------------------------------------------------
+
+
+class Toy(Study):
+    """Claims the runs named toy-study; judges which clients count gave the higher median."""
+
+    name = "toy"
+    title = "which clients count is faster (a test's own study)"
+    seed = "toy"
+    claims = (PublishedClaim("toy", "nowhere", "more clients are faster"),)
+
+    def recognises(self, data: RunData) -> bool:
+        return data.run.name == "toy-study"
+
+    def medians(self, data: RunData) -> dict[int, float]:
+        return {
+            r.point.swept["clients"]: statistics.median(m.tps for m in r.ok) for r in data.points
+        }
+
+    def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]:
+        rows = [[clients, f"{tps:.0f}"] for clients, tps in self.medians(data).items()]
+        return [Section("Toy study: tps per clients", Markup(table(["clients", "tps"], rows)))]
+
+    def advice(self, data: RunData) -> list[Advice]:
+        medians = self.medians(data)
+        best = max(medians, key=medians.get)
+        return [Advice("toy", "", f"the toy prefers clients = {best}", f"medians {medians}", [])]
+
+    def text_table(self, data: RunData) -> str | None:
+        return "toy table: " + ", ".join(f"{c}={t:.0f}" for c, t in self.medians(data).items())
+
+
+@pytest.fixture
+def toy():
+    study = Toy()
+    registry.register(study)
+    yield study
+    registry.unregister(study.name)
+
+
+@pytest.mark.server
+def test_a_toy_study_runs_reports_and_advises_through_the_cli(toy, tmp_path, lab_tmp):
+    lab = tmp_path / "lab"
+    ran = run_cli_forked("run", SPECS_DIR / "toy-study.toml", "--lab-dir", lab, tmpdir=lab_tmp)
+    assert ran.returncode == 0, ran.stderr
+    store = SqliteResultStore.in_lab_dir(lab)
+    data = load_run(store, store.runs()[-1].run_id)
+    assert registry.study_of(data) is toy
+    best = max(toy.medians(data), key=toy.medians(data).get)
+
+    page = next(lab.glob("reports/*/index.html")).read_text()
+    assert "<h2>Toy study: tps per clients</h2>" in page
+    assert f"the toy prefers clients = {best}" in page  # the page opens with the toy's advice
+    advised = run_cli_forked("advise", "last", "--lab-dir", lab)
+    assert advised.returncode == 0, advised.stderr
+    assert f"- toy: the toy prefers clients = {best}" in advised.stdout
+    shown = run_cli_forked("show", "last", "--lab-dir", lab)
+    assert shown.returncode == 0 and shown.stdout.startswith("toy table: 1="), shown.stderr
+
+    # Unregistered, the same run is a plain clients sweep again: big-cache's advice, no toy.
+    registry.unregister(toy.name)
+    assert registry.study_of(data).name == "big-cache"
+    assert registry.advise(data)[0].topic == "clients"
