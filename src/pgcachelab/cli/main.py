@@ -7,7 +7,7 @@ them. A group (`pg`, `tpcc`, ...) is a module with a HELP line and a function pe
 
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import typer
@@ -77,7 +77,7 @@ COMMANDS: dict[str, Callable | Group] = {
 }
 
 
-def _register(app: typer.Typer, commands: dict[str, Callable | Group]) -> None:
+def _register(app: typer.Typer, commands: Mapping[str, Callable | Group]) -> None:
     for name, command in commands.items():
         if isinstance(command, Group):
             group = typer.Typer(help=command.help)

@@ -80,6 +80,7 @@ def run(
         results = writable_store(lab_dir, store)
         run_id = runner.resume_run(resume, results, progress, pg_bin=pg_bin, dsn=dsn)
     else:
+        assert spec is not None  # a spec or --resume, checked above
         experiment = load_spec(spec)
         if queue:
             from pgcachelab.experiments.fleet import check_queue_location
