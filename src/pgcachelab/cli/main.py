@@ -140,7 +140,8 @@ def main() -> None:
         try:
             from typer._click.exceptions import ClickException
         except ModuleNotFoundError:
-            from click.exceptions import ClickException
+            # an older typer's click: the same class under its own name
+            from click.exceptions import ClickException  # type: ignore[assignment]
 
         if isinstance(error, ClickException):
             error.show()
