@@ -99,7 +99,8 @@ def _entry(
     builds: list[str],
 ) -> dict:
     seconds, left_out = _workload_seconds(spec, point)
-    major = major_of(server_version_of(point.workload.version)) if spec.versions else None
+    version = point.workload.version  # set on every point of a version sweep, and only there
+    major = major_of(server_version_of(version)) if version else None
     major = major or machine.server_major
     shared_buffers = _bytes_or_none(point.settings.get("shared_buffers"))
     # a managed cluster runs with room for the point's clients (the runner raises

@@ -627,7 +627,9 @@ def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recordin
     """The point's server: its version's cluster, its disk, its settings, then its data.
     Returns the point as it runs here (its scale, pgbench's progress) and its Bench."""
     if isinstance(ctx.target, VersionedTarget):
-        switched = ctx.target.switch(point.workload.version, group_of(point))
+        version = point.workload.version
+        assert version is not None  # a versioned target: the spec sweeps version, every point
+        switched = ctx.target.switch(version, group_of(point))
         if switched is not None:  # another version's (or data group's) cluster
             ctx.workload_state, recording.metrics["version_switch"] = switched
     point = _with_progress_for_windows(ctx, _with_scale(ctx, point))

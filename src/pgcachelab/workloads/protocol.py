@@ -11,7 +11,7 @@ run, how big its data is and how long a point takes.
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 
@@ -45,8 +45,12 @@ class DataEstimate:
     build: str  # what building it is, e.g. "pgbench -i at scale 10 (~154MB)"
 
 
-class Workload(Protocol):
-    parameters_type: type[PointParameters]  # what its points carry (workloads/parameters.py)
+# Each workload takes its own parameters' type (a narrower argument than PointParameters).
+P = TypeVar("P", bound=PointParameters)
+
+
+class Workload(Protocol[P]):
+    parameters_type: type[P]  # what its points carry (workloads/parameters.py)
     # The cluster's data survives a failed run, for --resume: it took long to build.
     keeps_data: bool
     # It pg_prewarms its own relations (the point's prewarm is its own step, not the runner's).
@@ -58,13 +62,11 @@ class Workload(Protocol):
     # reason, then the whole run stops (its later figures would mean nothing).
     run_stopping_errors: tuple[type[Exception], ...]
 
-    def data_estimate(
-        self, parameters: PointParameters, memory_bytes: int | None
-    ) -> DataEstimate | None:
+    def data_estimate(self, parameters: P, memory_bytes: int | None) -> DataEstimate | None:
         """The data a point of these parameters needs built (its scale class already
         resolved); None when it brings its own."""
 
-    def known_seconds(self, parameters: PointParameters) -> tuple[float, list[str]]:
+    def known_seconds(self, parameters: P) -> tuple[float, list[str]]:
         """(seconds a point takes that the spec says, what takes time it does not say)."""
 
     def ensure_data(self, bench: Bench, point) -> dict:
