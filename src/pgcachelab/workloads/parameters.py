@@ -45,6 +45,8 @@ class PointParameters:
     def record(self) -> dict:
         """The parameters as the results store keeps them: the workload's own keys in the
         spec's order, then the per-point keys; lists, not tuples."""
+        # The workload's class declares its keys in its table's order, cache-wash's prewarm
+        # among them; the JSON is stored with sorted keys, the order shows in run --plan.
         own = [name for name in type(self).__annotations__ if not name.isupper()]
         names = dict.fromkeys([*own, *(f.name for f in dataclasses.fields(PointParameters))])
         stored = {f.name for f in dataclasses.fields(self) if f.metadata.get("stored", True)}
