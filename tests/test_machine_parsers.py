@@ -81,8 +81,8 @@ def test_machine_table_in_specs():
         Path("x.toml"),
     )
     assert spec.memory_bytes == 2**30
-    assert [p.workload["os_cache"] for p in spec.points()] == ["keep", "drop-all"]
-    assert spec.points()[0].workload["prewarm"] is True
+    assert [p.workload.os_cache for p in spec.points()] == ["keep", "drop-all"]
+    assert spec.points()[0].workload.prewarm is True
     with pytest.raises(UserError, match=r'machine.memory: invalid value "12XB"'):
         parse_spec('[machine]\nmemory = "12XB"', Path("x.toml"))
     with pytest.raises(UserError, match=r'sweep.os_cache: invalid value "cold"'):
