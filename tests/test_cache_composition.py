@@ -150,13 +150,13 @@ def _spec(extra: str):
 def test_inspect_table_defaults_and_point_method():
     spec = _spec('[inspect]\nevery = "5s"\nmethod = "extension"\nmode = "fast"\n')
     assert spec.inspect.every_s == 5 and spec.inspect.snapshots == "before-after"
-    assert spec.points()[0].workload["inspect_method"] == "extension/fast"
+    assert spec.points()[0].workload.inspect_method == "extension/fast"
     assert _spec("").inspect is None
 
 
 def test_inspect_method_sweep():
     spec = _spec('[inspect]\n[sweep]\ninspect_method = ["none", "summary", "extension/fast"]\n')
-    assert [p.workload["inspect_method"] for p in spec.points()] == [
+    assert [p.workload.inspect_method for p in spec.points()] == [
         "none", "summary", "extension/fast"
     ]  # fmt: skip
     assert parse_inspect_method("none") is None

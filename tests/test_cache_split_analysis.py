@@ -71,9 +71,9 @@ def test_cache_wash_specs_and_size_ranges():
         Path("x.toml"),
     )
     assert spec.sweep_settings["shared_buffers"] == ["128kB", "512kB", "2MB", "8MB"]
-    assert spec.parameters["table_size"] == 64 * MB and spec.parameters["lookups"] == 10
-    assert spec.parameters["warmup"] == 100 and spec.parameters["prewarm"] is True
-    assert parse_spec('workload = "cache-wash"', Path("x.toml")).parameters["table_size"] == 1.0
+    assert spec.parameters.table_size == 64 * MB and spec.parameters.lookups == 10
+    assert spec.parameters.warmup == 100 and spec.parameters.prewarm is True
+    assert parse_spec('workload = "cache-wash"', Path("x.toml")).parameters.table_size == 1.0
     assert exact_size_text(1536 * 1024) == "1536kB" and exact_size_text(2**30) == "1GB"
     with pytest.raises(UserError, match="takes no \\[pgbench\\] table"):
         parse_spec('workload = "cache-wash"\n[pgbench]\nclients = 2', Path("x.toml"))
@@ -123,13 +123,13 @@ def test_cache_wash_warms_up_for_a_time_or_a_count_of_lookups_not_both():
         return parse_spec(f'workload = "cache-wash"\n[cache_wash]\n{body}', Path("x.toml"))
 
     by_count = parse("warmup_lookups = 5000\n[sweep]\nlookups = [10, 20]")
-    assert by_count.parameters["warmup_lookups"] == 5000
-    assert by_count.parameters["warmup"] is None  # not the default 100 s as well
-    assert {p.workload["warmup_lookups"] for p in by_count.points()} == {5000}
-    assert parse("warmup_lookups = 0").parameters["warmup_lookups"] == 0
+    assert by_count.parameters.warmup_lookups == 5000
+    assert by_count.parameters.warmup is None  # not the default 100 s as well
+    assert {p.workload.warmup_lookups for p in by_count.points()} == {5000}
+    assert parse("warmup_lookups = 0").parameters.warmup_lookups == 0
     by_time = parse('warmup = "5s"').parameters
-    assert (by_time["warmup"], by_time["warmup_lookups"]) == (5, None)
-    assert parse('warmup = "0s"\n[sweep]\nlookups = [10]').points()[0].workload["warmup"] == 0
+    assert (by_time.warmup, by_time.warmup_lookups) == (5, None)
+    assert parse('warmup = "0s"\n[sweep]\nlookups = [10]').points()[0].workload.warmup == 0
     with pytest.raises(UserError, match=r'cache_wash.warmup_lookups: invalid value "many": not'):
         parse('warmup_lookups = "many"')
     with pytest.raises(UserError, match="warmup_lookups: invalid value -1: not an integer >= 0"):

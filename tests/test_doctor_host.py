@@ -14,10 +14,10 @@ from pgcachelab.doctor.host_checks import host_checks, memory_for_server_bytes
 from pgcachelab.doctor.host_facts import (
     HostReader,
     bracketed_choice,
-    parent_pid_from_stat,
     parse_limits,
 )
 from pgcachelab.doctor.render import as_json
+from pgcachelab.machine.host_facts import parse_proc_stat
 
 TREES = Path(__file__).parent / "data" / "doctor"
 POSTMASTER_PID = 4242  # the fake trees' postmaster
@@ -53,7 +53,7 @@ def test_parse_limits_keeps_soft_and_hard_and_unlimited():
 
 
 def test_parent_pid_survives_spaces_and_parentheses_in_the_name():
-    assert parent_pid_from_stat("77 (postgres: lab (x) y) S 42 77 77 0") == 42
+    assert parse_proc_stat("77 (postgres: lab (x) y) S 42 77 77 0").ppid == 42
 
 
 # -- a badly tuned host: every check finds its problem ------------------------------------------

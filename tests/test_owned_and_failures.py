@@ -12,6 +12,7 @@ import pytest
 from pgcachelab.clusters.managed import describe_exit
 from pgcachelab.failures import database_reason, os_error_line, store_error_line
 from pgcachelab.machine import owned
+from pgcachelab.machine.host_facts import parse_proc_stat
 from pgcachelab.workloads.tpcc.params import parse_duration_option
 
 # A real /proc/PID/stat line whose command name holds a space and a parenthesis.
@@ -22,7 +23,7 @@ STAT = (
 
 
 def test_the_start_time_is_field_22_even_after_a_name_with_parentheses():
-    assert owned.parse_start_time(STAT) == 987654
+    assert parse_proc_stat(STAT).start_time == 987654
 
 
 def test_the_registry_is_under_run_for_root_and_per_user_otherwise():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.workloads.pgbench_latency import (
     ASSUMED_TPS_PER_CLIENT,
     LOGGED_TARGET,
@@ -121,8 +122,14 @@ def test_the_sampling_rate_keeps_the_log_near_its_target():
     assert log_args("/x/log", 0.033)[-1] == "--sampling-rate=0.033"
 
 
+def _pgbench(table: str):
+    """A point's pgbench parameters, typed, from the lines of a [pgbench] table."""
+    return parse_spec(f"[pgbench]\n{table}", Path("x.toml")).parameters
+
+
 def test_the_expected_transactions_come_from_t_or_the_estimate_or_the_bound():
-    assert expected_transactions({"transactions": 100}, 4, None) == 400
-    assert expected_transactions({"duration": 10}, 2, 500.0) == 5000
-    assert expected_transactions({"duration": 10}, 2, None) == 20 * ASSUMED_TPS_PER_CLIENT
-    assert expected_transactions({"duration": 10, "rate": 100}, 2, None) == 1000
+    assert expected_transactions(_pgbench("transactions = 100\nclients = 4"), None) == 400
+    two_for_10s = _pgbench('duration = "10s"\nclients = 2')
+    assert expected_transactions(two_for_10s, 500.0) == 5000
+    assert expected_transactions(two_for_10s, None) == 20 * ASSUMED_TPS_PER_CLIENT
+    assert expected_transactions(two_for_10s.changed(rate=100.0), None) == 1000

@@ -5,13 +5,14 @@ from pathlib import Path
 
 from pgcachelab.analysis.summary import hit_ratio, summarise, t95
 from pgcachelab.clusters.client import PgbenchTarget, pgoptions
-from pgcachelab.experiments.spec import Script
+from pgcachelab.experiments.spec import Script, parse_spec
 from pgcachelab.probes.base import delta
 from pgcachelab.workloads.pgbench import default_init_steps, init_args, run_args
 
-WORKLOAD = {"mode": "select-only", "scripts": [], "clients": 40, "threads": 4, "duration": 20.0,
-            "transactions": None, "progress": 1, "per_statement": False, "rate": None,
-            "protocol": "simple", "max_tries": None}  # fmt: skip
+# The seed's pgbench parameters, typed as a point carries them.
+WORKLOAD = parse_spec(
+    '[pgbench]\nclients = 40\nthreads = 4\nduration = "20s"', Path("seed.toml")
+).parameters
 
 
 def test_delta_of_nested_counters():
@@ -41,9 +42,9 @@ def test_run_args_for_the_seed_command():
 
 
 def test_run_args_threads_capped_and_options():
-    workload = {**WORKLOAD, "mode": "simple-update", "clients": 2, "threads": 4,
-                "transactions": 100, "per_statement": True, "protocol": "prepared",
-                "rate": 500, "max_tries": 3}  # fmt: skip
+    workload = WORKLOAD.changed(mode="simple-update", clients=2, threads=4, transactions=100,
+                                per_statement=True, protocol="prepared", rate=500,
+                                max_tries=3)  # fmt: skip
     args = run_args(workload)
     assert args[:6] == ["-b", "simple-update", "-c", "2", "-j", "2"]
     assert "-t" in args and "-T" not in args
@@ -57,8 +58,9 @@ def test_warmup_args_have_no_reports():
 
 
 def test_custom_scripts_with_weights():
-    workload = {**WORKLOAD, "mode": "custom",
-                "scripts": [Script(Path("/s/a.sql"), 7), Script(Path("/s/b.sql"), 3)]}  # fmt: skip
+    workload = WORKLOAD.changed(
+        mode="custom", scripts=(Script(Path("/s/a.sql"), 7), Script(Path("/s/b.sql"), 3))
+    )
     args = run_args(workload)
     assert args[:5] == ["-f", "/s/a.sql@7", "-f", "/s/b.sql@3", "-n"]
 

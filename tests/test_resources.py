@@ -20,6 +20,7 @@ from pgcachelab.experiments.resource_sampler import (
     read_sample,
     sources_of,
 )
+from pgcachelab.machine.host_facts import parse_meminfo, parse_proc_stat
 from pgcachelab.probes.base import snapshot
 from pgcachelab.probes.host_resources import (
     COLUMNS,
@@ -29,8 +30,6 @@ from pgcachelab.probes.host_resources import (
     parse_cgroup_v1_cpuacct,
     parse_cgroup_v2_cpu_stat,
     parse_diskstats,
-    parse_meminfo,
-    parse_process_cpu_ticks,
     process_tree_cpu_us,
     row,
     summary,
@@ -296,8 +295,8 @@ def test_a_summary_that_cannot_be_made_leaves_the_series(monkeypatch, tmp_path):
 
 def test_the_server_s_processes_are_counted_where_no_cgroup_counts_them():
     # a postmaster and one of its io workers (18), captured from a real run
-    postmaster = parse_process_cpu_ticks((DATA / "postmaster-stat.txt").read_text())
-    worker = parse_process_cpu_ticks((DATA / "backend-stat.txt").read_text())
+    postmaster = parse_proc_stat((DATA / "postmaster-stat.txt").read_text()).cpu_ticks
+    worker = parse_proc_stat((DATA / "backend-stat.txt").read_text()).cpu_ticks
     assert postmaster == (1, 6, 3127, 2215)  # its own time, then its reaped children's
     assert worker == (4, 33, 0, 0)
     assert (DATA / "postmaster-children.txt").read_text().split()[0] == "3720"
@@ -308,4 +307,4 @@ def test_the_server_s_processes_are_counted_where_no_cgroup_counts_them():
     }
     # a command name with spaces and parentheses does not shift the fields
     odd = "42 (a) b (c) R 1 42 42 0 -1 0 0 0 0 0 7 8 9 10 20 0 1 0 5 0 0"
-    assert parse_process_cpu_ticks(odd) == (7, 8, 9, 10)
+    assert parse_proc_stat(odd).cpu_ticks == (7, 8, 9, 10)

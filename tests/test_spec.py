@@ -119,7 +119,7 @@ def test_product_expansion_first_key_outermost():
         {"scale": 1, "clients": 1, "shared_buffers": "64MB"},
         {"scale": 1, "clients": 4, "shared_buffers": "16MB"},
     ]
-    assert points[2].workload["clients"] == 4 and points[2].workload["duration"] == 5.0
+    assert points[2].workload.clients == 4 and points[2].workload.duration == 5.0
     assert points[2].settings == {"shared_buffers": "16MB"}
     assert points[2].label == "scale=1, clients=4, shared_buffers=16MB"
 
@@ -148,7 +148,7 @@ def test_warmup_and_auto_repetitions_set_the_rounds_scheduled_up_front():
     assert (auto.repetitions, auto.rounds, auto.target_ci) == (9, 6, 0.05)
     default = spec('repetitions = "auto"')
     assert (default.repetitions, default.target_ci) == (20, 0.02)
-    assert spec("").parameters["progress_warmup"] == 1
+    assert spec("").parameters.progress_warmup == 1
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_shipped_experiments_are_valid(name):
     parsed = parse_spec((REPO / "experiments" / name).read_text(), REPO / "experiments" / name)
     validate_settings(parsed, CATALOGUE_18)
     assert parsed.sweep_workload["scale"][0] == 1
-    assert parsed.parameters["mode"] == "select-only"
+    assert parsed.parameters.mode == "select-only"
 
 
 @pytest.mark.parametrize(
@@ -175,8 +175,8 @@ def test_full_big_cache_is_the_seed():
     parsed = parse_spec((REPO / "experiments" / "big-cache.toml").read_text(), Path("x.toml"))
     assert parsed.sweep_workload["scale"] == list(range(1, 51))
     assert parsed.settings == {"shared_buffers": "64MB"}
-    assert (parsed.parameters["clients"], parsed.parameters["threads"]) == (40, 4)
-    assert parsed.parameters["duration"] == 20
+    assert (parsed.parameters.clients, parsed.parameters.threads) == (40, 4)
+    assert parsed.parameters.duration == 20
 
 
 def test_custom_scripts_resolve_relative_to_the_spec(tmp_path):
@@ -185,7 +185,7 @@ def test_custom_scripts_resolve_relative_to_the_spec(tmp_path):
         '[pgbench]\nmode = "custom"\nscripts = [{ file = "a.sql", weight = 7 }]',
         tmp_path / "exp.toml",
     )
-    assert parsed.parameters["scripts"][0].file == tmp_path / "a.sql"
-    assert parsed.parameters["scripts"][0].weight == 7
+    assert parsed.parameters.scripts[0].file == tmp_path / "a.sql"
+    assert parsed.parameters.scripts[0].weight == 7
     with pytest.raises(UserError, match=r'scripts\[0\].file: invalid value "b.sql": no such'):
         spec('[pgbench]\nmode = "custom"\nscripts = ["b.sql"]', tmp_path / "exp.toml")

@@ -54,12 +54,12 @@ def test_a_swept_value_is_converted_exactly_as_the_fixed_one(workload, key):
     sample = WORKLOAD_SAMPLES.get((workload, key), SAMPLES[key])
     swept = spec(swept_form(workload, key, sample)).points()
     assert len(swept) == 1
-    value = swept[0].workload[key]
+    value = getattr(swept[0].workload, key)
     if key == "version":
         # no fixed form: a single server is [server] pg_bin; the point names its major version
         assert value == "9.6"
         return
-    fixed = spec(fixed_form(workload, key, sample)).points()[0].workload[key]
+    fixed = getattr(spec(fixed_form(workload, key, sample)).points()[0].workload, key)
     assert type(value) is type(fixed), (value, fixed)
     assert value == fixed
     assert (
@@ -71,8 +71,8 @@ def test_tpcc_warmup_and_weights_sweeps_resolve_like_the_fixed_values():
     parsed = spec('workload = "tpcc"\n[sweep]\nwarmup = ["0s", "5s"]\n'
                   "weights = [[45, 43, 4, 4, 4], \"44,44,4,4,4\"]\n")  # fmt: skip
     points = parsed.points()
-    assert [p.workload["warmup"] for p in points] == [0.0, 0.0, 5.0, 5.0]
-    assert [p.workload["weights"] for p in points][:2] == ["45,43,4,4,4", "44,44,4,4,4"]
+    assert [p.workload.warmup for p in points] == [0.0, 0.0, 5.0, 5.0]
+    assert [p.workload.weights for p in points][:2] == ["45,43,4,4,4", "44,44,4,4,4"]
     assert points[0].label == "warmup=0s, weights=[45, 43, 4, 4, 4]"  # as written
 
 

@@ -61,12 +61,12 @@ settings = { shared_buffers = "25% of memory", effective_cache_size = "75% of me
     spec.memory_for_shares = 2 * GIB
     points = spec.points()
     assert [p.swept for p in points] == [{"step": n} for n in ("limited", "free", "io", "memory")]
-    assert [p.workload["rate_tpm"] for p in points] == [300, "off", "off", "off"]
+    assert [p.workload.rate_tpm for p in points] == [300, "off", "off", "off"]
     assert points[2].settings == {"synchronous_commit": "off"}
     assert points[3].settings == {
         "synchronous_commit": "off", "shared_buffers": "512MB", "effective_cache_size": "1536MB"
     }  # fmt: skip
-    assert all(p.workload["warehouses"] == 2 for p in points)
+    assert all(p.workload.warehouses == 2 for p in points)
 
 
 def test_memory_shares():
@@ -119,7 +119,7 @@ def test_shipped_ladders_follow_the_seed(name):
     ]  # fmt: skip
     points = spec.points()
     # the seed's limits in its order: 50,000 still in force while IO and memory are tuned
-    assert [p.workload["rate_tpm"] for p in points] == [
+    assert [p.workload.rate_tpm for p in points] == [
         300, 3000, 50000, 50000, 50000, 500000, "off", "off", "off"
     ]  # fmt: skip
     assert points[-1].settings["shared_buffers"] == "1024MB"  # half of 2 GiB, as the seed's 16/32
@@ -130,7 +130,7 @@ def test_shipped_ladders_follow_the_seed(name):
         work = (
             len(points)
             * spec.repetitions
-            * sum(points[0].workload[k] for k in ("duration", "warmup"))
+            * (points[0].workload.duration + points[0].workload.warmup)
         )
         assert work <= 12 * 60
 

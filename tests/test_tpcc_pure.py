@@ -339,8 +339,8 @@ def test_spec_takes_the_mode_and_terminal_times():
 
     text = 'name = "t"\nworkload = "tpcc"\n[tpcc]\nmode = "client"\nterminal_times = "spec"\n'
     [point] = parse_spec(text, Path("t.toml")).points()
-    assert (point.workload["mode"], point.workload["terminal_times"]) == ("client", "spec")
-    options = run_options({**point.workload, "threads": 1})
+    assert (point.workload.mode, point.workload.terminal_times) == ("client", "spec")
+    options = run_options(point.workload.changed(threads=1))
     assert (options.mode, options.terminal_times) == ("client", "spec")
     with pytest.raises(UserError, match="mode"):
         parse_spec(text.replace('"client"', '"server"'), Path("t.toml"))
@@ -348,7 +348,7 @@ def test_spec_takes_the_mode_and_terminal_times():
         'name = "t"\nworkload = "tpcc"\n[sweep]\nmode = ["procedures", "client"]\n',
         Path("t.toml"),
     )
-    assert [p.workload["mode"] for p in swept.points()] == ["procedures", "client"]
+    assert [p.workload.mode for p in swept.points()] == ["procedures", "client"]
 
 
 def test_the_text_report_names_the_mode_and_the_terminal_times():

@@ -41,7 +41,7 @@ def test_every_round_gives_every_version_a_turn_in_every_data_group():
     turns = []  # (round, version, scale class) in the order they ran
     for point_index, repetition in planned:
         workload = points[point_index].workload
-        turn = (repetition, workload["version"], workload["scale_class"])
+        turn = (repetition, workload.version, workload.scale_class)
         if not turns or turns[-1] != turn:
             turns.append(turn)
     assert len(turns) == 3 * 2 * 3  # one turn per round, data group and version: never split
@@ -59,7 +59,7 @@ def test_read_only_points_run_first_in_a_turn():
     parsed = spec(SWEEP)
     points = parsed.points()
     planned, _ = version_rounds(points, parsed.rounds, parsed.order, parsed.seed)
-    modes = [points[p].workload["mode"] for p, _ in planned]
+    modes = [points[p].workload.mode for p, _ in planned]
     assert modes == ["select-only", "simple-update"] * (len(planned) // 2)
 
 

@@ -58,9 +58,9 @@ def test_version_sweep_in_a_spec():
     assert parsed.versions == ["9.6", "13", "18"]
     points = parsed.points()
     assert len(points) == 12
-    assert points[0].workload["version"] == "9.6"
-    assert points[0].workload["scale_class"] == "small"
-    assert points[0].workload["threads"] == "auto"
+    assert points[0].workload.version == "9.6"
+    assert points[0].workload.scale_class == "small"
+    assert points[0].workload.threads == "auto"
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_points_that_share_data_run_together_whatever_the_order():
         '[sweep]\nscale = [1, 2]\nmode = ["select-only", "simple-update"]\n'
     )
     order = parsed.schedule()
-    scales = [parsed.points()[p].workload["scale"] for p, _ in order]
+    scales = [parsed.points()[p].workload.scale for p, _ in order]
     assert scales == [1] * 4 + [2] * 4  # the data of a scale is built once
     assert order[:4] == [(0, 0), (1, 0), (0, 1), (1, 1)]  # interleaved within the scale
 

@@ -20,6 +20,7 @@ from pgcachelab.clusters.shmem_layout import (
     parse_pid_file,
     parse_sysvipc_shm,
 )
+from pgcachelab.machine.host_facts import read_proc_stat
 
 SYSVIPC_SHM = Path("/proc/sysvipc/shm")
 POSIX_SHM_DIR = Path("/dev/shm")
@@ -74,10 +75,9 @@ def _unattached(shm_id: int, creator_pid: int) -> SysvSegment | None:
 def _alive(pid: int) -> bool:
     """Running, or at least not a zombie waiting for its parent to reap it."""
     try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text()
+        return not read_proc_stat(pid).zombie
     except OSError:
         return False
-    return stat_line.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def _libc() -> ctypes.CDLL:

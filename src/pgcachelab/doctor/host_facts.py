@@ -2,16 +2,27 @@
 
 `root` is "/" on a real machine; tests give a fake tree (tests/data/doctor/). Every value that
 cannot be read is None, with the reason kept in `HostFacts.missing` so the check can say why it
-was skipped. Nothing here writes.
+was skipped. Nothing here writes. Each kernel file's parser is machine/host_facts.py's, the
+one every part of the lab uses; this module points it at `root`.
 """
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgcachelab.machine.cgroup import parse_mountinfo, parse_proc_cgroup
-from pgcachelab.machine.host_tunables import bracketed_choice  # the OS rung writes them too
-from pgcachelab.machine.hugepages import parse_meminfo_hugepages
+from pgcachelab.machine.cgroup import memory_cgroup_mounts
+from pgcachelab.machine.host_facts import (
+    hugepages_of,
+    read_meminfo,
+    read_mountinfo,
+    read_proc_cgroup,
+    read_proc_stat,
+)
+from pgcachelab.machine.host_tunables import (  # the OS rung writes them too
+    THP_DIR,
+    bracketed_choice,
+    sysctl_path,
+)
 
 # A v1 memory.limit_in_bytes at or above this means "no limit" (the kernel's page-rounded
 # LONG_MAX); v2 writes "max".
@@ -77,18 +88,6 @@ def parse_limits(text: str) -> dict[str, tuple[int | None, int | None]]:
     return limits
 
 
-def parse_meminfo_kb(text: str, key: str) -> int | None:
-    for line in text.splitlines():
-        if line.startswith(f"{key}:"):
-            return int(line.split()[1]) * 1024
-    return None
-
-
-def parent_pid_from_stat(stat_text: str) -> int:
-    """The ppid field of /proc/PID/stat; the command name in parentheses may contain spaces."""
-    return int(stat_text.rsplit(")", 1)[1].split()[1])
-
-
 # -- the reader --------------------------------------------------------------------------------
 
 
@@ -124,21 +123,20 @@ class HostReader:
 
     def _memory(self, facts: HostFacts) -> None:
         try:
-            meminfo = self.text("/proc/meminfo")
+            meminfo = read_meminfo(self.path("/proc"))
         except OSError as error:
             facts.missing["memory"] = f"cannot read /proc/meminfo: {error.strerror}"
             return
-        facts.memory_total_bytes = parse_meminfo_kb(meminfo, "MemTotal")
-        facts.swap_total_bytes = parse_meminfo_kb(meminfo, "SwapTotal")
-        facts.hugepages = parse_meminfo_hugepages(meminfo)
+        facts.memory_total_bytes = meminfo.get("MemTotal")
+        facts.swap_total_bytes = meminfo.get("SwapTotal")
+        facts.hugepages = hugepages_of(meminfo)
 
     def _thp(self, facts: HostFacts) -> None:
-        base = "/sys/kernel/mm/transparent_hugepage"
         for name in ("enabled", "defrag"):
             try:
-                setattr(facts, f"thp_{name}", bracketed_choice(self.text(f"{base}/{name}")))
+                setattr(facts, f"thp_{name}", bracketed_choice(self.text(f"{THP_DIR}/{name}")))
             except OSError:
-                facts.missing[f"thp_{name}"] = f"no {base}/{name} (kernel without THP?)"
+                facts.missing[f"thp_{name}"] = f"no {THP_DIR}/{name} (kernel without THP?)"
 
     def _numa(self, facts: HostFacts) -> None:
         nodes_dir = self.path("/sys/devices/system/node")
@@ -153,7 +151,7 @@ class HostReader:
 
     def _sysctls(self, facts: HostFacts) -> None:
         for name in SYSCTLS:
-            path = "/proc/sys/" + name.replace(".", "/")
+            path = sysctl_path(name)
             try:
                 facts.sysctl[name] = int(self.text(path).split()[0])
             except (OSError, ValueError, IndexError):
@@ -217,8 +215,8 @@ class HostReader:
     def _cgroup(self, facts: HostFacts, postmaster_pid: int | None) -> None:
         pid = postmaster_pid if postmaster_pid is not None else "self"
         try:
-            own = parse_proc_cgroup(self.text(f"/proc/{pid}/cgroup"))
-            v1_memory, v2 = parse_mountinfo(self.text("/proc/self/mountinfo"))
+            own = read_proc_cgroup(pid, self.path("/proc"))
+            v1_memory, v2 = memory_cgroup_mounts(read_mountinfo(self.path("/proc")))
         except OSError as error:
             facts.missing["cgroup"] = f"cannot read the cgroups of pid {pid}: {error.strerror}"
             return
@@ -269,7 +267,7 @@ def postmaster_of_backend(backend_pid: int, root: Path = Path("/")) -> int | Non
     try:
         if reader.text(f"/proc/{backend_pid}/comm").strip() != "postgres":
             return None
-        parent = parent_pid_from_stat(reader.text(f"/proc/{backend_pid}/stat"))
+        parent = read_proc_stat(backend_pid, reader.path("/proc")).ppid
         if reader.text(f"/proc/{parent}/comm").strip() not in ("postgres", "postmaster"):
             return None
     except (OSError, ValueError, IndexError):

@@ -124,7 +124,7 @@ class CacheSnapshots:
     def __enter__(self) -> "CacheSnapshots":
         if self.options is None:
             return self
-        method = self.point.workload.get("inspect_method", "auto")
+        method = self.point.workload.inspect_method or "auto"
         self.sampler = CacheSampler.open(self.target, self.point.settings, self.options, method)
         if self.sampler and self.options.accuracy_pairs and self.sampler.method == "extension":
             # during the warm-up: the same load, not measured

@@ -25,9 +25,10 @@ from pgcachelab.machine.hugepages_estimate import (
     estimate_huge_pages,
 )
 from pgcachelab.units import format_bytes, shared_buffers_bytes
-from pgcachelab.workloads.cache_wash import target_table_bytes
-from pgcachelab.workloads.scale_class import BYTES_PER_SCALE, ScaleClassError, scale_for_class
-from pgcachelab.workloads.tpcc.params import BYTES_PER_WAREHOUSE
+from pgcachelab.workloads.parameters import PointParameters
+from pgcachelab.workloads.protocol import Workload
+from pgcachelab.workloads.registry import WORKLOADS
+from pgcachelab.workloads.scale_class import ScaleClassError
 
 # What one measurement costs besides its workload: the server's restart or reload with the
 # point's settings (and their check), the session, the probes and the store write.
@@ -73,14 +74,14 @@ def build_plan(spec: ExperimentSpec, machine: PlanMachine) -> dict:
         # before the scale class becomes a scale
         cluster = None
         if spec.versions:
-            cluster = (points[index].workload["version"], group_of(points[index]))
+            cluster = (points[index].workload.version, group_of(points[index]))
         point, scale_problem = _with_scale(points[index], memory_for_data)
         builds = []
         if cluster not in data_in_cluster:
-            version = point.workload.get("version")
+            version = point.workload.version
             builds.append(f"initdb (PostgreSQL {version})" if version else "initdb")
             data_in_cluster[cluster] = None
-        data, data_text = _data_of(spec.workload, point, memory_for_data)
+        data, data_text = _data_of(WORKLOADS[spec.workload], point, memory_for_data)
         if data is not None and data_in_cluster[cluster] != data:
             builds.append(data_text)
             data_in_cluster[cluster] = data
@@ -99,12 +100,13 @@ def _entry(
     builds: list[str],
 ) -> dict:
     seconds, left_out = _workload_seconds(spec, point)
-    major = major_of(server_version_of(point.workload["version"])) if spec.versions else None
+    version = point.workload.version  # set on every point of a version sweep, and only there
+    major = major_of(server_version_of(version)) if version else None
     major = major or machine.server_major
     shared_buffers = _bytes_or_none(point.settings.get("shared_buffers"))
     # a managed cluster runs with room for the point's clients (the runner raises
     # max_connections), and each connection takes shared memory the pool must hold
-    in_force = with_room_for_clients(point.settings, point.workload.get("clients"))
+    in_force = with_room_for_clients(point.settings, point.workload.client_sessions)
     huge_pages = _huge_pages(in_force, major, machine.page_size_bytes)
     memory, problems = _memory(machine, shared_buffers, huge_pages)
     return {
@@ -254,30 +256,10 @@ def _memory(machine: PlanMachine, shared_buffers: int | None, huge_pages: dict |
 
 def _workload_seconds(spec: ExperimentSpec, point: Point) -> tuple[float, list[str]]:
     """(seconds known from the spec, what takes time the spec does not say)."""
-    workload = point.workload
-    seconds, left_out = 0.0, []
-    if spec.workload == "cache-wash":
-        if workload.get("warmup_lookups") is not None:
-            left_out.append(f"the warm-up's {workload['warmup_lookups']:,} lookups")
-        else:
-            seconds += float(workload.get("warmup") or 0)
-        if workload.get("prewarm", True):
-            left_out.append("pg_prewarm of the table and index")
-        left_out.append(
-            f"the measured phases ({int(workload['lookups']) * 2:,} lookups and one scan of "
-            "the table)"
-        )
-    else:
-        seconds += float(workload.get("warmup") or 0)
-        if workload.get("transactions"):
-            left_out.append(
-                f"runs of {workload['transactions']:,} transactions: their time depends on "
-                "the throughput"
-            )
-        else:
-            seconds += float(workload["duration"])
-        if workload.get("prewarm"):
-            left_out.append("pg_prewarm of every relation")
+    workload = WORKLOADS[spec.workload]
+    seconds, left_out = workload.known_seconds(point.workload)
+    if point.workload.prewarm and not workload.prewarms_itself:
+        left_out.append("pg_prewarm of every relation")
     if spec.inspect is not None:
         left_out.append("the cache snapshots of [inspect]")
     return seconds, left_out
@@ -286,42 +268,29 @@ def _workload_seconds(spec: ExperimentSpec, point: Point) -> tuple[float, list[s
 def _with_scale(point: Point, memory_bytes: int | None) -> tuple[Point, str | None]:
     """(the point with the scale its scale class means on this machine, as runner._with_scale
     gives it; the reason the run refuses the class, if it does)."""
-    scale_class = point.workload.get("scale_class")
     shared_buffers = _bytes_or_none(point.settings.get("shared_buffers"))
-    if not scale_class or not memory_bytes or shared_buffers is None:
+    if not point.workload.sized_by_memory or not memory_bytes or shared_buffers is None:
         return point, None
     try:
-        scale = scale_for_class(scale_class, shared_buffers, memory_bytes)
+        workload = point.workload.sized_for(shared_buffers, memory_bytes)
     except ScaleClassError as error:  # runner._check_scale_classes refuses the whole run
         return point, f"scale_class: {error}: the run refuses to start"
-    return dataclasses.replace(point, workload={**point.workload, "scale": scale}), None
+    return dataclasses.replace(point, workload=workload), None
 
 
-def _data_of(workload_name: str, point: Point, memory_bytes: int | None) -> tuple:
-    """(what identifies the data the point needs, how it is built) as each workload's
+def _data_of(workload: Workload, point: Point, memory_bytes: int | None) -> tuple:
+    """(what identifies the data the point needs, how it is built) as the workload's
     ensure_data keys it; (None, "") when the point needs none built."""
-    workload = point.workload
-    if workload_name == "pgbench":
-        if workload["mode"] == "custom" and not workload.get("init_steps"):
-            return None, ""
-        scale = workload["scale"]
-        size = format_bytes(scale * BYTES_PER_SCALE)
-        return (scale, workload.get("init_steps")), f"pgbench -i at scale {scale} (~{size})"
-    if workload_name == "tpcc":
-        warehouses = workload["warehouses"]
-        size = format_bytes(warehouses * BYTES_PER_WAREHOUSE)
-        return warehouses, f"TPC-C load of {warehouses} warehouses (~{size})"
-    table_size = workload["table_size"]
-    if isinstance(table_size, float) and not memory_bytes:
-        return table_size, f"the cache-wash table ({table_size:g} x the server's memory)"
-    wanted = target_table_bytes(table_size, memory_bytes or 0)
-    return wanted, f"the cache-wash table of {format_bytes(wanted)}"
+    estimate = workload.data_estimate(point.workload, memory_bytes)
+    if estimate is None:
+        return None, ""
+    return estimate.identity, estimate.build
 
 
-def _workload_that_matters(workload: dict) -> dict:
+def _workload_that_matters(workload: PointParameters) -> dict:
     """The point's workload parameters without those that do not apply: unset ones, and the
     duration of a run for a count of transactions."""
-    shown = {k: v for k, v in workload.items() if v is not None and v != []}
+    shown = {k: v for k, v in workload.record().items() if v is not None and v != []}
     if shown.get("transactions"):
         shown.pop("duration", None)
     return _json_safe(shown)

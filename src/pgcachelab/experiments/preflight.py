@@ -11,50 +11,36 @@ from pgcachelab.experiments.connection_room import DEFAULT_MAX_CONNECTIONS, with
 from pgcachelab.experiments.spec import ExperimentSpec, Point
 from pgcachelab.experiments.version_rounds import group_of
 from pgcachelab.units import format_bytes, shared_buffers_bytes
-from pgcachelab.workloads.cache_wash import target_table_bytes
-from pgcachelab.workloads.scale_class import BYTES_PER_SCALE, ScaleClassError, scale_for_class
-from pgcachelab.workloads.tpcc.params import BYTES_PER_WAREHOUSE
+from pgcachelab.workloads.parameters import PointParameters
+from pgcachelab.workloads.protocol import Workload
+from pgcachelab.workloads.registry import WORKLOADS
+from pgcachelab.workloads.scale_class import ScaleClassError
 
 # The measurement's own session stays open while pgbench runs (runner.measure).
 LAB_SESSIONS = 1
 
 
-def point_scale(point: Point, memory_bytes: int | None) -> int | None:
-    """The pgbench scale a point loads: its scale, or what its scale class means here."""
-    scale_class = point.workload.get("scale_class")
-    if not scale_class:
-        return point.workload.get("scale")
+def sized_parameters(point: Point, memory_bytes: int | None) -> PointParameters | None:
+    """The point's parameters as they run with this memory (a scale class made a scale);
+    None when its class cannot be had here (the scale class check refuses it, with why)."""
+    if not point.workload.sized_by_memory:
+        return point.workload
     try:
         shared_buffers = shared_buffers_bytes(point.settings.get("shared_buffers"))
-        return scale_for_class(scale_class, shared_buffers, memory_bytes or 0)
-    except (ValueError, ScaleClassError):  # refused by the scale class check, with its reason
+        return point.workload.sized_for(shared_buffers, memory_bytes or 0)
+    except (ValueError, ScaleClassError):
         return None
 
 
-def data_bytes(workload: str, point: Point, memory_bytes: int | None) -> tuple[int, str, str]:
+def data_bytes(workload: Workload, point: Point, memory_bytes: int | None) -> tuple[int, str, str]:
     """(about how many bytes the point's data takes on disk, the key that decides it, its
-    value), with the estimate per unit the plan (run --plan) shows too."""
-    parameters = point.workload
-    if workload == "pgbench":
-        if parameters.get("mode") == "custom" and not parameters.get("init_steps"):
-            return 0, "pgbench.scale", "-"  # a custom script brings its own data
-        key = "pgbench.scale_class" if parameters.get("scale_class") else "pgbench.scale"
-        scale = point_scale(point, memory_bytes) or 0
-        value = parameters.get("scale_class") or scale
-        return (
-            scale * BYTES_PER_SCALE,
-            key,
-            f"{value!r} (about {format_bytes(BYTES_PER_SCALE)} per unit of scale)",
-        )
-    if workload == "tpcc":
-        warehouses = parameters["warehouses"]
-        return (
-            warehouses * BYTES_PER_WAREHOUSE,
-            "tpcc.warehouses",
-            f"{warehouses} (about {format_bytes(BYTES_PER_WAREHOUSE)} each)",
-        )
-    table_bytes = target_table_bytes(parameters["table_size"], memory_bytes or 0)
-    return table_bytes, "cache_wash.table_size", repr(parameters["table_size"])
+    value), with the estimate per unit the plan (run --plan) shows too; no bytes when the point
+    builds none (custom scripts) or its scale class is refused."""
+    parameters = sized_parameters(point, memory_bytes)
+    estimate = workload.data_estimate(parameters, memory_bytes) if parameters else None
+    if estimate is None:
+        return 0, "", ""
+    return estimate.size_bytes, estimate.key, estimate.value
 
 
 def data_on_disk(spec: ExperimentSpec, memory_bytes: int | None) -> tuple[int, str, str, int]:
@@ -66,8 +52,8 @@ def data_on_disk(spec: ExperimentSpec, memory_bytes: int | None) -> tuple[int, s
     """
     largest_per_cluster: dict[tuple | None, tuple[int, str, str]] = {}
     for point in spec.points():
-        cluster = (point.workload.get("version"), group_of(point)) if spec.versions else None
-        size = data_bytes(spec.workload, point, memory_bytes)
+        cluster = (point.workload.version, group_of(point)) if spec.versions else None
+        size = data_bytes(WORKLOADS[spec.workload], point, memory_bytes)
         if size[0] > largest_per_cluster.get(cluster, (-1, "", ""))[0]:
             largest_per_cluster[cluster] = size
     total = sum(size for size, _, _ in largest_per_cluster.values())
@@ -96,7 +82,7 @@ def check_clients_fit(
     """pgbench's clients, and the lab's own session, within the server's max_connections;
     `max_connections_of(point)` is the limit the point's server has; `raise_it` says how."""
     for point in spec.points():
-        clients = point.workload.get("clients")
+        clients = point.workload.client_sessions
         if clients is None:
             continue
         limit = max_connections_of(point)
@@ -113,7 +99,7 @@ def check_clients_fit(
 def managed_max_connections(point: Point) -> int:
     """The max_connections a managed cluster runs the point with: the runner makes room for
     its clients (connection_room)."""
-    settings = with_room_for_clients(point.settings, point.workload.get("clients"))
+    settings = with_room_for_clients(point.settings, point.workload.client_sessions)
     return int(settings.get("max_connections", DEFAULT_MAX_CONNECTIONS))
 
 

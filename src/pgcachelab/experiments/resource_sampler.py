@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 
 from pgcachelab.clusters.target import Target, is_managed
+from pgcachelab.machine.host_facts import read_meminfo, read_proc_stat
 from pgcachelab.probes.host_resources import (
     COLUMNS,
     RawSample,
@@ -28,8 +29,6 @@ from pgcachelab.probes.host_resources import (
     parse_cgroup_v1_cpuacct,
     parse_cgroup_v2_cpu_stat,
     parse_diskstats,
-    parse_meminfo,
-    parse_process_cpu_ticks,
     process_tree_cpu_us,
     row,
     summary,
@@ -68,7 +67,7 @@ def read_sample(sources: Sources, proc: Path = PROC) -> RawSample:
     monotonic_s, unix_time = time.monotonic(), time.time()
     cpu = psutil.cpu_times()._asdict()
     ctx_switches = psutil.cpu_stats().ctx_switches
-    memory = memory_of(parse_meminfo((proc / "meminfo").read_text()))
+    memory = memory_of(read_meminfo(proc))
     return RawSample(
         unix_time=unix_time,
         monotonic_s=monotonic_s,
@@ -169,11 +168,11 @@ def process_tree_source(target: Target, note: str | None) -> Sources:
     pid, ticks_per_s = process.pid, os.sysconf("SC_CLK_TCK")
 
     def read() -> dict:
-        own = parse_process_cpu_ticks((PROC / str(pid) / "stat").read_text())
+        own = read_proc_stat(pid, PROC).cpu_ticks
         children = []
         for child in (PROC / str(pid) / "task" / str(pid) / "children").read_text().split():
             with contextlib.suppress(OSError):  # it ended since the list was read
-                children.append(parse_process_cpu_ticks((PROC / child / "stat").read_text()))
+                children.append(read_proc_stat(child, PROC).cpu_ticks)
         return process_tree_cpu_us(own, children, ticks_per_s)
 
     return Sources(cgroup=f"the server's processes (postmaster {pid})", read_cgroup=read,

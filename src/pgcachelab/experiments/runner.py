@@ -68,8 +68,7 @@ from pgcachelab.store.records import Measurement, ResultStore, Run
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads.protocol import Bench, Workload
 from pgcachelab.workloads.registry import WORKLOADS
-from pgcachelab.workloads.scale_class import ScaleClassError, scale_for_class
-from pgcachelab.workloads.tpcc.checks import ConsistencyError
+from pgcachelab.workloads.scale_class import ScaleClassError
 
 
 @dataclass
@@ -150,7 +149,7 @@ def make_target(
         pg_bin or spec.pg_bin,
         listen_tcp=spec.listen_tcp,
         memory_bytes=memory_bytes,
-        keep_data=spec.workload == "cache-wash",
+        keep_data=WORKLOADS[spec.workload].keeps_data,
         data_checksums=spec.data_checksums,
         disks=disks,
         disk_override=disk,
@@ -167,10 +166,6 @@ def check_memory_fits_host(memory_bytes: int | None, host_bytes: int | None, sou
             f"give at most {format_bytes(host_bytes)}, or leave the limit out to give the "
             "server the whole host",
         )
-
-
-def _swept_or_fixed(spec: ExperimentSpec, key: str) -> list:
-    return spec.sweep_workload.get(key, [spec.parameters[key]])
 
 
 def prepare(
@@ -191,7 +186,7 @@ def prepare(
         )
     _check_scale_classes(spec, target)
     _check_inspect_extension(spec, target)
-    os_cache_modes = set(_swept_or_fixed(spec, "os_cache"))
+    os_cache_modes = {point.workload.os_cache for point in spec.points()}
     if target.machine is None and "drop-cluster" in os_cache_modes:
         raise UserError(
             'os_cache = "drop-cluster" needs a cluster the lab runs, not one given by --dsn',
@@ -261,11 +256,10 @@ def _check_data_fits(spec: ExperimentSpec, target: Target) -> None:
 def _check_scale_classes(spec: ExperimentSpec, target: Target) -> None:
     memory = (target.machine.memory_bytes if target.machine else None) or memory_total_bytes()
     for point in spec.points():
-        scale_class = point.workload.get("scale_class")
-        if scale_class and memory:
+        if point.workload.sized_by_memory and memory:
             shared_buffers = shared_buffers_bytes(point.settings.get("shared_buffers"))
             try:
-                scale_for_class(scale_class, shared_buffers, memory)
+                point.workload.sized_for(shared_buffers, memory)
             except ScaleClassError as error:
                 raise UserError(
                     f"{spec.path}: scale_class: {error}",
@@ -278,7 +272,7 @@ def _check_inspect_extension(spec: ExperimentSpec, target: Target) -> None:
     (auto falls back to pg_buffercache; a --dsn server is asked when the point runs)."""
     if spec.inspect is None or target.kind != "managed":
         return
-    methods = _swept_or_fixed(spec, "inspect_method")
+    methods = {point.workload.inspect_method for point in spec.points()}
     if not any(str(method).startswith("extension") for method in methods):
         return
     targets: Iterable[ManagedTarget] = []
@@ -356,8 +350,9 @@ def record_run(
         target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
     )
     environment["schedule"] = schedule_record(spec)
+    stored = [point.to_store() for point in spec.points()]
     run_id = store.create_run(
-        spec.name, spec.path, spec.text, target.describe(), environment, spec.points()
+        spec.name, spec.path, spec.text, target.describe(), environment, stored
     )
     progress.note(f"run {run_id}: {spec.name}, {len(spec.points())} points")
     return run_id
@@ -633,8 +628,8 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             stack.enter_context(ResourceSeries(ctx.target, recording))
             stack.enter_context(WaitEvents(ctx.target, point, inspect, recording))
             recording.outcome = workload.run(bench, point, conn, mark)
-    except ConsistencyError as error:
-        # The data is no longer a valid TPC-C database: record why, then stop the whole run.
+    except workload.run_stopping_errors as error:
+        # The data is no longer valid (TPC-C's consistency checks): record why, then stop.
         recording.fail(str(error))
         _store(ctx, recording)
         raise UserError(
@@ -650,12 +645,14 @@ def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recordin
     """The point's server: its version's cluster, its disk, its settings, then its data.
     Returns the point as it runs here (its scale, pgbench's progress) and its Bench."""
     if isinstance(ctx.target, VersionedTarget):
-        switched = ctx.target.switch(point.workload["version"], group_of(point))
+        version = point.workload.version
+        assert version is not None  # a versioned target: the spec sweeps version, every point
+        switched = ctx.target.switch(version, group_of(point))
         if switched is not None:  # another version's (or data group's) cluster
             ctx.workload_state, recording.metrics["version_switch"] = switched
     point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
     if ctx.target.kind == "managed":
-        settings = with_room_for_clients(point.settings, point.workload.get("clients"))
+        settings = with_room_for_clients(point.settings, point.workload.client_sessions)
         point = dataclasses.replace(point, settings=settings)
     disk_changed = _use_disk(ctx, point)
     _set_host(ctx, point, recording)
@@ -686,11 +683,12 @@ def _prepare_session(ctx: RunContext, point: Point, conn, recording: Recording) 
     if point.index not in ctx.settings_recorded:
         ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
         ctx.settings_recorded.add(point.index)
-    if "version_switch" in recording.metrics and ctx.spec.workload == "pgbench":
+    workload = WORKLOADS[ctx.spec.workload]
+    if "version_switch" in recording.metrics and workload.prewarm_after_version_switch:
         # The turn's cluster starts with its OS cache dropped (another version ran):
         # its data is read in again, as a server that had been running would hold it.
         recording.metrics["version_switch"]["prewarmed_blocks"] = prewarm_all(ctx, conn)
-    recording.metrics["caches"] = prepare_caches(ctx, point, conn)
+    recording.metrics["caches"] = prepare_caches(ctx, point, conn, workload)
 
 
 def _store(ctx: RunContext, recording: Recording) -> Measurement:
@@ -707,7 +705,7 @@ def _use_disk(ctx: RunContext, point: Point) -> bool:
     """Mount the point's disk (the server restarts on it) when it differs from the last one."""
     if not is_managed(ctx.target) or not ctx.target.emulated_disk:
         return False
-    return ctx.target.use_disk(point.workload.get("disk"))
+    return ctx.target.use_disk(point.workload.disk)
 
 
 def _loading_data(ctx: RunContext):
@@ -721,27 +719,27 @@ def _with_progress_for_windows(ctx: RunContext, point: Point) -> Point:
     be cut along the windows."""
     if ctx.spec.inspect is None or not ctx.spec.inspect.alternate_s:
         return point
-    workload = {**point.workload, "progress": 1, "progress_timestamp": True}
-    return dataclasses.replace(point, workload=workload)
+    return point.with_workload(progress=1, progress_timestamp=True)
 
 
 def _with_scale(ctx: RunContext, point: Point) -> Point:
     """The point with the scale its scale class means on this server and machine."""
-    scale_class = point.workload.get("scale_class")
-    if not scale_class:
+    if not point.workload.sized_by_memory:
         return point
     shared_buffers = shared_buffers_bytes(point.settings.get("shared_buffers"))
     try:
-        scale = scale_for_class(scale_class, shared_buffers, _memory_available(ctx))
+        workload = point.workload.sized_for(shared_buffers, _memory_available(ctx))
     except ScaleClassError as error:
         raise ClusterError(str(error)) from None
-    return dataclasses.replace(point, workload={**point.workload, "scale": scale})
+    return dataclasses.replace(point, workload=workload)
 
 
-def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> dict:
+def prepare_caches(
+    ctx: RunContext, point: Point, conn: psycopg.Connection, workload: Workload
+) -> dict:
     """Leave the OS cache as the point asks (keep, drop the cluster's files, drop all), then
     prewarm with pg_prewarm if asked: table and index blocks into shared_buffers."""
-    mode = point.workload.get("os_cache", "keep")
+    mode = point.workload.os_cache
     done: dict[str, Any] = {}
     if mode != "keep":
         conn.execute("checkpoint")  # DONTNEED and drop_caches leave dirty pages behind
@@ -751,7 +749,7 @@ def prepare_caches(ctx: RunContext, point: Point, conn: psycopg.Connection) -> d
     elif mode == "drop-all":
         oscache.drop_all()
         done["dropped_all"] = True
-    if point.workload.get("prewarm") and ctx.spec.workload != "cache-wash":  # it prewarms itself
+    if point.workload.prewarm and not workload.prewarms_itself:
         done["prewarmed_blocks"] = prewarm_all(ctx, conn)
     return done
 

@@ -19,12 +19,11 @@ import random
 
 from pgcachelab.experiments.spec import DATA_KEYS, Point
 
-READ_ONLY_MODES = ("select-only",)
-
 
 def group_of(point: Point) -> tuple:
     """What a point needs built besides its server version: its data (scale class, ...)."""
-    return tuple(str(point.workload.get(key)) for key in DATA_KEYS if key != "version")
+    # A workload without one of the keys (cache-wash has no scale) counts it as None.
+    return tuple(str(getattr(point.workload, key, None)) for key in DATA_KEYS if key != "version")
 
 
 def group_text(point: Point) -> str:
@@ -40,7 +39,7 @@ def group_text(point: Point) -> str:
 
 def _writes_last(indexes: list[int], points: list[Point]) -> list[int]:
     """Read-only points first, keeping the order given within each kind."""
-    return sorted(indexes, key=lambda p: points[p].workload.get("mode") not in READ_ONLY_MODES)
+    return sorted(indexes, key=lambda p: not points[p].workload.read_only)
 
 
 def version_rounds(
@@ -57,7 +56,7 @@ def version_rounds(
     for point in points:
         group = group_of(point)
         names.setdefault(group, group_text(point))
-        members.setdefault(group, {}).setdefault(str(point.workload["version"]), []).append(
+        members.setdefault(group, {}).setdefault(str(point.workload.version), []).append(
             point.index
         )
     rng = random.Random(seed)

@@ -122,8 +122,13 @@ class Tunable:
     pair: str | None = None  # the setting that writing this one zeroes (the kernel couples them)
 
 
+def sysctl_path(name: str) -> str:
+    """The file of a sysctl: "vm.swappiness" -> "/proc/sys/vm/swappiness"."""
+    return "/proc/sys/" + name.replace(".", "/")
+
+
 def _sysctl(name: str, convert, pair: str | None = None) -> Tunable:
-    return Tunable(name, "/proc/sys/" + name.replace(".", "/"), convert, pair=pair)
+    return Tunable(name, sysctl_path(name), convert, pair=pair)
 
 
 _RATIO = _integer(0, 100, "a percentage of the reclaimable memory, 0 to 100")

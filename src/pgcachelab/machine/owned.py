@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgcachelab.machine.host_facts import read_proc_stat
+
 RUN_ROOT = Path("/run/pgcachelab")
-# How /proc/PID/stat's starttime (field 22) is found: after the last ')' of the command name,
-# which may itself hold spaces and parentheses.
-_STARTTIME_AFTER_COMM = 19
 
 
 def registry_dir(euid: int | None = None, runtime_dir: str | None = None) -> Path:
@@ -39,20 +38,13 @@ def registry_dir(euid: int | None = None, runtime_dir: str | None = None) -> Pat
     return Path(tempfile.gettempdir()) / f"pgcachelab-owned-{euid}"
 
 
-def parse_start_time(stat_text: str) -> int:
-    """The process's start time (clock ticks after boot) in a /proc/PID/stat text."""
-    return int(stat_text.rsplit(")", 1)[1].split()[_STARTTIME_AFTER_COMM])
-
-
 def process_start_time(pid: int) -> int | None:
     """`pid`'s start time, or None when no such process lives (zombies count as dead)."""
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        stat = read_proc_stat(pid)
     except OSError:
         return None
-    if text.rsplit(")", 1)[1].split()[0] == "Z":
-        return None
-    return parse_start_time(text)
+    return None if stat.zombie else stat.start_time
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The machine's resources during a run (issue 32): the pure half. Parsers of the kernel's
-files (/proc/meminfo, /proc/diskstats, a cgroup's CPU account), and the arithmetic that turns
-two raw samples into one row of shares and rates. The sampler that reads them once a second
-is experiments/resource_sampler.py.
+files (/proc/diskstats, a cgroup's CPU account; /proc/meminfo's is in machine/host_facts.py),
+and the arithmetic that turns two raw samples into one row of shares and rates. The sampler
+that reads them once a second is experiments/resource_sampler.py.
 """
 
 import contextlib
@@ -57,19 +57,6 @@ class RawSample:
     memory_bytes: dict[str, int]  # page_cache, dirty, writeback
     device: dict | None = None  # reads, writes, read_bytes, write_bytes, ios, wait_ms, busy_ms
     cgroup_cpu_us: dict | None = None  # usage, user, system (µs)
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """/proc/meminfo as {field: bytes}; the HugePages_ counts, which have no unit, as counts."""
-    values = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        fields = rest.split()
-        if not fields or not fields[0].isdigit():
-            continue
-        factor = 1024 if fields[1:] == ["kB"] else 1
-        values[key.strip()] = int(fields[0]) * factor
-    return values
 
 
 def memory_of(meminfo: dict[str, int]) -> dict[str, int]:
@@ -165,14 +152,6 @@ def parse_cgroup_v2_cpu_stat(text: str) -> dict[str, int]:
         "user": values["user_usec"],
         "system": values["system_usec"],
     }
-
-
-def parse_process_cpu_ticks(stat_text: str) -> tuple[int, int, int, int]:
-    """(utime, stime, cutime, cstime) in clock ticks from /proc/PID/stat (proc(5): fields 14-17,
-    counted after the command name, which may hold spaces and parentheses)."""
-    fields = stat_text.rpartition(")")[2].split()
-    # fields[0] is field 3 (state): field n is fields[n - 3]
-    return int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14])
 
 
 def process_tree_cpu_us(postmaster: tuple, children: list[tuple], ticks_per_s: int) -> dict:

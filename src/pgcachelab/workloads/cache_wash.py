@@ -25,9 +25,10 @@ from pgcachelab.probes.buffercache import SAMPLER_APPLICATION_NAME
 from pgcachelab.units import format_bytes
 from pgcachelab.workloads.client_timing import cross_check, time_statement
 from pgcachelab.workloads.outcome import Outcome
+from pgcachelab.workloads.parameters import CacheWashParameters
 from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_workload import checkpoint
-from pgcachelab.workloads.protocol import Bench
+from pgcachelab.workloads.protocol import Bench, DataEstimate
 
 TABLE = "random"
 INDEX = "random_random_idx"
@@ -40,6 +41,40 @@ SEQ_SESSION_WARMUP = "select count(data) from random where false"
 SESSION_NAME = "pgcachelab-cache-wash"
 SAMPLE_ROWS = 10_000
 LOAD_BATCHES = 10
+
+# What the runner asks of it (workloads/protocol.py).
+parameters_type = CacheWashParameters
+# The table is sized against memory and takes long to build: a failed run keeps it for --resume.
+keeps_data = True
+prewarms_itself = True  # the point's prewarm is the seed's pg_prewarm of table then index
+prewarm_after_version_switch = False
+run_stopping_errors: tuple[type[Exception], ...] = ()
+
+
+def data_estimate(parameters: CacheWashParameters, memory_bytes: int | None) -> DataEstimate:
+    """The table, built once per run at its size against the server's memory."""
+    table_size = parameters.table_size
+    wanted = target_table_bytes(table_size, memory_bytes or 0)
+    if isinstance(table_size, float) and not memory_bytes:
+        identity, build = table_size, f"the cache-wash table ({table_size:g} x the server's memory)"
+    else:
+        identity, build = wanted, f"the cache-wash table of {format_bytes(wanted)}"
+    return DataEstimate(identity, wanted, "cache_wash.table_size", repr(table_size), build)
+
+
+def known_seconds(parameters: CacheWashParameters) -> tuple[float, list[str]]:
+    """The warm-up for a time; the lookups' and the scan's time depend on the caches."""
+    seconds, left_out = 0.0, []
+    if parameters.warmup_lookups is not None:
+        left_out.append(f"the warm-up's {parameters.warmup_lookups:,} lookups")
+    else:
+        seconds += float(parameters.warmup or 0)
+    if parameters.prewarm:
+        left_out.append("pg_prewarm of the table and index")
+    left_out.append(
+        f"the measured phases ({parameters.lookups * 2:,} lookups and one scan of the table)"
+    )
+    return seconds, left_out
 
 
 def target_table_bytes(table_size, memory_bytes: int) -> int:
@@ -70,7 +105,7 @@ def _existing_build(conn: psycopg.Connection) -> dict | None:
 def ensure_data(bench: Bench, point) -> dict:
     """Build the table once per run; a resumed run finds it (its description records it)."""
     state = bench.state
-    wanted_bytes = target_table_bytes(point.workload["table_size"], bench.memory_bytes())
+    wanted_bytes = target_table_bytes(point.workload.table_size, bench.memory_bytes())
     key = ("cache-wash", wanted_bytes)
     if state.get("data_key") == key:
         return {"built": False, **state["data_sizes"]}
@@ -167,14 +202,15 @@ def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
     The warm-up runs for `warmup` seconds or `warmup_lookups` lookups: a count touches the
     index the same way whatever the disk's speed (the seed's 100 s against a ~1.6 GB index)."""
     done: dict[str, Any] = {}
-    if point.workload.get("prewarm", True):
+    parameters = point.workload
+    if parameters.prewarm:
         table_blocks, index_blocks = one_row(
             conn.execute("select pg_prewarm(%s), pg_prewarm(%s)", [TABLE, INDEX])
         )
         done["prewarmed"] = {"table_blocks": table_blocks, "index_blocks": index_blocks}
-    warmup_s = int(point.workload.get("warmup") or 0)
-    warmup_lookups = point.workload.get("warmup_lookups")
-    limit = ["-t", str(int(warmup_lookups))] if warmup_lookups else ["-T", str(warmup_s)]
+    warmup_s = int(parameters.warmup or 0)
+    warmup_lookups = parameters.warmup_lookups
+    limit = ["-t", str(warmup_lookups)] if warmup_lookups else ["-T", str(warmup_s)]
     started = time.monotonic()
     if warmup_lookups or (warmup_lookups is None and warmup_s):
         with owned.scratch_dir("pgcachelab-cache-wash-") as scratch:
@@ -186,7 +222,7 @@ def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
                 bench.target.pgbench_target(point.settings),
             )
     if warmup_lookups is not None:
-        done["warmup_lookups"] = int(warmup_lookups)
+        done["warmup_lookups"] = warmup_lookups
         done["warmup_s"] = round(time.monotonic() - started, 2)  # what the count took
     else:
         done["warmup_s"] = warmup_s
@@ -214,7 +250,7 @@ def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
 
     `mark(label)`, when given, takes a cache snapshot after idx1 and after seq (issue 7: the
     index washed out of the OS cache by the scan, or surviving in shared_buffers)."""
-    lookups = int(point.workload["lookups"])
+    lookups = point.workload.lookups
     _wait_for_stats(conn)
     conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [TABLE])
     conn.execute("select pg_stat_reset_single_table_counters(%s::regclass)", [INDEX])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pgcachelab.clusters.client import PgbenchTarget
 from pgcachelab.errors import PointError
+from pgcachelab.workloads.parameters import PgbenchParameters
 from pgcachelab.workloads.pgbench_output import (
     PgbenchOutputError,
     PgbenchResult,
@@ -36,39 +37,40 @@ def init_args(scale: int, init_steps: str | None, server_major: int) -> list[str
     return ["-i", "-s", str(scale), "-I", steps]
 
 
-def run_args(workload: dict, duration_s: float | None = None, with_reports: bool = True) -> list:
+def run_args(
+    parameters: PgbenchParameters, duration_s: float | None = None, with_reports: bool = True
+) -> list:
     """pgbench options for one measurement; `duration_s` overrides (warm-up runs)."""
     args = []
-    mode = workload["mode"]
-    if mode == "custom":
-        for script in workload["scripts"]:
-            args += ["-f", f"{_script_file(script)}@{_script_weight(script)}"]
+    if parameters.mode == "custom":
+        for script in parameters.scripts:
+            args += ["-f", f"{script.file}@{script.weight}"]
         args.append("-n")  # custom scripts need not have pgbench's tables to vacuum
     else:
-        args += ["-b", BUILTIN_SCRIPTS[mode]]
-    clients = int(workload["clients"])
-    threads = threads_for(workload.get("threads", 1), clients)
+        args += ["-b", BUILTIN_SCRIPTS[parameters.mode]]
+    clients = parameters.clients
+    threads = threads_for(parameters.threads, clients)
     args += ["-c", str(clients), "-j", str(threads)]
     if duration_s is not None:
         args += ["-T", str(int(duration_s))]
-    elif workload.get("transactions"):
-        args += ["-t", str(int(workload["transactions"]))]
+    elif parameters.transactions:
+        args += ["-t", str(parameters.transactions)]
     else:
-        args += ["-T", str(int(workload["duration"]))]
-    if workload.get("rate"):
-        args += ["-R", str(workload["rate"])]
-    if workload.get("latency_limit"):
-        args += ["--latency-limit", f"{workload['latency_limit']:g}"]
-    if workload.get("protocol", "simple") != "simple":
-        args += ["-M", workload["protocol"]]
-    if workload.get("max_tries"):
-        args += ["--max-tries", str(workload["max_tries"])]
+        args += ["-T", str(int(parameters.duration))]
+    if parameters.rate:
+        args += ["-R", str(parameters.rate)]
+    if parameters.latency_limit:
+        args += ["--latency-limit", f"{parameters.latency_limit:g}"]
+    if parameters.protocol != "simple":
+        args += ["-M", parameters.protocol]
+    if parameters.max_tries:
+        args += ["--max-tries", str(parameters.max_tries)]
     if with_reports:
-        if workload.get("progress"):
-            args += ["-P", str(int(workload["progress"]))]
-            if workload.get("progress_timestamp"):
+        if parameters.progress:
+            args += ["-P", str(parameters.progress)]
+            if parameters.progress_timestamp:
                 args.append("--progress-timestamp")  # Unix times: to line up with other clocks
-        if workload.get("per_statement"):
+        if parameters.per_statement:
             args.append("-r")
     return args
 
@@ -78,14 +80,6 @@ def threads_for(threads: int | str, clients: int) -> int:
     if threads == "auto":
         return max(1, min(clients, os.cpu_count() or 1))
     return min(int(threads), clients)
-
-
-def _script_file(script) -> str:
-    return str(script.file if hasattr(script, "file") else script["file"])
-
-
-def _script_weight(script) -> int:
-    return int(script.weight if hasattr(script, "weight") else script.get("weight", 1))
 
 
 @dataclass

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
 
+from pgcachelab.workloads.parameters import PgbenchParameters
 from pgcachelab.workloads.pgbench_log import log_fields
 
 HIGHEST_US = 3_600_000_000  # one hour: a latency above it is clipped to it
@@ -51,15 +52,16 @@ def sampling_rate(expected_transactions: float, target: int = LOGGED_TARGET) -> 
     return max(math.floor(rate * 10**digits) / 10**digits, 1e-6)
 
 
-def expected_transactions(workload: dict, clients: int, tps_estimate: float | None) -> float:
+def expected_transactions(parameters: PgbenchParameters, tps_estimate: float | None) -> float:
     """How many transactions the run will end: -t says it; -T times a tps estimate (the
     point's last run or its warm-up) or the assumed upper bound."""
-    if workload.get("transactions"):
-        return float(workload["transactions"]) * clients
+    clients = parameters.clients
+    if parameters.transactions:
+        return float(parameters.transactions) * clients
     tps = tps_estimate if tps_estimate else ASSUMED_TPS_PER_CLIENT * clients
-    if workload.get("rate"):
-        tps = min(tps, float(workload["rate"]))
-    return tps * float(workload.get("duration") or 0)
+    if parameters.rate:
+        tps = min(tps, parameters.rate)
+    return tps * parameters.duration
 
 
 def log_args(prefix: str, rate: float) -> list[str]:

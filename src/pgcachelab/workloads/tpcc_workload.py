@@ -12,37 +12,67 @@ import psycopg
 
 from pgcachelab.errors import UserError
 from pgcachelab.progress import QuietProgress
+from pgcachelab.units import format_bytes
 from pgcachelab.workloads.outcome import Outcome
+from pgcachelab.workloads.parameters import TpccParameters
 from pgcachelab.workloads.pgbench import threads_for
-from pgcachelab.workloads.pgbench_workload import checkpoint
-from pgcachelab.workloads.protocol import Bench
+from pgcachelab.workloads.pgbench_workload import checkpoint, run_seconds
+from pgcachelab.workloads.protocol import Bench, DataEstimate
 from pgcachelab.workloads.tpcc import differences, driver, loader
+from pgcachelab.workloads.tpcc.checks import ConsistencyError
 from pgcachelab.workloads.tpcc.loader import read_load_info
-from pgcachelab.workloads.tpcc.params import NO_LIMIT, parse_weights
+from pgcachelab.workloads.tpcc.params import BYTES_PER_WAREHOUSE, NO_LIMIT, parse_weights
+
+# What the runner asks of it (workloads/protocol.py).
+parameters_type = TpccParameters
+keeps_data = False
+prewarms_itself = False
+prewarm_after_version_switch = False
+# The data is no longer a valid TPC-C database: the run's later figures would not be valid.
+run_stopping_errors: tuple[type[Exception], ...] = (ConsistencyError,)
 
 
-def run_options(workload: dict, duration_s: float | None = None) -> driver.RunOptions:
-    rate = workload.get("rate_tpm", NO_LIMIT)
-    clients = workload["clients"]
+def data_estimate(parameters: TpccParameters, memory_bytes: int | None) -> DataEstimate:
+    """The warehouses, loaded once per cluster."""
+    warehouses = parameters.warehouses
+    size_bytes = warehouses * BYTES_PER_WAREHOUSE
+    return DataEstimate(
+        identity=warehouses,
+        size_bytes=size_bytes,
+        key="tpcc.warehouses",
+        value=f"{warehouses} (about {format_bytes(BYTES_PER_WAREHOUSE)} each)",
+        build=f"TPC-C load of {warehouses} warehouses (~{format_bytes(size_bytes)})",
+    )
+
+
+def known_seconds(parameters: TpccParameters) -> tuple[float, list[str]]:
+    """The warm-up and the measured run; a run of so many transactions is not known."""
+    return run_seconds(parameters.warmup, parameters.duration, parameters.transactions)
+
+
+def run_options(parameters: TpccParameters, duration_s: float | None = None) -> driver.RunOptions:
+    """The driver's options for one run; `duration_s` overrides (warm-up runs)."""
+    rate = parameters.rate_tpm
+    clients = parameters.clients
     return driver.RunOptions(
         clients=clients,
-        threads=threads_for(workload.get("threads", "auto"), clients),
-        duration_s=int(duration_s or workload["duration"]),
-        transactions=None if duration_s else workload.get("transactions"),
-        weights=parse_weights(workload["weights"]),
-        home_warehouse=workload["home_warehouse"],
+        threads=threads_for(parameters.threads, clients),
+        duration_s=int(duration_s or parameters.duration),
+        transactions=None if duration_s else parameters.transactions,
+        weights=parse_weights(parameters.weights),
+        home_warehouse=parameters.home_warehouse,
         rate_tpm=None if rate == NO_LIMIT else float(rate),
-        max_tries=workload["max_tries"],
-        warehouses=workload["warehouses"],
-        mode=workload.get("mode", "procedures"),
-        terminal_times=workload.get("terminal_times", "off"),
+        max_tries=parameters.max_tries,
+        warehouses=parameters.warehouses,
+        mode=parameters.mode,
+        terminal_times=parameters.terminal_times,
     )
 
 
 def ensure_data(bench: Bench, point) -> dict:
     """W warehouses, loaded once per cluster (a server given by --dsn: reused when loaded)."""
     target, state = bench.target, bench.state
-    warehouses = point.workload["warehouses"]
+    warehouses = point.workload.warehouses
     key = ("tpcc", warehouses)
     if state.get("data_key") == key:
         return {"loaded": False, "warehouses": warehouses}
@@ -60,7 +90,7 @@ def ensure_data(bench: Bench, point) -> dict:
         return {"loaded": False, "reused": True, "warehouses": warehouses}
     # The loader's lines become the description of the run's own progress.
     quiet = QuietProgress(bench.progress.begin)
-    result = loader.load(target.connect, warehouses, point.workload["workers"], quiet)
+    result = loader.load(target.connect, warehouses, point.workload.workers, quiet)
     state["data_key"] = key
     with target.connect() as conn:
         checkpointed = checkpoint(conn)
@@ -77,7 +107,7 @@ def ensure_data(bench: Bench, point) -> dict:
 
 def prepare(bench: Bench, point, conn: psycopg.Connection) -> dict:
     """The unrecorded warm-up run, if asked: caches fill after a restart (a ladder's steps)."""
-    warmup_s = point.workload.get("warmup") or 0
+    warmup_s = point.workload.warmup or 0  # 0, not 0.0: as runs before typed points stored it
     if warmup_s:
         options = run_options(point.workload, warmup_s)
         driver.run(

@@ -2,6 +2,7 @@
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,12 +20,12 @@ from pgcachelab.experiments.spec.schema import (
 )
 from pgcachelab.experiments.spec.sweeps import first_repeat
 from pgcachelab.experiments.spec.values import show
+from pgcachelab.workloads.parameters import PointParameters
+from pgcachelab.workloads.registry import WORKLOADS
 
 SPEC_HINT = "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml"
 # Swept keys labelled by their converted value: a disk table by its canonical text, 9.6 as "9.6"
 LABELLED_CONVERTED = ("version", "disk")
-# Point keys a point has only when given: the runner tells "not given" from a value
-OPTIONAL_POINT_KEYS = ("disk", "inspect_method", "version")
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
@@ -133,18 +134,26 @@ class PointReader:
 
     def __init__(self, file: SpecFile, table: dict, path: Path, context: dict):
         self.model = POINT_MODELS[file.workload]
+        self.typed = WORKLOADS[file.workload].parameters_type
         self.written = {**table, **file.point_keys()}
         self.path, self.context = path, context
         self.prefix = f"{WORKLOAD_TABLES[file.workload]}."
-        self.order = [*PARAMETER_MODELS[file.workload].model_fields, *PointKeys.model_fields]
+        self.order = dict.fromkeys(
+            [*PARAMETER_MODELS[file.workload].model_fields, *PointKeys.model_fields]
+        )
 
-    def fixed(self) -> dict:
-        """Every parameter of the workload and the per-point keys the file sets."""
+    def fixed(self) -> PointParameters:
+        """Every parameter of the workload and the per-point keys, typed: what a point runs
+        before its sweep's and ladder step's changes."""
         point = validated(self.model, self.written, self.path, self.prefix, self.context)
-        values = {key: getattr(point, key) for key in dict.fromkeys(self.order)}
-        return {k: v for k, v in values.items() if v is not None or k not in OPTIONAL_POINT_KEYS}
+        return self.typed(**{key: _frozen(getattr(point, key)) for key in self.order})
 
     def values(self, prefix: str, changes: dict) -> dict:
         """`changes` converted exactly as the fixed values are (issue 16)."""
         point = validated(self.model, {**self.written, **changes}, self.path, prefix, self.context)
-        return {key: getattr(point, key) for key in changes}
+        return {key: _frozen(getattr(point, key)) for key in changes}
+
+
+def _frozen(value: Any) -> Any:
+    """A list as the frozen parameters hold it: a tuple (custom scripts)."""
+    return tuple(value) if isinstance(value, list) else value

@@ -1,6 +1,7 @@
 """The plan of a run: a validated spec's points (the product of its sweeps and ladder steps)
 and the order they run in. Pure, no servers."""
 
+import dataclasses
 import itertools
 import random
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pgcachelab.experiments.ladder import (
 from pgcachelab.experiments.spec.rules import DATA_KEYS
 from pgcachelab.experiments.spec.schema import InspectOptions
 from pgcachelab.units import shared_buffers_bytes
+from pgcachelab.workloads.parameters import PointParameters
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class Point:
     """One combination of swept values: what to set on the server and what to run."""
 
     index: int
-    workload: dict  # pgbench parameters, all resolved (durations in seconds)
+    workload: PointParameters  # the workload's parameters, all resolved (durations in seconds)
     settings: dict  # server settings as text, fixed ones merged with swept ones
     swept: dict  # just the swept values, as written: what tells points apart
     host: dict = field(default_factory=dict)  # host (OS) settings in force: machine/host_settings
@@ -33,6 +35,27 @@ class Point:
     @property
     def label(self) -> str:
         return ", ".join(f"{key}={value}" for key, value in self.swept.items()) or "single point"
+
+    def with_workload(self, **changes) -> "Point":
+        """The point with some of its workload's parameters replaced (as it runs here)."""
+        return dataclasses.replace(self, workload=self.workload.changed(**changes))
+
+    def to_store(self) -> "PointRecord":
+        """The point as the results store keeps it: its parameters as a plain dict."""
+        return PointRecord(
+            self.index, self.label, self.swept, self.workload.record(), self.settings
+        )
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    """A point in the shape the store writes (store.records.PointToStore)."""
+
+    index: int
+    label: str
+    swept: dict
+    workload: dict
+    settings: dict
 
 
 @dataclass
@@ -50,7 +73,7 @@ class ExperimentSpec:
     data_checksums: bool | None  # None: each version's initdb default (on from 18)
     memory_bytes: int | None
     settings: dict[str, str]
-    parameters: dict  # the workload's fixed parameters, and the per-point cache handling
+    parameters: PointParameters  # the workload's fixed parameters and per-point keys
     sweep_workload: dict[str, list]  # as written: what labels and tells points apart
     sweep_settings: dict[str, list]
     report: dict = field(default_factory=dict)
@@ -100,7 +123,7 @@ class ExperimentSpec:
 
     def disks(self) -> tuple[str | None, ...]:
         """The disks the points run on, in the order they first appear (None: not named)."""
-        return tuple(dict.fromkeys(point.workload.get("disk") for point in self.points()))
+        return tuple(dict.fromkeys(point.workload.disk for point in self.points()))
 
     def set_disk(self, disk: str) -> None:
         """--disk: the disk of every point, instead of what the spec says."""
@@ -109,7 +132,7 @@ class ExperimentSpec:
                 f"--disk: the spec {self.path} sweeps the disk, so each point names its own",
                 "drop --disk, or the spec's disk sweep",
             )
-        self.parameters["disk"] = disk
+        self.parameters = self.parameters.changed(disk=disk)
 
 
 def huge_pages_on(spec: ExperimentSpec) -> bool:
@@ -149,30 +172,32 @@ def expand_points(spec: ExperimentSpec) -> list[Point]:
     memory = spec.memory_for_shares or spec.memory_bytes
     combos = itertools.product(*(values for _, _, values in axes)) if axes else [()]
     for index, combo in enumerate(combos):
-        workload = dict(spec.parameters)
+        changes = {}  # to the fixed parameters, in the axes' order
         settings = dict(spec.settings)
         host = dict(spec.host)
         swept = {}
         for (kind, key, _), value in zip(axes, combo, strict=True):
             if kind == "workload":
-                swept[key], workload[key] = value  # as written, as resolved
+                swept[key], changes[key] = value  # as written, as resolved
                 continue
             swept[key] = value
             if kind == "step":
                 step_settings, step_workload = in_force[value]
                 settings.update(step_settings)
-                workload.update(step_workload)
+                changes.update(step_workload)
                 host.update(host_of_step[value])
             else:
                 settings[key] = value
         settings = resolve_memory_shares(settings, memory)
+        workload = spec.parameters.changed(**changes)
         points.append(Point(index, workload, settings, swept, host))
     return points
 
 
 def data_group(point: Point) -> tuple:
     """What a point needs built before it runs: its server version and its data."""
-    return tuple(str(point.workload.get(key)) for key in DATA_KEYS)
+    # A workload without one of the keys (cache-wash has no scale) counts it as None.
+    return tuple(str(getattr(point.workload, key, None)) for key in DATA_KEYS)
 
 
 def schedule(

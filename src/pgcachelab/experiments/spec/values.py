@@ -6,9 +6,7 @@ A refusal is a PydanticCustomError whose context carries our sentence and its hi
 renders it as one line.
 """
 
-from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeGuard, get_args
 
 from pydantic import PlainValidator, ValidationInfo
@@ -22,6 +20,7 @@ from pgcachelab.machine import host_tunables
 from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
 from pgcachelab.printable import has_control_characters
 from pgcachelab.units import parse_bytes, parse_seconds
+from pgcachelab.workloads.parameters import Script
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
 
 InspectMethodName = Literal["auto", "extension", "pg_buffercache", "summary"]
@@ -326,12 +325,6 @@ def _host_settings(value) -> dict[str, str]:
             "keep one of them",
         )
     return converted
-
-
-@dataclass(frozen=True)
-class Script:
-    file: Path
-    weight: int
 
 
 def _script(value, info: ValidationInfo) -> Script:
