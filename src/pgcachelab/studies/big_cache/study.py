@@ -5,7 +5,7 @@ from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.sweep_advice import best_value_advice
 from pgcachelab.studies.big_cache.advice import offered_load_advice, scale_advice
-from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 
 SEED = "004_132f91e615112a1d.txt"
 
@@ -17,6 +17,9 @@ class BigCache(Study):
     name = "big-cache"
     title = "where does throughput fall as the data outgrows shared_buffers, then RAM"
     seed = "004"
+    reproduction = Reproduction(
+        quick="big-cache-quick", full="big-cache", quick_without_root="big-cache-quick-noroot"
+    )
     claims = (
         PublishedClaim(
             SEED,

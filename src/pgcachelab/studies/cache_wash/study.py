@@ -8,7 +8,7 @@ from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
 from pgcachelab.studies.cache_wash.advice import cache_wash_advice
-from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 
 SEED = "000_80b0f9f99e057656.txt"
 
@@ -19,6 +19,7 @@ class CacheWash(Study):
     seed = "000"
     workload = "cache-wash"
     spec_table = "cache_wash"
+    reproduction = Reproduction(quick="cache-split-quick", full="cache-split")
     claims = (
         PublishedClaim(
             SEED,

@@ -9,7 +9,7 @@ from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
 from pgcachelab.studies.inspect_overhead.advice import overhead_advice
 from pgcachelab.studies.inspect_overhead.sags import is_overhead_run
-from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 
 SEED = "003_493116ef3620a22a.txt"
 
@@ -19,6 +19,7 @@ class InspectOverhead(Study):
     title = "what looking inside shared_buffers costs the workload, per method"
     seed = "003"
     spec_table = "inspect"
+    reproduction = Reproduction(quick="inspect-overhead-quick", full="inspect-overhead")
     claims = (
         PublishedClaim(
             SEED,

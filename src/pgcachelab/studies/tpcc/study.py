@@ -7,7 +7,7 @@ from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
-from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 from pgcachelab.studies.tpcc.ladder import is_tpcc_run, ladder_advice
 
 SEED = "002_b90071d05c712a9c.txt"
@@ -19,6 +19,7 @@ class Tpcc(Study):
     seed = "002"
     workload = "tpcc"
     spec_table = "tpcc"
+    reproduction = Reproduction(quick="tpcc-ladder-quick", full="tpcc-ladder")
     claims = (
         PublishedClaim(
             SEED,

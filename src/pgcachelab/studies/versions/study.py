@@ -7,7 +7,7 @@ from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.run_data import RunData, load_run
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
-from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 from pgcachelab.studies.versions.advice import control_advice, version_advice
 
 SEED = "001_85c58d99413b8c4f.txt"
@@ -35,6 +35,7 @@ class Versions(Study):
     name = "versions"
     title = "did a release change throughput: each major version against the one before"
     seed = "001"
+    reproduction = Reproduction(quick="archaeology-quick", full="archaeology")
     claims = (
         PublishedClaim(SEED, "read-only", "9.2 and 9.5 improved read-only scalability"),
         PublishedClaim(SEED, "read-write", "read-write throughput doubled over the years"),
