@@ -31,10 +31,11 @@ from pgcachelab.machine.fusedisk import (
     DiskTimings,
     FuseDisk,
     availability,
+    disk_mounts,
     ensure_built,
-    parse_disk_mounts,
     reap_stale_mounts,
 )
+from pgcachelab.machine.host_facts import parse_mountinfo, read_mountinfo
 
 DATA = Path(__file__).parent / "data" / "machine"
 AVAILABLE, WHY_NOT = availability()
@@ -75,7 +76,7 @@ def test_timings_out_of_range(kwargs):
 
 def test_mountinfo_captured_with_two_disks():
     """Captured from this VM with two disks of lab 7368 mounted, one on a path with a space."""
-    mounts = parse_disk_mounts((DATA / "mountinfo-fusedisk.txt").read_text())
+    mounts = disk_mounts(parse_mountinfo((DATA / "mountinfo-fusedisk.txt").read_text()))
     assert mounts == [
         DiskMount(Path("/tmp/fdcap-l0NX/mount point"), "pgcachelab-disk-7368", 7368),
         DiskMount(Path("/tmp/fdcap-l0NX/m2"), "pgcachelab-disk-7368", 7368),
@@ -90,7 +91,7 @@ def test_mountinfo_ignores_other_fuse_mounts_and_keeps_unnamed_ones():
         53 27 0:44 / /srv/d rw - fuse pgcachelab-disk-13 rw,user_id=0
         a line that is not mountinfo
     """)
-    assert parse_disk_mounts(text) == [
+    assert disk_mounts(parse_mountinfo(text)) == [
         DiskMount(Path("/srv/a\\b"), "pgcachelab-disk", None),
         DiskMount(Path("/srv/c"), "pgcachelab-disk-12", 12),
     ]
@@ -111,7 +112,7 @@ class DiskDirs:
 
 
 def _mounts_under(base: Path) -> list[DiskMount]:
-    mounts = parse_disk_mounts(Path("/proc/self/mountinfo").read_text())
+    mounts = disk_mounts(read_mountinfo())
     return [mount for mount in mounts if mount.mount_point.is_relative_to(base)]
 
 

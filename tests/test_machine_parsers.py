@@ -7,13 +7,15 @@ import pytest
 
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import parse_spec
-from pgcachelab.machine.cgroup import _stat, parse_mountinfo, parse_proc_cgroup
+from pgcachelab.machine.cgroup import _stat, memory_cgroup_mounts
 from pgcachelab.machine.emulated import MachineNeeds, check_needs
-from pgcachelab.machine.hugepages import (
-    pages_for_bytes,
-    parse_meminfo_hugepages,
-    parse_vmpeak_bytes,
+from pgcachelab.machine.host_facts import (
+    hugepages_of,
+    parse_meminfo,
+    parse_mountinfo,
+    parse_proc_cgroup,
 )
+from pgcachelab.machine.hugepages import pages_for_bytes, parse_vmpeak_bytes
 from pgcachelab.units import shared_buffers_bytes
 
 DATA = Path(__file__).parent / "data" / "machine"
@@ -26,7 +28,7 @@ def test_proc_cgroup_v1_with_memory_controller():
 
 
 def test_mountinfo_finds_v1_memory_and_the_unified_mount():
-    v1_memory, v2 = parse_mountinfo((DATA / "mountinfo-v1.txt").read_text())
+    v1_memory, v2 = memory_cgroup_mounts(parse_mountinfo((DATA / "mountinfo-v1.txt").read_text()))
     assert v1_memory == Path("/sys/fs/cgroup/memory")
     assert v2 == Path("/sys/fs/cgroup/unified")
 
@@ -38,7 +40,7 @@ def test_memory_stat_v1():
 
 
 def test_meminfo_hugepages():
-    values = parse_meminfo_hugepages((DATA / "meminfo.txt").read_text())
+    values = hugepages_of(parse_meminfo((DATA / "meminfo.txt").read_text()))
     assert values == {"total": 0, "free": 0, "reserved": 0, "surplus": 0,
                       "page_size_bytes": 2 * 1024 * 1024}  # fmt: skip
 
@@ -107,13 +109,13 @@ ROOT_ONLY_POOL = pytest.mark.skipif(
 @ROOT_ONLY_POOL
 def test_a_kernel_that_gives_fewer_huge_pages_is_refused_and_restored(tmp_path, monkeypatch):
     """The refusal path, on stand-in /proc files: this 'kernel' never raises HugePages_Total."""
-    from pgcachelab.machine import hugepages
+    from pgcachelab.machine import host_facts, hugepages
 
     nr, meminfo = tmp_path / "nr_hugepages", tmp_path / "meminfo"
     nr.write_text("0\n")
     meminfo.write_text((DATA / "meminfo.txt").read_text())
     monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
-    monkeypatch.setattr(hugepages, "MEMINFO", meminfo)
+    monkeypatch.setattr(host_facts, "PROC", tmp_path)  # its meminfo
     monkeypatch.setattr(hugepages, "STATE_DIR", tmp_path / "state" / "hugepages")
     reservation = hugepages.HugePagesReservation()
     with pytest.raises(hugepages.HugePagesUnavailable, match="^hugepages_unavailable: .* 70 "):
@@ -127,13 +129,13 @@ def test_a_kernel_that_gives_fewer_huge_pages_is_refused_and_restored(tmp_path, 
 @ROOT_ONLY_POOL
 def test_labs_side_by_side_take_back_only_what_they_added(tmp_path, monkeypatch):
     """Two labs raise the pool in turn and finish in the other order; a killed one is undone."""
-    from pgcachelab.machine import hugepages
+    from pgcachelab.machine import host_facts, hugepages
 
     nr, meminfo = tmp_path / "nr_hugepages", tmp_path / "meminfo"
     nr.write_text("4\n")  # the administrator's pool
     meminfo.write_text("HugePages_Total: 1000\nHugepagesize: 2048 kB\n")  # a generous kernel
     monkeypatch.setattr(hugepages, "NR_HUGEPAGES", nr)
-    monkeypatch.setattr(hugepages, "MEMINFO", meminfo)
+    monkeypatch.setattr(host_facts, "PROC", tmp_path)  # its meminfo
     monkeypatch.setattr(hugepages, "STATE_DIR", tmp_path / "state" / "hugepages")
     first, second = hugepages.HugePagesReservation(), hugepages.HugePagesReservation()
     first.ensure(10)

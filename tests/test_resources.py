@@ -20,6 +20,7 @@ from pgcachelab.experiments.resource_sampler import (
     read_sample,
     sources_of,
 )
+from pgcachelab.machine.host_facts import parse_meminfo
 from pgcachelab.probes.base import snapshot
 from pgcachelab.probes.host_resources import (
     COLUMNS,
@@ -29,7 +30,6 @@ from pgcachelab.probes.host_resources import (
     parse_cgroup_v1_cpuacct,
     parse_cgroup_v2_cpu_stat,
     parse_diskstats,
-    parse_meminfo,
     parse_process_cpu_ticks,
     process_tree_cpu_us,
     row,

@@ -1,12 +1,11 @@
 """`pgcachelab agent`: measure the units of queued runs (run --queue) on this host."""
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.advise import LAB_DIR_OPTION
+from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
+from pgcachelab.cli.stores import location_of, writable_store
 from pgcachelab.errors import UserError
 
 MIN_LEASE_S = 3.0  # the heartbeat renews every third of the lease: a second at least
@@ -28,41 +27,37 @@ def parse_lease(text: str) -> float:
     return seconds
 
 
-def register(app: typer.Typer, location: Callable, store: Callable, store_option) -> None:
-    """Add the command; main's store helpers are passed in to avoid a circular import."""
+def agent(
+    lab_dir: LabDir = DEFAULT_LAB_DIR,
+    store_url: StoreOption = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run", help="Only this queued run's units.")
+    ] = None,
+    once: Annotated[bool, typer.Option(help="Measure one unit, then stop.")] = False,
+    wait: Annotated[
+        bool, typer.Option(help="When the queue is empty, wait for new units.")
+    ] = False,
+    lease: Annotated[
+        str,
+        typer.Option(
+            help="How long a unit stays this agent's without a heartbeat; an agent killed"
+            " mid-unit gives it back after this."
+        ),
+    ] = "60s",
+) -> None:
+    """Claim units of queued runs from the shared PostgreSQL store and measure them here."""
+    from pgcachelab.cli.progress import make_progress
+    from pgcachelab.experiments.fleet import Agent, check_queue_location
 
-    @app.command()
-    def agent(
-        lab_dir: Annotated[Path, LAB_DIR_OPTION] = Path("lab"),
-        store_url: store_option = None,
-        run_id: Annotated[
-            str | None, typer.Option("--run", help="Only this queued run's units.")
-        ] = None,
-        once: Annotated[bool, typer.Option(help="Measure one unit, then stop.")] = False,
-        wait: Annotated[
-            bool, typer.Option(help="When the queue is empty, wait for new units.")
-        ] = False,
-        lease: Annotated[
-            str,
-            typer.Option(
-                help="How long a unit stays this agent's without a heartbeat; an agent killed"
-                " mid-unit gives it back after this."
-            ),
-        ] = "60s",
-    ) -> None:
-        """Claim units of queued runs from the shared PostgreSQL store and measure them here."""
-        from pgcachelab.cli.progress import make_progress
-        from pgcachelab.experiments.fleet import Agent, check_queue_location
-
-        if once and wait:
-            raise UserError("--once with --wait", "give one: --once stops after one unit")
-        lease_s = parse_lease(lease)
-        check_queue_location(*location(lab_dir, store_url))
-        results = store(lab_dir, store_url)
-        if run_id is not None and results.run(run_id) is None:
-            raise UserError(
-                f"--run: no run {run_id!r} in {results.location}", "list runs with: pgcachelab runs"
-            )
-        worker = Agent(results, make_progress(), lease_s, run_id, wait, once)
-        measured = worker.work()
-        typer.echo(f"agent measured {measured} unit(s)", err=True)
+    if once and wait:
+        raise UserError("--once with --wait", "give one: --once stops after one unit")
+    lease_s = parse_lease(lease)
+    check_queue_location(*location_of(lab_dir, store_url))
+    results = writable_store(lab_dir, store_url)
+    if run_id is not None and results.run(run_id) is None:
+        raise UserError(
+            f"--run: no run {run_id!r} in {results.location}", "list runs with: pgcachelab runs"
+        )
+    worker = Agent(results, make_progress(), lease_s, run_id, wait, once)
+    measured = worker.work()
+    typer.echo(f"agent measured {measured} unit(s)", err=True)

@@ -1,52 +1,45 @@
 """`pgcachelab compare RUN_A RUN_B`: run B against run A, point by point."""
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
+from pgcachelab.cli.stores import existing_store, run_of
 from pgcachelab.errors import UserError
 from pgcachelab.printable import printable_lines
 
-LAB_DIR_OPTION = typer.Option(
-    "--lab-dir", envvar="PGCACHELAB_DIR", help="Where results and reports live."
-)
 
+def compare(
+    run_a: Annotated[str, typer.Argument(help="The baseline run (A): run id, or 'last'.")],
+    run_b: Annotated[str, typer.Argument(help="The run compared with it (B).")],
+    lab_dir: LabDir = DEFAULT_LAB_DIR,
+    store: StoreOption = None,
+    store_b: Annotated[
+        str | None,
+        typer.Option(help="Read run B from this store instead (default: --store's)."),
+    ] = None,
+    format: Annotated[str, typer.Option("--format", help="table, json or markdown.")] = "table",
+    html: Annotated[
+        Path | None, typer.Option(help="Also write a self-contained HTML page with a chart.")
+    ] = None,
+) -> None:
+    """B/A per matched point with 95% intervals, and what differs besides the parameters."""
+    from pgcachelab.analysis.compare_store import load_comparison
+    from pgcachelab.report.compare_text import FORMATS
 
-def register(app: typer.Typer, existing_store: Callable, run_of: Callable, store_option) -> None:
-    """Add the command; the store helpers are main's, passed in to avoid a circular import."""
+    if format not in FORMATS:
+        raise UserError(f"--format: unknown format {format!r}", "use table, json or markdown")
+    results_a = existing_store(lab_dir, store)
+    results_b = existing_store(lab_dir, store_b) if store_b else results_a
+    a = run_of(results_a, run_a)
+    b = run_of(results_b, run_b)
+    comparison = load_comparison(results_a, a.run_id, results_b, b.run_id)
+    text = FORMATS[format](comparison)
+    sys.stdout.write((text if format == "json" else printable_lines(text)) + "\n")
+    if html is not None:
+        from pgcachelab.report.compare_html import render_html
 
-    @app.command()
-    def compare(
-        run_a: Annotated[str, typer.Argument(help="The baseline run (A): run id, or 'last'.")],
-        run_b: Annotated[str, typer.Argument(help="The run compared with it (B).")],
-        lab_dir: Annotated[Path, LAB_DIR_OPTION] = Path("lab"),
-        store: store_option = None,
-        store_b: Annotated[
-            str | None,
-            typer.Option(help="Read run B from this store instead (default: --store's)."),
-        ] = None,
-        format: Annotated[str, typer.Option("--format", help="table, json or markdown.")] = "table",
-        html: Annotated[
-            Path | None, typer.Option(help="Also write a self-contained HTML page with a chart.")
-        ] = None,
-    ) -> None:
-        """B/A per matched point with 95% intervals, and what differs besides the parameters."""
-        from pgcachelab.analysis.compare_store import load_comparison
-        from pgcachelab.report.compare_text import FORMATS
-
-        if format not in FORMATS:
-            raise UserError(f"--format: unknown format {format!r}", "use table, json or markdown")
-        results_a = existing_store(lab_dir, store)
-        results_b = existing_store(lab_dir, store_b) if store_b else results_a
-        a = run_of(results_a, run_a)
-        b = run_of(results_b, run_b)
-        comparison = load_comparison(results_a, a.run_id, results_b, b.run_id)
-        text = FORMATS[format](comparison)
-        sys.stdout.write((text if format == "json" else printable_lines(text)) + "\n")
-        if html is not None:
-            from pgcachelab.report.compare_html import render_html
-
-            typer.echo(f"wrote {render_html(comparison, html).resolve()}", err=True)
+        typer.echo(f"wrote {render_html(comparison, html).resolve()}", err=True)

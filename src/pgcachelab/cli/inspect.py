@@ -1,4 +1,4 @@
-"""`pgcachelab inspect` and `pgcachelab extension install`: where a server's data is cached.
+"""`pgcachelab inspect`: where a server's data is cached.
 
 inspect looks at one server, named explicitly: `--dsn` for any server, or `--work-dir` for a
 cluster the lab manages (a running experiment's work directory, or one a test made). There is
@@ -250,35 +250,3 @@ def inspect(
                     typer.echo("")
         except KeyboardInterrupt:
             return  # Ctrl-C is how --watch ends
-
-
-def extension_install(
-    pg_bin: Annotated[
-        str | None,
-        typer.Option(help="bin directory of the PostgreSQL to build for, or a major version."),
-    ] = None,
-) -> None:
-    """Build pg_cachelab (PGXS) and install it where the lab's servers of that install load it."""
-    from pgcachelab.clusters.binaries import find_install
-    from pgcachelab.clusters.extension import build_and_install
-    from pgcachelab.clusters.installs import resolve
-    from pgcachelab.clusters.osuser import install_usable_by, server_user
-
-    install = find_install(resolve(pg_bin) if pg_bin else None)
-    runnable = install_usable_by(install, server_user())
-    installs = [install] if runnable.bin_dir == install.bin_dir else [install, runnable]
-    for placed in build_and_install(installs):
-        typer.echo(str(placed.library))
-    typer.echo(
-        f"pg_cachelab installed for PostgreSQL {install.version};"
-        " in a database: CREATE EXTENSION pg_cachelab;",
-        err=True,
-    )
-
-
-def register(app: typer.Typer) -> None:
-    """Add `inspect` and `extension install` to the main command."""
-    app.command("inspect")(inspect)
-    extension_app = typer.Typer(help="The lab's C extension pg_cachelab: build and install it.")
-    extension_app.command("install")(extension_install)
-    app.add_typer(extension_app, name="extension")

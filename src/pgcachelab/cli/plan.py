@@ -12,9 +12,8 @@ from pgcachelab.errors import UserError
 from pgcachelab.experiments.plan_text import plan_text
 from pgcachelab.experiments.plan_view import PlanMachine, build_plan, major_of
 from pgcachelab.experiments.spec import load_spec
-from pgcachelab.machine.hugepages import read_hugepages
+from pgcachelab.machine.host_facts import memory_total_bytes, read_hugepages
 from pgcachelab.machine.hugepages_estimate import DEFAULT_PAGE_SIZE_BYTES
-from pgcachelab.probes.environment import memory_total_bytes
 
 
 def refuse_with_plan(resume: str | None, queue: bool, dsn: str | None) -> None:

@@ -4,14 +4,9 @@ from typing import Annotated
 
 import typer
 
-store_app = typer.Typer(help="Results stores: copy runs between SQLite files and databases.")
+HELP = "Results stores: copy runs between SQLite files and databases."
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(store_app, name="store")
-
-
-@store_app.command("copy")
 def copy(
     source: Annotated[
         str, typer.Option("--from", help="The store to read: postgresql://..., or a SQLite file.")

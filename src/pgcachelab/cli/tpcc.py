@@ -14,7 +14,7 @@ import typer
 from pgcachelab.errors import UserError
 from pgcachelab.printable import has_control_characters
 
-tpcc_app = typer.Typer(help="TPC-C-like workload: load the nine tables, run the five transactions.")
+HELP = "TPC-C-like workload: load the nine tables, run the five transactions."
 
 Warehouses = Annotated[int, typer.Option(help="Warehouses (about 100 MB each).")]
 Workers = Annotated[int, typer.Option(help="Parallel loading sessions.")]
@@ -128,8 +128,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(1)
 
 
-@tpcc_app.command("load")
-def load_command(
+def load(
     warehouses: Warehouses = 1,
     workers: Workers = 2,
     dsn: Dsn = None,
@@ -171,8 +170,7 @@ def load_command(
     typer.echo(format_load(result))
 
 
-@tpcc_app.command("run")
-def run_command(
+def run(
     warehouses: Annotated[
         int | None, typer.Option(help="Warehouses; with --dsn it must match the load.")
     ] = None,

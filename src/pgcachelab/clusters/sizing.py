@@ -10,7 +10,8 @@ from pgcachelab.clusters.binaries import PgInstall
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.errors import UserError
-from pgcachelab.machine.hugepages import read_hugepages
+from pgcachelab.machine.host_facts import read_hugepages
+from pgcachelab.machine.hugepages_estimate import DEFAULT_PAGE_SIZE_BYTES
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,10 @@ def size_huge_pages(install: PgInstall, settings: dict[str, str]) -> HugePagesSi
             f"cannot size huge pages with PostgreSQL {install.version}: {error}",
             "check the settings (e.g. --shared-buffers 1GB) and the install (--pg-bin)",
         ) from None
-    meminfo = read_hugepages()
+    pool = read_hugepages()
     return HugePagesSizing(
         pages_needed=pages,
-        page_size_bytes=meminfo.get("page_size_bytes", 2 * 1024**2),
+        page_size_bytes=pool.get("page_size_bytes", DEFAULT_PAGE_SIZE_BYTES),
         server_version=install.version,
-        nr_hugepages_now=meminfo.get("total"),
+        nr_hugepages_now=pool.get("total"),
     )

@@ -9,9 +9,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgcachelab.machine.cgroup import parse_mountinfo, parse_proc_cgroup
+from pgcachelab.machine.cgroup import memory_cgroup_mounts
+from pgcachelab.machine.host_facts import (
+    hugepages_of,
+    read_meminfo,
+    read_mountinfo,
+    read_proc_cgroup,
+)
 from pgcachelab.machine.host_tunables import bracketed_choice  # the OS rung writes them too
-from pgcachelab.machine.hugepages import parse_meminfo_hugepages
 
 # A v1 memory.limit_in_bytes at or above this means "no limit" (the kernel's page-rounded
 # LONG_MAX); v2 writes "max".
@@ -77,13 +82,6 @@ def parse_limits(text: str) -> dict[str, tuple[int | None, int | None]]:
     return limits
 
 
-def parse_meminfo_kb(text: str, key: str) -> int | None:
-    for line in text.splitlines():
-        if line.startswith(f"{key}:"):
-            return int(line.split()[1]) * 1024
-    return None
-
-
 def parent_pid_from_stat(stat_text: str) -> int:
     """The ppid field of /proc/PID/stat; the command name in parentheses may contain spaces."""
     return int(stat_text.rsplit(")", 1)[1].split()[1])
@@ -124,13 +122,13 @@ class HostReader:
 
     def _memory(self, facts: HostFacts) -> None:
         try:
-            meminfo = self.text("/proc/meminfo")
+            meminfo = read_meminfo(self.path("/proc"))
         except OSError as error:
             facts.missing["memory"] = f"cannot read /proc/meminfo: {error.strerror}"
             return
-        facts.memory_total_bytes = parse_meminfo_kb(meminfo, "MemTotal")
-        facts.swap_total_bytes = parse_meminfo_kb(meminfo, "SwapTotal")
-        facts.hugepages = parse_meminfo_hugepages(meminfo)
+        facts.memory_total_bytes = meminfo.get("MemTotal")
+        facts.swap_total_bytes = meminfo.get("SwapTotal")
+        facts.hugepages = hugepages_of(meminfo)
 
     def _thp(self, facts: HostFacts) -> None:
         base = "/sys/kernel/mm/transparent_hugepage"
@@ -217,8 +215,8 @@ class HostReader:
     def _cgroup(self, facts: HostFacts, postmaster_pid: int | None) -> None:
         pid = postmaster_pid if postmaster_pid is not None else "self"
         try:
-            own = parse_proc_cgroup(self.text(f"/proc/{pid}/cgroup"))
-            v1_memory, v2 = parse_mountinfo(self.text("/proc/self/mountinfo"))
+            own = read_proc_cgroup(pid, self.path("/proc"))
+            v1_memory, v2 = memory_cgroup_mounts(read_mountinfo(self.path("/proc")))
         except OSError as error:
             facts.missing["cgroup"] = f"cannot read the cgroups of pid {pid}: {error.strerror}"
             return

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from pgcachelab.machine.host_facts import read_meminfo
 from pgcachelab.probes.host_resources import (
     COLUMNS,
     RawSample,
@@ -27,7 +28,6 @@ from pgcachelab.probes.host_resources import (
     parse_cgroup_v1_cpuacct,
     parse_cgroup_v2_cpu_stat,
     parse_diskstats,
-    parse_meminfo,
     parse_process_cpu_ticks,
     process_tree_cpu_us,
     row,
@@ -67,7 +67,7 @@ def read_sample(sources: Sources, proc: Path = PROC) -> RawSample:
     monotonic_s, unix_time = time.monotonic(), time.time()
     cpu = psutil.cpu_times()._asdict()
     ctx_switches = psutil.cpu_stats().ctx_switches
-    memory = memory_of(parse_meminfo((proc / "meminfo").read_text()))
+    memory = memory_of(read_meminfo(proc))
     return RawSample(
         unix_time=unix_time,
         monotonic_s=monotonic_s,

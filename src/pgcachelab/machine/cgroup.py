@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.machine import owned
+from pgcachelab.machine.host_facts import Mount, read_mountinfo, read_proc_cgroup
 
 PREFIX = "pgcachelab-"
 _counter = 0
@@ -28,45 +29,23 @@ class Hierarchy:
         return self.mount / self.own_path.lstrip("/")
 
 
-def parse_proc_cgroup(text: str) -> dict[str, str]:
-    """'4:memory:/a/b' lines -> {'memory': '/a/b'}; the v2 line '0::/x' -> {'': '/x'}."""
-    paths = {}
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) == 3:
-            for controller in parts[1].split(","):
-                paths[controller] = parts[2]
-    return paths
-
-
-def _mounts(text: str):
-    """(mount point, filesystem type, super options) of each /proc/self/mountinfo line."""
-    for line in text.splitlines():
-        fields = line.split()
-        if "-" not in fields:
-            continue
-        separator = fields.index("-")
-        super_options = fields[separator + 3].split(",") if len(fields) > separator + 3 else []
-        yield Path(fields[4]), fields[separator + 1], super_options
-
-
-def parse_mountinfo(text: str) -> tuple[Path | None, Path | None]:
-    """(the v1 memory controller's mount, the v2 unified mount) from /proc/self/mountinfo."""
+def memory_cgroup_mounts(mounts: list[Mount]) -> tuple[Path | None, Path | None]:
+    """(the v1 memory controller's mount, the v2 unified mount) among the mounts."""
     v1_memory = v2 = None
-    for mount_point, fstype, super_options in _mounts(text):
-        if fstype == "cgroup" and "memory" in super_options:
-            v1_memory = mount_point
-        elif fstype == "cgroup2" and v2 is None:
-            v2 = mount_point
+    for mount in mounts:
+        if mount.fstype == "cgroup" and "memory" in mount.super_options:
+            v1_memory = mount.mount_point
+        elif mount.fstype == "cgroup2" and v2 is None:
+            v2 = mount.mount_point
     return v1_memory, v2
 
 
-def hugetlb_mounts(mountinfo_text: str) -> list[str]:
+def hugetlb_mounts(mounts: list[Mount]) -> list[str]:
     """Where a hugetlb controller is mounted: v1 hierarchies naming it, as 'v1 at <path>'."""
     return [
-        f"v1 at {mount_point}"
-        for mount_point, fstype, super_options in _mounts(mountinfo_text)
-        if fstype == "cgroup" and "hugetlb" in super_options
+        f"v1 at {mount.mount_point}"
+        for mount in mounts
+        if mount.fstype == "cgroup" and "hugetlb" in mount.super_options
     ]
 
 
@@ -75,8 +54,8 @@ def find_hierarchy() -> tuple[Hierarchy | None, str]:
     if os.geteuid() != 0:
         return None, "memory cgroups need root (run the lab as root)"
     try:
-        own = parse_proc_cgroup(Path("/proc/self/cgroup").read_text())
-        v1_memory, v2 = parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+        own = read_proc_cgroup()
+        v1_memory, v2 = memory_cgroup_mounts(read_mountinfo())
     except OSError as error:
         return None, f"cannot read the cgroup setup: {error}"
     if v1_memory is not None and "memory" in own:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.errors import ClusterError, UserError
-from pgcachelab.machine import fusedisk, host_settings, hugepages, oscache
+from pgcachelab.machine import fusedisk, host_facts, host_settings, hugepages, oscache
 from pgcachelab.machine.cgroup import MemoryCgroup, find_hierarchy, hugetlb_mounts
 from pgcachelab.units import format_bytes, parse_bytes, shared_buffers_bytes
 
@@ -218,7 +218,7 @@ class EmulatedMachine:
         return {
             "memory_limit_bytes": self.memory_bytes,
             "cgroup": cgroup,
-            "hugepages": hugepages.read_hugepages(),
+            "hugepages": host_facts.read_hugepages(),
             "hugepages_reserved_by_lab": self.last_huge_pages or None,
             "memory_accounting": self._accounting_now(cgroup),
         }
@@ -257,7 +257,7 @@ class EmulatedMachine:
 @functools.cache  # the mounts do not change during a run; asked at every start
 def _no_hugetlb_reason() -> str:
     try:
-        mounts = hugetlb_mounts(Path("/proc/self/mountinfo").read_text())
+        mounts = hugetlb_mounts(host_facts.read_mountinfo())
     except OSError:
         mounts = []
     if mounts:

@@ -19,7 +19,6 @@ import ctypes.util
 import errno
 import json
 import os
-import re
 import selectors
 import shutil
 import signal
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from pgcachelab.errors import UserError
 from pgcachelab.machine import owned
+from pgcachelab.machine.host_facts import Mount, read_mountinfo
 
 # The source lives at the top of the repository, beside src/ (the lab installs in editable mode).
 SOURCE_DIR = Path(__file__).resolve().parents[3] / "native" / "fusedisk"
@@ -115,40 +115,26 @@ class DiskMount:
     lab_pid: int | None  # from the fsname; None when it does not carry one
 
 
-_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
-
-
-def _unescape_mountinfo(field: str) -> str:
-    """mountinfo writes space, tab, newline and backslash as \\040, \\011, \\012, \\134."""
-    return _OCTAL_ESCAPE.sub(lambda match: chr(int(match.group(1), 8)), field)
-
-
-def parse_disk_mounts(mountinfo_text: str) -> list[DiskMount]:
-    """Our emulated disks' mounts (fstype fuse.pgcachelab-disk) in a mountinfo text."""
-    mounts = []
-    for line in mountinfo_text.splitlines():
-        fields = line.split(" ")
-        if "-" not in fields:
+def disk_mounts(mounts: list[Mount]) -> list[DiskMount]:
+    """Our emulated disks' mounts (fstype fuse.pgcachelab-disk) among the mounts."""
+    found = []
+    for mount in mounts:
+        if mount.fstype != FSTYPE:
             continue
-        separator = fields.index("-")
-        if len(fields) < separator + 3 or len(fields) < 5:
-            continue
-        fstype, source = fields[separator + 1], _unescape_mountinfo(fields[separator + 2])
-        if fstype != FSTYPE:
-            continue
+        source = mount.source
         owner = source[len(FSNAME_PREFIX) :] if source.startswith(FSNAME_PREFIX) else ""
-        mounts.append(
+        found.append(
             DiskMount(
-                mount_point=Path(_unescape_mountinfo(fields[4])),
+                mount_point=mount.mount_point,
                 fsname=source,
                 lab_pid=int(owner) if owner.isdigit() else None,
             )
         )
-    return mounts
+    return found
 
 
 def _read_disk_mounts() -> list[DiskMount]:
-    return parse_disk_mounts(Path("/proc/self/mountinfo").read_text())
+    return disk_mounts(read_mountinfo())
 
 
 # -- availability and build ----------------------------------------------------------------------

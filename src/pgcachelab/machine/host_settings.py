@@ -17,12 +17,12 @@ from pathlib import Path
 
 from pgcachelab.errors import ClusterError
 from pgcachelab.machine import host_tunables, owned
+from pgcachelab.machine.host_facts import read_mountinfo
 from pgcachelab.machine.host_tunables import IO_SCHEDULER, READAHEAD, TUNABLES, Tunable
 
 KIND = "host"
 SYS_DEV_BLOCK = Path("/sys/dev/block")
 SYS_CLASS_BDI = Path("/sys/class/bdi")
-MOUNTINFO = Path("/proc/self/mountinfo")
 DEVICE_FILES = {READAHEAD: "read_ahead_kb", IO_SCHEDULER: "scheduler"}
 
 
@@ -39,14 +39,11 @@ def _read(tunable: Tunable, path: str) -> str:
 def _filesystem_of(major: int, minor: int) -> str:
     """The filesystem type mounted from device major:minor (/proc/self/mountinfo)."""
     try:
-        lines = MOUNTINFO.read_text().splitlines()
+        mounts = read_mountinfo()
     except OSError:
         return "unknown"
-    for line in lines:
-        fields = line.split()
-        if len(fields) > 2 and fields[2] == f"{major}:{minor}" and " - " in line:
-            return line.split(" - ", 1)[1].split()[0]
-    return "unknown"
+    device = f"{major}:{minor}"
+    return next((mount.fstype for mount in mounts if mount.device == device), "unknown")
 
 
 def device_file(name: str, data_dir: Path | None) -> tuple[str | None, str | None]:

@@ -14,9 +14,10 @@ import os
 from pathlib import Path
 
 from pgcachelab.machine import owned
+from pgcachelab.machine.host_facts import read_hugepages
+from pgcachelab.machine.hugepages_estimate import DEFAULT_PAGE_SIZE_BYTES
 
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
-MEMINFO = Path("/proc/meminfo")
 STATE_DIR = Path("/run/pgcachelab/hugepages")  # one <pid>.json per lab: the pages it added
 
 
@@ -24,34 +25,9 @@ class HugePagesUnavailable(Exception):
     """The kernel could not provide the pages; recorded as reason `hugepages_unavailable`."""
 
 
-def parse_meminfo_hugepages(text: str) -> dict:
-    """HugePages_Total/Free/Rsvd/Surp and the page size from /proc/meminfo."""
-    wanted = {
-        "HugePages_Total": "total",
-        "HugePages_Free": "free",
-        "HugePages_Rsvd": "reserved",
-        "HugePages_Surp": "surplus",
-    }
-    values = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        if key in wanted:
-            values[wanted[key]] = int(rest.split()[0])
-        elif key == "Hugepagesize":
-            values["page_size_bytes"] = int(rest.split()[0]) * 1024
-    return values
-
-
-def read_hugepages() -> dict:
-    try:
-        return parse_meminfo_hugepages(MEMINFO.read_text())
-    except OSError:
-        return {}
-
-
 def page_size_bytes() -> int:
     """The kernel's default huge page size (2 MiB on x86-64)."""
-    return read_hugepages().get("page_size_bytes", 2 * 1024 * 1024)
+    return read_hugepages().get("page_size_bytes", DEFAULT_PAGE_SIZE_BYTES)
 
 
 def pages_for_bytes(size_bytes: int, page_size_bytes: int) -> int:

@@ -8,26 +8,15 @@ import time
 from pathlib import Path
 
 import pgcachelab
+from pgcachelab.machine.host_facts import memory_total_bytes, read_cpu_model
 
 
 def _cpu_model() -> str | None:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        model = read_cpu_model()
     except OSError:
-        pass
-    return platform.processor() or None
-
-
-def memory_total_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+        model = None
+    return model or platform.processor() or None
 
 
 def _git_commit() -> str | None:

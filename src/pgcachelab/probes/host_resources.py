@@ -1,7 +1,7 @@
 """The machine's resources during a run (issue 32): the pure half. Parsers of the kernel's
-files (/proc/meminfo, /proc/diskstats, a cgroup's CPU account), and the arithmetic that turns
-two raw samples into one row of shares and rates. The sampler that reads them once a second
-is experiments/resource_sampler.py.
+files (/proc/diskstats, a cgroup's CPU account; /proc/meminfo's is in machine/host_facts.py),
+and the arithmetic that turns two raw samples into one row of shares and rates. The sampler
+that reads them once a second is experiments/resource_sampler.py.
 """
 
 import contextlib
@@ -57,19 +57,6 @@ class RawSample:
     memory_bytes: dict[str, int]  # page_cache, dirty, writeback
     device: dict | None = None  # reads, writes, read_bytes, write_bytes, ios, wait_ms, busy_ms
     cgroup_cpu_us: dict | None = None  # usage, user, system (µs)
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """/proc/meminfo as {field: bytes}; the HugePages_ counts, which have no unit, as counts."""
-    values = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        fields = rest.split()
-        if not fields or not fields[0].isdigit():
-            continue
-        factor = 1024 if fields[1:] == ["kB"] else 1
-        values[key.strip()] = int(fields[0]) * factor
-    return values
 
 
 def memory_of(meminfo: dict[str, int]) -> dict[str, int]:
