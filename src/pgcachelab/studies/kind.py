@@ -53,6 +53,7 @@ class Study:
     spec_table: str | None = None  # the spec table only its runs carry ("cache_wash", "tpcc")
     claims: tuple[PublishedClaim, ...] = ()
     reproduction: Reproduction | None = None  # None: `reproduce` does not run this study
+    headline_figure: str | None = None  # the report figure (file stem) `reproduce` shows
     # The report's cache composition shows what is cached; a study that polls the cache for the
     # cost of polling (inspect-overhead) has no composition to show.
     shows_cache_composition: bool = True

@@ -17,6 +17,7 @@ class BigCache(Study):
     name = "big-cache"
     title = "where does throughput fall as the data outgrows shared_buffers, then RAM"
     seed = "004"
+    headline_figure = "tps-by-size"
     reproduction = Reproduction(
         quick="big-cache-quick", full="big-cache", quick_without_root="big-cache-quick-noroot"
     )

@@ -19,6 +19,7 @@ class CacheWash(Study):
     seed = "000"
     workload = "cache-wash"
     spec_table = "cache_wash"
+    headline_figure = "cache-wash-seed-idx2"
     reproduction = Reproduction(quick="cache-split-quick", full="cache-split")
     claims = (
         PublishedClaim(

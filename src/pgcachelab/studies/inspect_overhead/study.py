@@ -19,6 +19,7 @@ class InspectOverhead(Study):
     title = "what looking inside shared_buffers costs the workload, per method"
     seed = "003"
     spec_table = "inspect"
+    headline_figure = "inspect-snapshot-time"
     reproduction = Reproduction(quick="inspect-overhead-quick", full="inspect-overhead")
     claims = (
         PublishedClaim(

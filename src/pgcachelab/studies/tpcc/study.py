@@ -19,6 +19,7 @@ class Tpcc(Study):
     seed = "002"
     workload = "tpcc"
     spec_table = "tpcc"
+    headline_figure = "tpcc_tpmc_per_step"
     reproduction = Reproduction(quick="tpcc-ladder-quick", full="tpcc-ladder")
     claims = (
         PublishedClaim(

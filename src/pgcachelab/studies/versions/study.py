@@ -35,6 +35,7 @@ class Versions(Study):
     name = "versions"
     title = "did a release change throughput: each major version against the one before"
     seed = "001"
+    headline_figure = "tps-by-clients-per-version"
     reproduction = Reproduction(quick="archaeology-quick", full="archaeology")
     claims = (
         PublishedClaim(SEED, "read-only", "9.2 and 9.5 improved read-only scalability"),
