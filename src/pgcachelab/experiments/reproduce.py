@@ -58,7 +58,8 @@ def spec_for(study: Study, mode: str, root: bool) -> str:
 
 
 def spec_path(name: str) -> Path:
-    return EXPERIMENTS_DIR / f"{name}.toml"
+    """A shipped spec by name (experiments/NAME.toml), or a spec file given by its path."""
+    return Path(name) if name.endswith(".toml") else EXPERIMENTS_DIR / f"{name}.toml"
 
 
 def latest_run_of(store: ResultStore, spec_text: str, name: str) -> Run | None:
