@@ -95,7 +95,8 @@ def test_the_page_opens_cleanly_in_chromium(fixture_results):
     results, base = fixture_results
     machine = {"host": "h", "cores": 2, "memory": "24 GiB", "root": True, "mode": "quick",
                "date": "today", "commit": "abc"}  # fmt: skip
-    index = render_html(results, machine, base / "reports", base / "reports" / "reproduce")
+    store = SqliteResultStore(base / "results.sqlite")
+    index = render_html(results, machine, store, base / "reports", base / "reports" / "reproduce")
     with headless_chromium() as browser:
         page = visit(browser, index)
     assert page.console_errors == [] and page.failed_requests == []
@@ -108,7 +109,9 @@ def test_the_page_opens_cleanly_in_chromium(fixture_results):
         reports.add(target.parent.name)
     assert reports >= {r.run_id for r in results if r.run_id}  # each study links its report
     html = index.read_text()
-    assert html.count("<img") == sum(1 for r in results if r.run_id)  # each run's chart
+    # each run's headline chart, and TPC-C's ladder beside the article's
+    assert html.count("<img") == sum(1 for r in results if r.run_id) + 1
+    assert 'src="tpcc-ladder-beside-article.png"' in html
 
 
 # -- the command, end to end on a real server -------------------------------------------------

@@ -65,7 +65,8 @@ def reproduce(
         note(f"{head}: {took}; " + (f"{result.reason}; " if result.reason else "") + outcomes)
         results.append(result)
     machine = _machine(mode)
-    page = render_html(results, machine, lab_dir / "reports", lab_dir / "reports" / "reproduce")
+    reports = lab_dir / "reports"
+    page = render_html(results, machine, results_store, reports, reports / "reproduce")
     echo_text(render_json(results, machine) if json_output else render_text(results))
     note(f"the page: {page.resolve()}")
 

@@ -9,9 +9,11 @@ from pathlib import Path
 from markupsafe import Markup
 
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.experiments.reproduce import StudyResult
 from pgcachelab.report.render import Row, render, table
 from pgcachelab.report.tables import format_table
+from pgcachelab.store.records import ResultStore
 
 VERDICT_CLASS = {
     REPRODUCED: "reproduced",
@@ -119,8 +121,19 @@ def _headline(result: StudyResult, reports_dir: Path, out_dir: Path) -> str | No
     return target.name
 
 
+def _seed_chart(result: StudyResult, store: ResultStore, out_dir: Path) -> str | None:
+    if result.run_id is None:
+        return None
+    chart = result.study.seed_chart(load_run(store, result.run_id), out_dir)
+    return chart.name if chart else None
+
+
 def render_html(
-    results: list[StudyResult], machine: dict, reports_dir: Path, out_dir: Path
+    results: list[StudyResult],
+    machine: dict,
+    store: ResultStore,
+    reports_dir: Path,
+    out_dir: Path,
 ) -> Path:
     """The page at out_dir/index.html; the runs' reports are under reports_dir/RUN."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -153,6 +166,7 @@ def render_html(
                 if r.run_id and report.is_file()
                 else None,
                 "chart": _headline(r, reports_dir, out_dir),
+                "seed_chart": _seed_chart(r, store, out_dir),
                 "claims": Markup(
                     table(
                         ["claim", "source", "rule", "verdict", "figure", "the article's"],

@@ -71,6 +71,11 @@ class Study:
         """What the run shows, with intervals: `advise` and the report's opening."""
         return []
 
+    def seed_chart(self, data: RunData, out_dir: Path) -> Path | None:
+        """The seed article's own figures redrawn beside the run's, for `reproduce`'s page;
+        None where the study's report already draws the run in the article's form."""
+        return None
+
     def text_table(self, data: RunData) -> str | None:
         """`show RUN`'s table when the study's figures are not tps; None for the common one."""
         return None

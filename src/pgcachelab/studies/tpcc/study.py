@@ -41,3 +41,10 @@ class Tpcc(Study):
 
     def advice(self, data: RunData) -> list[Advice]:
         return ladder_advice(data)
+
+    def seed_chart(self, data: RunData, out_dir: Path) -> Path | None:
+        from pgcachelab.analysis.ladder import ladder_results
+        from pgcachelab.studies.tpcc.ladder import step_samples
+        from pgcachelab.studies.tpcc.seed_chart import ladder_beside_article
+
+        return ladder_beside_article(ladder_results(step_samples(data)), out_dir)
