@@ -15,6 +15,9 @@ from pathlib import Path
 
 from pgcachelab.analysis.claims import Verdict, cannot
 from pgcachelab.analysis.run_data import load_run
+from pgcachelab.clusters import extension
+from pgcachelab.clusters.binaries import find_install
+from pgcachelab.clusters.installs import resolve
 from pgcachelab.errors import UserError
 from pgcachelab.experiments import runner
 from pgcachelab.experiments.spec import load_spec
@@ -95,6 +98,8 @@ def reproduce_study(
     started = time.monotonic()
     try:
         spec = load_spec(spec_path(name))
+        if study.needs_extension:
+            _ensure_extension(pg_bin, progress)
         earlier = None if again else latest_run_of(store, spec.text, spec.name)
         if earlier is not None and earlier.status == "done":
             result.run_id, result.reused = earlier.run_id, True
@@ -116,6 +121,15 @@ def reproduce_study(
         study, result.run_id if measured else None, store, result.reason or "nothing measured"
     )
     return result
+
+
+def _ensure_extension(pg_bin: str | None, progress: Progress) -> None:
+    """Build pg_cachelab for the lab's default binaries when it is missing, as `pgcachelab
+    extension install` would: the study's spec reads shared_buffers with it."""
+    install = find_install(resolve(pg_bin) if pg_bin else None)
+    if not extension.is_installed(install):
+        progress.note(f"building pg_cachelab for PostgreSQL {install.version}")
+        extension.install_for_lab(install)
 
 
 def _measure(spec, store: ResultStore, progress: Progress, pg_bin: str | None) -> str:

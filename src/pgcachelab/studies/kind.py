@@ -54,6 +54,7 @@ class Study:
     claims: tuple[PublishedClaim, ...] = ()
     reproduction: Reproduction | None = None  # None: `reproduce` does not run this study
     headline_figure: str | None = None  # the report figure (file stem) `reproduce` shows
+    needs_extension: bool = False  # its specs read shared_buffers with pg_cachelab
     # The report's cache composition shows what is cached; a study that polls the cache for the
     # cost of polling (inspect-overhead) has no composition to show.
     shows_cache_composition: bool = True

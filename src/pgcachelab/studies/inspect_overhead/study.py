@@ -32,6 +32,7 @@ class InspectOverhead(Study):
         PublishedClaim(SEED, "the proposal", "the nonconsistent mode's error is below 3%"),
     )
     shows_cache_composition = False
+    needs_extension = True
 
     def recognises(self, data: RunData) -> bool:
         return is_overhead_run(data)
