@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
-from pgcachelab.analysis.run_data import load_run
+from pgcachelab.analysis.run_data import PointResult, RunData, load_run
 from pgcachelab.analysis.steps import MEMORY, SHARED_BUFFERS, SizePoint, find_steps
 from pgcachelab.machine.disk_profiles import PRESETS
+from pgcachelab.store.records import Measurement, Run, StoredPoint
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies.big_cache.claims import (
     DISK_BAND,
@@ -186,3 +187,61 @@ def test_every_big_cache_claim_is_judged_and_says_its_rule():
     for claim in BigCache.claims:
         assert claim.figure and claim.rule and claim.article
         assert claim.judge.__module__ == "pgcachelab.studies.big_cache.claims"
+
+
+# -- the adapter on a constructed run with the emulated disk --------------------------------------
+
+
+def emulated_run(levels, memory_limit_mb=128, profile="seed-004-vm", clients=4):
+    """A scale sweep under 16MB of shared_buffers: {size in MB: (tps repetitions, device reads
+    per transaction)}, each repetition of 1,000 transactions."""
+    points = []
+    for index, (mb, (tps_values, reads_per_transaction)) in enumerate(levels.items()):
+        disk = {"profile": PRESETS[profile].record() if profile else None}
+        disk["device"] = {"reads": round(1000 * reads_per_transaction)}
+        metrics = {
+            "disk": disk,
+            "probes": {"database": {"xact_commit": 1000}},
+            "pgbench": {"clients": clients},
+        }
+        measurements = [
+            Measurement(index, r, "ok", None, 0.0, 1.0, 1.0, None, tps, 1.0, 0.1, metrics)
+            for r, tps in enumerate(tps_values)
+        ]
+        point = StoredPoint(index, f"scale={index + 1}", {"scale": index + 1}, {}, {})
+        points.append(PointResult(point, measurements, None, None, mb * MB, None, 16 * MB))
+    target = {"memory_limit_bytes": memory_limit_mb * MB if memory_limit_mb else None}
+    run = Run("r", "r", "", "", target, {"memory_total_bytes": 24 * 2**30}, "done", None, None,
+              0.0, None, None)  # fmt: skip
+    return RunData(run, points)
+
+
+def test_past_the_memory_step_tps_at_the_device_iops_is_reproduced():
+    # 100 tps at 1.5 reads a transaction: 150 reads/s, seed-004-vm's cap
+    data = emulated_run({10: (around(40_000), 0), 60: (around(20_000), 0), 400: (around(100), 1.5)})
+    memory = left_memory(data)
+    assert memory.outcome == REPRODUCED and memory.figure.value == pytest.approx(200, rel=0.05)
+    disk = disk_decides(data)
+    assert disk.outcome == REPRODUCED
+    assert disk.figure.value == pytest.approx(1.0, rel=0.02)
+    assert "seed-004-vm's 150 IOPS" in disk.figure.what
+
+
+def test_past_the_memory_step_tps_far_under_the_device_iops_contradicts():
+    # 20 tps at 1.5 reads: 30 reads/s of the 150 the device serves: not the disk's limit
+    data = emulated_run({10: (around(40_000), 0), 60: (around(20_000), 0), 400: (around(20), 1.5)})
+    disk = disk_decides(data)
+    assert disk.outcome == CONTRADICTED and disk.figure.value == pytest.approx(0.2, rel=0.02)
+
+
+def test_the_hosts_disk_cannot_show_the_iops():
+    data = emulated_run({10: (around(40_000), 0), 400: (around(100), 1.5)}, profile=None)
+    disk = disk_decides(data)
+    assert disk.outcome == CANNOT and "not emulated" in disk.reason
+
+
+def test_with_a_limit_but_no_size_past_it_the_memory_step_cannot_be_shown():
+    data = emulated_run({10: (around(40_000), 0), 60: (around(20_000), 0)}, memory_limit_mb=1024)
+    verdict = left_memory(data)
+    assert verdict.outcome == CANNOT
+    assert "stays within the server's memory limit of 1GB" in verdict.reason

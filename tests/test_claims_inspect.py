@@ -10,8 +10,9 @@ import pytest
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
 from pgcachelab.analysis.inspect_accuracy import TrialError
 from pgcachelab.analysis.inspect_overhead import sag_of_ratios
-from pgcachelab.analysis.run_data import load_run
+from pgcachelab.analysis.run_data import PointResult, RunData, load_run
 from pgcachelab.analysis.statistics import t95
+from pgcachelab.store.records import Measurement, Run, StoredPoint
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies.inspect_overhead.claims import (
     consistent_read_sags,
@@ -202,3 +203,55 @@ def test_every_inspect_claim_is_judged_and_says_its_rule():
     for claim in InspectOverhead.claims:
         assert claim.figure and claim.rule and claim.article
         assert claim.judge.__module__ == "pgcachelab.studies.inspect_overhead.claims"
+
+
+# -- the adapters on a constructed run ----------------------------------------------------------
+
+
+def overhead_run(methods: dict[str, tuple[float, ...]], version_num=180000):
+    """One shared_buffers, each method's tps per round (paired by round with "none")."""
+    points, settings = [], {}
+    for index, (method, tps_values) in enumerate(methods.items()):
+        swept = {"inspect_method": method, "shared_buffers": "128MB"}
+        measurements = [
+            Measurement(index, r, "ok", None, 0.0, 1.0, 1.0, None, tps, 1.0, 0.1, {})
+            for r, tps in enumerate(tps_values)
+        ]
+        point = StoredPoint(index, method, swept, {"inspect_method": method}, {})
+        points.append(PointResult(point, measurements, None, None, None, None, 128 * 2**20))
+        settings[index] = {"server_version_num": {"normalised": float(version_num)}}
+    run = Run("r", "r", "", "", {}, {"cores": 2}, "done", None, None, 0.0, None, None)
+    return RunData(run, points, settings)
+
+
+BASE = (1000.0, 1010.0, 990.0, 1005.0)
+
+
+def times(*factors):
+    return tuple(t * f for t, f in zip(BASE, factors, strict=True))
+
+
+def test_the_snapshot_mode_is_the_seeds_consistent_read():
+    data = overhead_run(
+        {
+            "none": BASE,
+            "extension/snapshot": times(0.9, 0.91, 0.89, 0.9),
+            "extension/semiconsistent": times(0.97, 0.96, 0.97, 0.98),
+            "extension/fast": times(1.0, 0.99, 1.0, 0.995),
+        }
+    )
+    sags = consistent_read_sags(data)
+    assert sags.outcome == REPRODUCED and "pg_cachelab snapshot" in sags.figure.what
+    assert sags.figure.value == pytest.approx(10, abs=0.01) and sags.figure.repetitions == 4
+    lighter = lighter_modes_sag_less(data)
+    assert lighter.outcome == REPRODUCED and "nonconsistent:" in lighter.reason
+
+
+def test_pg_buffercache_is_the_consistent_read_only_before_postgresql_10():
+    methods = {"none": BASE, "pg_buffercache": times(0.9, 0.91, 0.89, 0.9)}
+    assert consistent_read_sags(overhead_run(methods, 90624)).outcome == REPRODUCED
+    modern = consistent_read_sags(overhead_run(methods, 180000))
+    assert modern.outcome == CANNOT and "since 10 pg_buffercache takes none" in modern.reason
+    # the lab's own consistent mode reads as pg_buffercache 10+ does: no partition lock
+    consistent = {"none": BASE, "extension/consistent": times(0.9, 0.91, 0.89, 0.9)}
+    assert consistent_read_sags(overhead_run(consistent)).outcome == CANNOT
