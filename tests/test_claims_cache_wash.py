@@ -155,7 +155,7 @@ def test_scattered_huge_pages_lookups_are_noise():
 def test_huge_pages_never_on_cannot_be_shown():
     for judge in (huge_pages_lookups, huge_pages_scan):
         verdict = judge(run_of(reps(64, 0.1, 0.1)))
-        assert verdict.outcome == CANNOT and "huge pages need root" in verdict.reason
+        assert verdict.outcome == CANNOT and "no point with huge pages on" in verdict.reason
 
 
 def test_the_scan_with_huge_pages():
@@ -227,3 +227,8 @@ def test_every_cache_wash_claim_is_judged_and_says_its_rule():
     for claim in CacheWash.claims:
         assert claim.figure and claim.rule and claim.article
         assert claim.judge.__module__ == "pgcachelab.studies.cache_wash.claims"
+
+
+def test_huge_pages_on_at_other_shared_buffers_only_cannot_be_compared():
+    verdict = huge_pages_lookups(run_of(reps(64, 0.1, 0.1, huge_pages="on") + reps(32, 0.1, 0.1)))
+    assert verdict.outcome == CANNOT and verdict.reason.startswith("no shared_buffers was")

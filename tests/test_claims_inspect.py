@@ -255,3 +255,8 @@ def test_pg_buffercache_is_the_consistent_read_only_before_postgresql_10():
     # the lab's own consistent mode reads as pg_buffercache 10+ does: no partition lock
     consistent = {"none": BASE, "extension/consistent": times(0.9, 0.91, 0.89, 0.9)}
     assert consistent_read_sags(overhead_run(consistent)).outcome == CANNOT
+
+
+def test_a_consistent_read_without_a_baseline_has_no_sag():
+    verdict = consistent_read_sags(overhead_run({"extension/snapshot": BASE}))
+    assert verdict.outcome == CANNOT and "no baseline" in verdict.reason

@@ -60,10 +60,11 @@ WASHED_RATIO = SURVIVAL_TOLERANCE
 # idx2 within 30% of idx1 where shared_buffers holds the index (KEPT_MARGIN, issue 31: a lookup
 # of ~0.1 ms on a busy machine is not timed to 10% in a few repetitions).
 KEPT_RATIO = KEPT_MARGIN
-NO_HUGE_PAGES = (
-    "no shared_buffers was measured with huge pages both on and off (huge pages need root: "
-    "the lab sizes vm.nr_hugepages for each point)"
+NO_HUGE_PAGES_ON = (
+    "the run measured no point with huge pages on: huge pages need root (the lab sizes "
+    "vm.nr_hugepages for each point), and the seed compares them with huge pages off"
 )
+NOT_BOTH_WAYS = "no shared_buffers was measured with huge pages both on and off"
 
 
 # -- the pure rules ---------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def huge_pages_scan_verdict(figure: Figure | None) -> Verdict:
     """The scan with huge pages on / off at the largest shared_buffers measured both ways: at
     most 1 by its whole interval (the seed: a win "only at very large shared_buffers")."""
     if figure is None:
-        return cannot(NO_HUGE_PAGES)
+        return cannot(f"{NOT_BOTH_WAYS}, with a scan timed both ways")
     return at_most(figure, 1.0, "huge pages speed the scan at large shared_buffers: on/off < 1")
 
 
@@ -253,11 +254,17 @@ def _largest_both_ways(reps: list[Repetition]) -> tuple[int, list[Repetition]] |
     return largest, [r for r in reps if r.shared_buffers_bytes == largest]
 
 
+def _why_not_both_ways(reps: list[Repetition]) -> str:
+    if not reps:
+        return "the run measured no cache-wash repetition"
+    return NOT_BOTH_WAYS if any(r.huge_pages == "on" for r in reps) else NO_HUGE_PAGES_ON
+
+
 def huge_pages_lookups(data: RunData) -> Verdict:
     reps = repetitions(data)
     found = _largest_both_ways(reps)
     if found is None:
-        return cannot(NO_HUGE_PAGES)
+        return cannot(_why_not_both_ways(reps))
     largest, at_largest = found
     judgements = {j.scope: j for j in huge_pages_verdict(reps).judgements}
     effects = {phase: huge_pages_effect(at_largest, phase) for phase in LOOKUP_PHASES}
@@ -265,9 +272,10 @@ def huge_pages_lookups(data: RunData) -> Verdict:
 
 
 def huge_pages_scan(data: RunData) -> Verdict:
-    found = _largest_both_ways(repetitions(data))
+    reps = repetitions(data)
+    found = _largest_both_ways(reps)
     if found is None:
-        return cannot(NO_HUGE_PAGES)
+        return cannot(_why_not_both_ways(reps))
     largest, at_largest = found
     what = f"seq on/off at {format_bytes(largest)}, the largest measured both ways"
     return huge_pages_scan_verdict(effect_figure(what, huge_pages_effect(at_largest, "seq")))

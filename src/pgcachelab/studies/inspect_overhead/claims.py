@@ -198,7 +198,13 @@ def consistent_read_sags(data: RunData) -> Verdict:
     reads = _consistent_reads(data, sags)
     if not reads:
         return cannot(_unmeasured(sags))
-    read = reads[0]
+    with_sag = [read for read in reads if read.sag is not None]
+    if not with_sag:
+        return cannot(
+            f"{reads[0].name} was measured with no baseline (inspect_method none) beside it, "
+            "so it has no sag"
+        )
+    read = with_sag[0]
     figure = sag_figure(f"tps sag of {read.name}, {cell_text(read.cell)}", read.sag)
     return consistent_sag_verdict(figure, _unmeasured(sags), _machine(data))
 
