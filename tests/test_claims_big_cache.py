@@ -245,3 +245,12 @@ def test_with_a_limit_but_no_size_past_it_the_memory_step_cannot_be_shown():
     verdict = left_memory(data)
     assert verdict.outcome == CANNOT
     assert "stays within the server's memory limit of 1GB" in verdict.reason
+
+
+def test_one_step_is_not_credited_to_both_boundaries():
+    # 20MB then 100MB: the one break lies within a factor of 2 of 16MB of shared_buffers and
+    # of 64MB of memory; the steps analysis gives it to the nearer (memory), and shared_buffers
+    # is not reproduced by the same drop
+    found = finding({20: around(40_000), 100: around(1_000)}, memory_mb=64)
+    assert step_verdict(found, MEMORY, UNSPANNED).outcome == REPRODUCED
+    assert step_verdict(found, SHARED_BUFFERS, UNSPANNED).outcome == CANNOT
