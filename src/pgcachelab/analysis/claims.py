@@ -6,7 +6,11 @@ rule's threshold is "not shown beyond the noise"; what this machine or run canno
 "cannot be shown here", with the reason. Pure: the studies' claims call these on their figures.
 """
 
+import math
+import statistics
 from dataclasses import dataclass
+
+from pgcachelab.analysis.statistics import t95
 
 REPRODUCED = "reproduced"
 CONTRADICTED = "contradicted"
@@ -119,3 +123,34 @@ def _with_unit(value: float, unit: str) -> str:
     if unit == "%":
         return f"{_number(value)}%"
     return f"{_number(value)} {unit}"
+
+
+def within(figure: Figure, low: float, high: float, rule: str) -> Verdict:
+    """The claim holds when the figure lies between `low` and `high` (a ratio ≈ 1 within a
+    stated margin): reproduced when the whole interval is inside, contradicted when it lies
+    wholly above `high` or wholly below `low`, noise when it reaches across either bound."""
+    lower, upper = _interval(figure)
+    if lower is None or upper is None:
+        return Verdict(NOISE, f"{rule}; one repetition or no interval cannot decide", figure)
+    if low <= lower and upper <= high:
+        return Verdict(REPRODUCED, rule, figure)
+    if lower > high or upper < low:
+        return Verdict(CONTRADICTED, rule, figure)
+    edge = high if upper > high else low
+    return Verdict(NOISE, f"{rule}; the interval reaches across {_number(edge)}", figure)
+
+
+def ratio_figure(what: str, ratios: list[float], unit: str = "×") -> Figure | None:
+    """The geometric mean of per-repetition ratios with Student's 95% interval on their logs
+    (ratios multiply: an interval on their arithmetic mean can even go below 0); None without
+    a ratio above 0."""
+    logs = [math.log(ratio) for ratio in ratios if ratio > 0]
+    if not logs:
+        return None
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return Figure(what, math.exp(mean), repetitions=1, unit=unit)
+    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return Figure(
+        what, math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs), unit
+    )
