@@ -196,7 +196,9 @@ def test_the_tiny_runs_verdicts(tiny_versions):
         CANNOT,  # SATA RAID: the run has no such disk
         CANNOT,  # 9.1's group commit: older than 9.6
     ]
-    assert verdicts[1].figure.what == "read-write tps 18/15 at medium, 4 clients, -M simple"
+    assert verdicts[1].figure.what == (
+        "read-write tps 18/15 at medium, 4 clients, -M simple, this machine's disk"
+    )
     assert verdicts[1].figure.repetitions == 2
 
 

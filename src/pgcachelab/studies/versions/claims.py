@@ -109,7 +109,8 @@ def _where(cell: tuple, fixed: dict) -> str:
         str(values.get("scale_class")),
         f"{clients} clients" if clients else "",
         f"-M {protocol}" if protocol else "",
-        f"disk {disk}" if disk else "",
+        # the article's NVMe was an Intel Optane 900P: a run without an emulated disk says so
+        f"disk {disk}" if disk else "this machine's disk",
     ]
     return ", ".join(p for p in parts if p)
 
