@@ -123,6 +123,19 @@ PRESETS: dict[str, DiskProfile] = {
             "average seek ~8.5 ms: ~12 ms per random read, 150 IOPS with command queueing",
         ),
         DiskProfile(
+            "sata-raid0-3x7200",
+            12e-3,
+            0.1e-3,
+            8e-3,
+            iops=3 * 150,
+            bandwidth_bytes_s=3 * 200 * 1024 * 1024,
+            stands_for="seed 001's second storage: three 7,200 rpm SATA disks in RAID0",
+            source="seed 001 (hardware: 3 x 7.2k SATA RAID0); one disk as hdd-7200 (Seagate "
+            "Exos 7E8: 4.16 ms average latency, ~8.5 ms seek, ~150 IOPS, ~200 MiB/s): striping "
+            "serves three requests at once, so IOPS and bandwidth add up, while one request "
+            "still waits one disk's seek and half a turn",
+        ),
+        DiskProfile(
             "seed-004-vm",
             6.5e-3,
             0.2e-3,

@@ -9,6 +9,7 @@ from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
 from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 from pgcachelab.studies.versions.advice import control_advice, version_advice
+from pgcachelab.studies.versions.claims import CLAIMS, claim_judge
 
 SEED = "001_85c58d99413b8c4f.txt"
 
@@ -37,10 +38,17 @@ class Versions(Study):
     seed = "001"
     headline_figure = "tps-by-clients-per-version"
     reproduction = Reproduction(quick="archaeology-quick", full="archaeology")
-    claims = (
-        PublishedClaim(SEED, "read-only", "9.2 and 9.5 improved read-only scalability"),
-        PublishedClaim(SEED, "read-write", "read-write throughput doubled over the years"),
-        PublishedClaim(SEED, "SATA", "a possible regression in 9.6 on SATA storage"),
+    claims = tuple(
+        PublishedClaim(
+            SEED,
+            claim.where,
+            claim.words,
+            figure=claim.figure,
+            rule=claim.rule,
+            article=claim.article,
+            judge=claim_judge(claim),
+        )
+        for claim in CLAIMS
     )
 
     def recognises(self, data: RunData) -> bool:
