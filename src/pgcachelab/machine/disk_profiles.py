@@ -96,7 +96,7 @@ PRESETS: dict[str, DiskProfile] = {
             0.15e-3,
             50e-6,
             0.5e-3,
-            stands_for="a SATA SSD (AHCI, one queue), as in seed 001's second storage type",
+            stands_for="a SATA SSD (AHCI, one queue)",
             source="Intel SSD D3-S4510 product brief: read latency 36 µs, write 37 µs (typical, "
             "sequential); random 4 kB QD1 reads through AHCI measure 0.1-0.2 ms with fio",
         ),
