@@ -15,14 +15,11 @@ def install(
 ) -> None:
     """Build pg_cachelab (PGXS) and install it where the lab's servers of that install load it."""
     from pgcachelab.clusters.binaries import find_install
-    from pgcachelab.clusters.extension import build_and_install
+    from pgcachelab.clusters.extension import install_for_lab
     from pgcachelab.clusters.installs import resolve
-    from pgcachelab.clusters.osuser import install_usable_by, server_user
 
     install = find_install(resolve(pg_bin) if pg_bin else None)
-    runnable = install_usable_by(install, server_user())
-    installs = [install] if runnable.bin_dir == install.bin_dir else [install, runnable]
-    for placed in build_and_install(installs):
+    for placed in install_for_lab(install):
         typer.echo(str(placed.library))
     typer.echo(
         f"pg_cachelab installed for PostgreSQL {install.version};"

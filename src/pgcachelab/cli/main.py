@@ -23,6 +23,7 @@ from pgcachelab.cli import (
     inspect,
     pg,
     report,
+    reproduce,
     run,
     runs,
     show,
@@ -72,6 +73,7 @@ COMMANDS: dict[str, Callable | Group] = {
     "hugepages": hugepages.hugepages,
     "advise": advise.advise,
     "compare": compare.compare,
+    "reproduce": reproduce.reproduce,
     "store": Group(store.HELP, {"copy": store.copy}),
     "agent": agent.agent,
 }

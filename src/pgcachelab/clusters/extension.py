@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.clusters.binaries import PgInstall
+from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.errors import UserError
 
 EXTENSION_NAME = "pg_cachelab"
@@ -171,3 +172,11 @@ def build_and_install(installs: list[PgInstall]) -> list[ExtensionFiles]:
                 builds[install.version] = build(install, Path(scratch) / install.version)
             placed.append(install_files(builds[install.version], install))
     return placed
+
+
+def install_for_lab(install: PgInstall) -> list[ExtensionFiles]:
+    """Build and install pg_cachelab where the lab's servers of `install` load it: the install
+    itself and, when the server's OS user runs a copy of it, that copy too."""
+    runnable = install_usable_by(install, server_user())
+    installs = [install] if runnable.bin_dir == install.bin_dir else [install, runnable]
+    return build_and_install(installs)

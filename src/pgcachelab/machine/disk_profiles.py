@@ -96,7 +96,7 @@ PRESETS: dict[str, DiskProfile] = {
             0.15e-3,
             50e-6,
             0.5e-3,
-            stands_for="a SATA SSD (AHCI, one queue), as in seed 001's second storage type",
+            stands_for="a SATA SSD (AHCI, one queue)",
             source="Intel SSD D3-S4510 product brief: read latency 36 µs, write 37 µs (typical, "
             "sequential); random 4 kB QD1 reads through AHCI measure 0.1-0.2 ms with fio",
         ),
@@ -121,6 +121,19 @@ PRESETS: dict[str, DiskProfile] = {
             stands_for="one 7,200 rpm hard disk with its write cache on",
             source="Seagate Exos 7E8 data sheet: average latency 4.16 ms (half a turn) and "
             "average seek ~8.5 ms: ~12 ms per random read, 150 IOPS with command queueing",
+        ),
+        DiskProfile(
+            "sata-raid0-3x7200",
+            12e-3,
+            0.1e-3,
+            8e-3,
+            iops=3 * 150,
+            bandwidth_bytes_s=3 * 200 * 1024 * 1024,
+            stands_for="seed 001's second storage: three 7,200 rpm SATA disks in RAID0",
+            source="seed 001 (hardware: 3 x 7.2k SATA RAID0); one disk as hdd-7200 (Seagate "
+            "Exos 7E8: 4.16 ms average latency, ~8.5 ms seek, ~150 IOPS, ~200 MiB/s): striping "
+            "serves three requests at once, so IOPS and bandwidth add up, while one request "
+            "still waits one disk's seek and half a turn",
         ),
         DiskProfile(
             "seed-004-vm",

@@ -3,23 +3,44 @@ its kind, asks the study for the run's report sections and advice, and never bra
 anywhere else (studies/registry.py). A new study is a subclass in its own package plus one line
 in the registry."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.analysis.advice import Advice
+from pgcachelab.analysis.claims import Verdict, cannot
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
 
 
+def _not_judged(data: RunData) -> Verdict:
+    return cannot("no rule judges this claim yet")
+
+
 @dataclass(frozen=True)
 class PublishedClaim:
-    """A finding of the study's seed article, in its words (translated), with where it says so;
-    `reproduce` (issue 37) grades each against this machine's figures."""
+    """A finding of the study's seed article, in its words (translated), with where it says so,
+    and the rule that grades it on a run of the study (`reproduce`, analysis/claims.py)."""
 
     seed: str  # the article's file under ../shared/seeds
     where: str  # its section, figure or table
     words: str
+    figure: str = ""  # the figure that decides it: "idx2/idx1 at the smallest shared_buffers"
+    rule: str = ""  # the rule with its thresholds, as the verdict states it
+    article: str = ""  # the article's own figure, quoted beside ours
+    judge: Callable[[RunData], Verdict] = _not_judged
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """The experiment specs (experiments/<name>.toml) `reproduce` runs for the study: --quick on
+    the emulated small machine where root, its variant without root, and --full (the seed's
+    design scaled to the host)."""
+
+    quick: str
+    full: str
+    quick_without_root: str | None = None  # None: the quick spec needs no root
 
 
 class Study:
@@ -31,6 +52,9 @@ class Study:
     workload: str = "pgbench"  # the workload (workloads/registry.py) its specs run
     spec_table: str | None = None  # the spec table only its runs carry ("cache_wash", "tpcc")
     claims: tuple[PublishedClaim, ...] = ()
+    reproduction: Reproduction | None = None  # None: `reproduce` does not run this study
+    headline_figure: str | None = None  # the report figure (file stem) `reproduce` shows
+    needs_extension: bool = False  # its specs read shared_buffers with pg_cachelab
     # The report's cache composition shows what is cached; a study that polls the cache for the
     # cost of polling (inspect-overhead) has no composition to show.
     shows_cache_composition: bool = True
@@ -47,6 +71,11 @@ class Study:
     def advice(self, data: RunData) -> list[Advice]:
         """What the run shows, with intervals: `advise` and the report's opening."""
         return []
+
+    def seed_chart(self, data: RunData, out_dir: Path) -> Path | None:
+        """The seed article's own figures redrawn beside the run's, for `reproduce`'s page;
+        None where the study's report already draws the run in the article's form."""
+        return None
 
     def text_table(self, data: RunData) -> str | None:
         """`show RUN`'s table when the study's figures are not tps; None for the common one."""

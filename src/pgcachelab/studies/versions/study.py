@@ -7,8 +7,9 @@ from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.run_data import RunData, load_run
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
-from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 from pgcachelab.studies.versions.advice import control_advice, version_advice
+from pgcachelab.studies.versions.claims import CLAIMS, claim_judge
 
 SEED = "001_85c58d99413b8c4f.txt"
 
@@ -35,10 +36,19 @@ class Versions(Study):
     name = "versions"
     title = "did a release change throughput: each major version against the one before"
     seed = "001"
-    claims = (
-        PublishedClaim(SEED, "read-only", "9.2 and 9.5 improved read-only scalability"),
-        PublishedClaim(SEED, "read-write", "read-write throughput doubled over the years"),
-        PublishedClaim(SEED, "SATA", "a possible regression in 9.6 on SATA storage"),
+    headline_figure = "tps-by-clients-per-version"
+    reproduction = Reproduction(quick="archaeology-quick", full="archaeology")
+    claims = tuple(
+        PublishedClaim(
+            SEED,
+            claim.where,
+            claim.words,
+            figure=claim.figure,
+            rule=claim.rule,
+            article=claim.article,
+            judge=claim_judge(claim),
+        )
+        for claim in CLAIMS
     )
 
     def recognises(self, data: RunData) -> bool:

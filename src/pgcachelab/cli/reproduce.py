@@ -1,0 +1,116 @@
+"""`pgcachelab reproduce [STUDY ...]`: every study's spec run on this machine, one after another,
+then each published claim graded, on one page (experiments/reproduce.py, report/reproduce_page)."""
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
+from pgcachelab.cli.output import echo_text, note
+from pgcachelab.cli.stores import writable_store
+from pgcachelab.errors import UserError
+
+
+def reproduce(
+    studies: Annotated[
+        list[str] | None,
+        typer.Argument(help="Studies to reproduce (default: all of them), e.g. big-cache tpcc."),
+    ] = None,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick/--full",
+            help="Quick: each study's small spec (the emulated small machine where root). Full:"
+            " the seed's design scaled to this host (hours).",
+        ),
+    ] = True,
+    again: Annotated[
+        bool,
+        typer.Option(help="Measure again even where a finished run of the same spec is stored."),
+    ] = False,
+    lab_dir: LabDir = DEFAULT_LAB_DIR,
+    store: StoreOption = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the verdicts as JSON.")
+    ] = False,
+) -> None:
+    """Run each study's spec here and grade its article's claims: reproduced, contradicted, not
+    shown beyond the noise, or cannot be shown here (with the reason)."""
+    from pgcachelab.cli.progress import make_progress
+    from pgcachelab.experiments.reproduce import FULL, QUICK, reproduce_study
+    from pgcachelab.report.build import build_report
+    from pgcachelab.report.reproduce_page import render_html, render_json, render_text
+
+    chosen = _chosen_studies(studies or [])
+    results_store = writable_store(lab_dir, store)
+    progress = make_progress()
+    mode = QUICK if quick else FULL
+    results = []
+    for number, study in enumerate(chosen, 1):
+        head = f"[{number}/{len(chosen)}] {study.name}"
+        note(f"{head}: reproducing seed {study.seed}'s claims ({mode})")
+        result = reproduce_study(study, mode, results_store, progress, again=again)
+        if result.run_id is not None:
+            try:
+                build_report(results_store, result.run_id, lab_dir / "reports" / result.run_id)
+            except OSError as error:  # the run is stored: its report can be built later
+                note(f"{head}: the report of run {result.run_id} failed: {error}")
+        outcomes = ", ".join(c.verdict.outcome for c in result.claims)
+        took = f"{result.seconds / 60:.1f} min"
+        note(f"{head}: {took}; " + (f"{result.reason}; " if result.reason else "") + outcomes)
+        results.append(result)
+    machine = _machine(mode)
+    reports = lab_dir / "reports"
+    page = render_html(results, machine, results_store, reports, reports / "reproduce")
+    echo_text(render_json(results, machine) if json_output else render_text(results))
+    note(f"the page: {page.resolve()}")
+
+
+def _chosen_studies(names: list[str]):
+    from pgcachelab.studies.registry import STUDIES
+
+    known = [study for study in STUDIES if study.reproduction is not None]
+    by_name = {study.name: study for study in known}
+    for name in names:
+        if name not in by_name:
+            raise UserError(
+                f"reproduce: unknown study {name!r}",
+                "choose from " + ", ".join(by_name) + " (or none for all)",
+            )
+    return [study for study in known if not names or study.name in names]
+
+
+def _machine(mode: str) -> dict:
+    from pgcachelab.machine.host_facts import memory_total_bytes
+    from pgcachelab.units import format_bytes
+
+    memory = memory_total_bytes()
+    return {
+        "host": socket.gethostname(),
+        "cores": os.cpu_count(),
+        "memory": format_bytes(memory) if memory else "unknown",
+        "root": os.geteuid() == 0,
+        "mode": mode,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "commit": _commit(),
+    }
+
+
+def _commit() -> str:
+    """The checkout's commit, when the lab runs from one."""
+    checkout = Path(__file__).resolve().parents[3]
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "(no git)"
+    return done.stdout.strip() if done.returncode == 0 else "(not a checkout)"

@@ -1,0 +1,141 @@
+"""`reproduce`: each study's spec run one after another on this machine, then every published
+claim of the study judged on its run (studies/*/claims, analysis/claims.py).
+
+Resumable like any run: a study whose run of the same spec was interrupted is resumed, one
+that finished is read again rather than measured twice (unless asked to measure again). A study
+that cannot run here (no root for the emulated machine, a version it cannot install) or fails is
+a row with its reason, and the others go on.
+"""
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgcachelab.analysis.claims import Verdict, cannot
+from pgcachelab.analysis.run_data import load_run
+from pgcachelab.clusters import extension
+from pgcachelab.clusters.binaries import find_install
+from pgcachelab.clusters.installs import resolve
+from pgcachelab.errors import UserError
+from pgcachelab.experiments import runner
+from pgcachelab.experiments.spec import load_spec
+from pgcachelab.progress import Progress
+from pgcachelab.store.records import ResultStore, Run
+from pgcachelab.studies.kind import PublishedClaim, Study
+
+# The checkout's ready specs (experiments/*.toml), which `reproduce` runs as shipped.
+EXPERIMENTS_DIR = Path(__file__).resolve().parents[3] / "experiments"
+QUICK, FULL = "quick", "full"
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: PublishedClaim
+    verdict: Verdict
+
+
+@dataclass
+class StudyResult:
+    study: Study
+    spec: str  # the spec's file name under experiments/
+    run_id: str | None = None
+    seconds: float = 0.0
+    reused: bool = False  # a finished run of the same spec, read again
+    reason: str = ""  # why the study did not run or finish here; "" when it did
+    claims: list[ClaimResult] = field(default_factory=list)
+
+
+def spec_for(study: Study, mode: str, root: bool) -> str:
+    """The spec `reproduce` runs for the study: its quick spec, or the variant without root when
+    not root and the study has one; its full spec for --full."""
+    reproduction = study.reproduction
+    if reproduction is None:
+        raise ValueError(f"study {study.name!r} has no specs to reproduce")
+    if mode == FULL:
+        return reproduction.full
+    if not root and reproduction.quick_without_root:
+        return reproduction.quick_without_root
+    return reproduction.quick
+
+
+def spec_path(name: str) -> Path:
+    """A shipped spec by name (experiments/NAME.toml), or a spec file given by its path."""
+    return Path(name) if name.endswith(".toml") else EXPERIMENTS_DIR / f"{name}.toml"
+
+
+def latest_run_of(store: ResultStore, spec_text: str, name: str) -> Run | None:
+    """The newest run of exactly this spec (its name and text), or None."""
+    same = [r for r in store.runs() if r.name == name and r.spec_text == spec_text]
+    return max(same, key=lambda r: r.created_at) if same else None
+
+
+def judge(study: Study, run_id: str | None, store: ResultStore, reason: str) -> list[ClaimResult]:
+    """Each claim's verdict on the study's run; without a run, each "cannot be shown here"
+    with the reason the study did not run."""
+    if run_id is None:
+        return [ClaimResult(claim, cannot(reason)) for claim in study.claims]
+    data = load_run(store, run_id)
+    return [ClaimResult(claim, claim.judge(data)) for claim in study.claims]
+
+
+def reproduce_study(
+    study: Study,
+    mode: str,
+    store: ResultStore,
+    progress: Progress,
+    again: bool = False,
+    pg_bin: str | None = None,
+    root: bool | None = None,
+    measure: Callable | None = None,
+) -> StudyResult:
+    """Run (or resume, or reuse) the study's spec and judge its claims. `measure(spec, store,
+    progress) -> run_id` starts a new run; the runner's by default."""
+    root = os.geteuid() == 0 if root is None else root
+    name = spec_for(study, mode, root)
+    result = StudyResult(study, name)
+    started = time.monotonic()
+    try:
+        spec = load_spec(spec_path(name))
+        if study.needs_extension:
+            _ensure_extension(pg_bin, progress)
+        earlier = None if again else latest_run_of(store, spec.text, spec.name)
+        if earlier is not None and earlier.status == "done":
+            result.run_id, result.reused = earlier.run_id, True
+        elif earlier is not None and earlier.status != "queued":
+            result.run_id = earlier.run_id  # stored before the failure: kept whatever happens
+            runner.resume_run(earlier.run_id, store, progress, pg_bin=pg_bin)
+        else:
+            result.run_id = (measure or _measure)(spec, store, progress, pg_bin)
+        run = store.run(result.run_id)
+        if run is not None and run.status != "done":
+            result.reason = f"run {run.run_id} ended {run.status}: {run.failure or 'no reason'}"
+    except UserError as error:  # refused here (no root, a version it cannot install) or failed
+        result.reason = error.message + (f" ({error.hint})" if error.hint else "")
+    except Exception as error:  # noqa: BLE001 (one study's failure is its row; the others go on)
+        result.reason = f"failed: {type(error).__name__}: {error}"
+    result.seconds = time.monotonic() - started
+    measured = result.run_id is not None and _measured_anything(store, result.run_id)
+    result.claims = judge(
+        study, result.run_id if measured else None, store, result.reason or "nothing measured"
+    )
+    return result
+
+
+def _ensure_extension(pg_bin: str | None, progress: Progress) -> None:
+    """Build pg_cachelab for the lab's default binaries when it is missing, as `pgcachelab
+    extension install` would: the study's spec reads shared_buffers with it."""
+    install = find_install(resolve(pg_bin) if pg_bin else None)
+    if not extension.is_installed(install):
+        progress.note(f"building pg_cachelab for PostgreSQL {install.version}")
+        extension.install_for_lab(install)
+
+
+def _measure(spec, store: ResultStore, progress: Progress, pg_bin: str | None) -> str:
+    target = runner.make_target(spec, pg_bin, None, None, progress.note)
+    return runner.start_run(spec, target, store, progress)
+
+
+def _measured_anything(store: ResultStore, run_id: str) -> bool:
+    return any(m.status == "ok" for m in store.measurements(run_id, ["warm"]))

@@ -1,0 +1,187 @@
+"""`reproduce`'s answer: each study's published claims graded on this machine, as one HTML page
+(a summary table, then per study its chart and claims, linked to the full reports), as text for
+the terminal, and as JSON."""
+
+import json
+import shutil
+from pathlib import Path
+
+from markupsafe import Markup
+
+from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
+from pgcachelab.analysis.run_data import load_run
+from pgcachelab.experiments.reproduce import StudyResult
+from pgcachelab.report.render import Row, render, table
+from pgcachelab.report.tables import format_table
+from pgcachelab.store.records import ResultStore
+
+VERDICT_CLASS = {
+    REPRODUCED: "reproduced",
+    CONTRADICTED: "contradicted",
+    NOISE: "noise",
+    CANNOT: "cannot",
+}
+SUMMARY_HEAD = ["study", "claim (the article's words)", "verdict", "our figure", "the article's"]
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def _status(result: StudyResult) -> str:
+    if result.reason:
+        return f"did not finish: {result.reason}"
+    how = "read again (a finished run of the same spec)" if result.reused else "measured"
+    return f"run {result.run_id}, {how}, {_minutes(result.seconds)}"
+
+
+def summary_rows(results: list[StudyResult]) -> list[list[str]]:
+    return [
+        [
+            f"{r.study.seed} {r.study.name}",
+            c.claim.words,
+            c.verdict.outcome,
+            c.verdict.figure.text() if c.verdict.figure else c.verdict.reason,
+            c.claim.article or "-",
+        ]
+        for r in results
+        for c in r.claims
+    ]
+
+
+def render_text(results: list[StudyResult]) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"{r.study.seed} {r.study.name} ({r.spec}): {_status(r)}")
+        for c in r.claims:
+            lines.append(f"  - {c.verdict.outcome}: {c.claim.words}")
+            lines.append(f"      {c.verdict.text()}")
+    counts = {outcome: 0 for outcome in VERDICT_CLASS}
+    for r in results:
+        for c in r.claims:
+            counts[c.verdict.outcome] += 1
+    lines.append("")
+    lines.append(format_table(list(counts), [list(map(str, counts.values()))]))
+    return "\n".join(lines)
+
+
+def as_dict(results: list[StudyResult], machine: dict) -> dict:
+    return {
+        "machine": machine,
+        "studies": [
+            {
+                "study": r.study.name,
+                "seed": r.study.seed,
+                "spec": r.spec,
+                "run_id": r.run_id,
+                "seconds": round(r.seconds, 1),
+                "reused": r.reused,
+                "reason": r.reason or None,
+                "claims": [
+                    {
+                        "words": c.claim.words,
+                        "source": f"{c.claim.seed}: {c.claim.where}",
+                        "rule": c.claim.rule,
+                        "article": c.claim.article,
+                        "verdict": c.verdict.outcome,
+                        "reason": c.verdict.reason,
+                        "figure": None
+                        if c.verdict.figure is None
+                        else {
+                            "what": c.verdict.figure.what,
+                            "value": c.verdict.figure.value,
+                            "ci_low": c.verdict.figure.ci_low,
+                            "ci_high": c.verdict.figure.ci_high,
+                            "repetitions": c.verdict.figure.repetitions,
+                            "unit": c.verdict.figure.unit,
+                        },
+                    }
+                    for c in r.claims
+                ],
+            }
+            for r in results
+        ],
+    }
+
+
+def render_json(results: list[StudyResult], machine: dict) -> str:
+    return json.dumps(as_dict(results, machine), indent=2)
+
+
+def _headline(result: StudyResult, reports_dir: Path, out_dir: Path) -> str | None:
+    """The study's headline chart from its run's report, copied beside the page."""
+    name = result.study.headline_figure
+    if result.run_id is None or name is None:
+        return None
+    source = reports_dir / result.run_id / f"{name}.png"
+    if not source.is_file():
+        return None
+    target = out_dir / f"{result.study.name}-{name}.png"
+    shutil.copyfile(source, target)
+    return target.name
+
+
+def _seed_chart(result: StudyResult, store: ResultStore, out_dir: Path) -> str | None:
+    if result.run_id is None:
+        return None
+    chart = result.study.seed_chart(load_run(store, result.run_id), out_dir)
+    return chart.name if chart else None
+
+
+def render_html(
+    results: list[StudyResult],
+    machine: dict,
+    store: ResultStore,
+    reports_dir: Path,
+    out_dir: Path,
+) -> Path:
+    """The page at out_dir/index.html; the runs' reports are under reports_dir/RUN."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [Row(cells, VERDICT_CLASS[cells[2]]) for cells in summary_rows(results)]
+    studies = []
+    for r in results:
+        report = reports_dir / (r.run_id or "") / "index.html"
+        claims = [
+            Row(
+                [
+                    c.claim.words,
+                    f"{c.claim.seed}, {c.claim.where}",
+                    c.claim.rule or "-",
+                    c.verdict.outcome,
+                    c.verdict.text(),
+                    c.claim.article or "-",
+                ],
+                VERDICT_CLASS[c.verdict.outcome],
+            )
+            for c in r.claims
+        ]
+        studies.append(
+            {
+                "name": r.study.name,
+                "seed": r.study.seed,
+                "title": r.study.title,
+                "spec": r.spec,
+                "status": _status(r),
+                "report": Path("..", r.run_id, "index.html").as_posix()
+                if r.run_id and report.is_file()
+                else None,
+                "chart": _headline(r, reports_dir, out_dir),
+                "seed_chart": _seed_chart(r, store, out_dir),
+                "claims": Markup(
+                    table(
+                        ["claim", "source", "rule", "verdict", "figure", "the article's"],
+                        claims,
+                        {0, 1, 2, 3, 4, 5},
+                    )
+                ),
+            }
+        )
+    page = render(
+        "reproduce.html.j2",
+        machine=machine,
+        summary=Markup(table(SUMMARY_HEAD, rows, {0, 1, 2, 3, 4})),
+        studies=studies,
+    )
+    index = out_dir / "index.html"
+    index.write_text(page)
+    return index

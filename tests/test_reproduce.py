@@ -1,0 +1,187 @@
+"""`pgcachelab reproduce`: each study's claims judged on its run, on one page (experiments/
+reproduce.py, report/reproduce_page.py). The page is built here from the fixture store's real tiny
+runs and opened in headless Chromium; a toy study registered from the test goes through the
+command itself on a real server, with a second one that cannot run, as a row with its reason."""
+
+import json
+import shutil
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from conftest import REPORT_RUNS_DIR, SPECS_DIR, run_cli_forked
+from headless_chromium import chromium_path, headless_chromium, visit
+
+from pgcachelab.analysis.claims import CANNOT, Figure, Verdict, at_least
+from pgcachelab.analysis.run_data import RunData
+from pgcachelab.analysis.versions import welch_log_ratio
+from pgcachelab.experiments.reproduce import (
+    FULL,
+    QUICK,
+    StudyResult,
+    judge,
+    spec_for,
+    spec_path,
+)
+from pgcachelab.report.build import build_report
+from pgcachelab.report.reproduce_page import as_dict, render_html, render_text
+from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies import registry
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
+
+FIXTURE_RUN = {  # each study's tiny run in the fixture store
+    "big-cache": "big-cache-tiny",
+    "cache-wash": "cache-split-tiny",
+    "tpcc": "tpcc-ladder-tiny",
+    "inspect-overhead": "inspect-overhead-tiny",
+    "versions": "archaeology-tiny",
+}
+
+
+def test_each_study_reproduces_shipped_specs():
+    for study in registry.STUDIES:
+        assert study.reproduction is not None, study.name
+        for root in (True, False):
+            for mode in (QUICK, FULL):
+                assert spec_path(spec_for(study, mode, root)).is_file(), (study.name, mode, root)
+    big_cache = next(s for s in registry.STUDIES if s.name == "big-cache")
+    assert spec_for(big_cache, QUICK, root=False) == "big-cache-quick-noroot"
+    assert spec_for(big_cache, QUICK, root=True) == "big-cache-quick"
+
+
+@pytest.fixture(scope="module")
+def fixture_results(tmp_path_factory) -> tuple[list[StudyResult], Path]:
+    """Every study's claims judged on its tiny fixture run, each run's report under
+    reports/RUN as `reproduce` writes them."""
+    base = tmp_path_factory.mktemp("reproduce")
+    shutil.copyfile(REPORT_RUNS_DIR / "results.sqlite", base / "results.sqlite")
+    store = SqliteResultStore(base / "results.sqlite")
+    by_name = {run.name: run.run_id for run in store.runs()}
+    results = []
+    for study in registry.STUDIES:
+        run_id = by_name[FIXTURE_RUN[study.name]]
+        build_report(store, run_id, base / "reports" / run_id)
+        result = StudyResult(study, spec_for(study, QUICK, True), run_id, seconds=61.0)
+        result.claims = judge(study, run_id, store, "")
+        results.append(result)
+    failed = StudyResult(registry.STUDIES[0], "cache-split-quick", None, reason="no root here")
+    failed.claims = judge(failed.study, None, store, failed.reason)
+    return [*results, failed], base
+
+
+def test_a_study_without_a_run_is_a_row_of_cannot_with_its_reason(fixture_results):
+    results, _ = fixture_results
+    failed = results[-1]
+    assert failed.claims and all(c.verdict.outcome == CANNOT for c in failed.claims)
+    assert {c.verdict.reason for c in failed.claims} == {"no root here"}
+
+
+def test_text_and_json_carry_every_claim(fixture_results):
+    results, _ = fixture_results
+    text = render_text(results)
+    claims = [c for r in results for c in r.claims]
+    for claim in claims:
+        assert claim.claim.words in text
+    assert "did not finish: no root here" in text
+    machine = {"host": "h", "cores": 2}
+    document = json.loads(json.dumps(as_dict(results, machine)))
+    assert document["machine"] == machine
+    assert sum(len(s["claims"]) for s in document["studies"]) == len(claims)
+    assert document["studies"][-1]["reason"] == "no root here"
+
+
+@pytest.mark.skipif(chromium_path() is None, reason="no chromium: `make test` installs it (root)")
+def test_the_page_opens_cleanly_in_chromium(fixture_results):
+    results, base = fixture_results
+    machine = {"host": "h", "cores": 2, "memory": "24 GiB", "root": True, "mode": "quick",
+               "date": "today", "commit": "abc"}  # fmt: skip
+    store = SqliteResultStore(base / "results.sqlite")
+    index = render_html(results, machine, store, base / "reports", base / "reports" / "reproduce")
+    with headless_chromium() as browser:
+        page = visit(browser, index)
+    assert page.console_errors == [] and page.failed_requests == []
+    assert page.network_requests == [] and page.broken_images == []
+    assert page.scroll_width <= page.viewport_width, "the page scrolls sideways"
+    reports = set()
+    for link in page.links:
+        target = Path(urllib.parse.unquote(urllib.parse.urlparse(link).path))
+        assert target.is_file(), f"broken link: {link}"
+        reports.add(target.parent.name)
+    assert reports >= {r.run_id for r in results if r.run_id}  # each study links its report
+    html = index.read_text()
+    # each run's headline chart, and TPC-C's ladder beside the article's
+    assert html.count("<img") == sum(1 for r in results if r.run_id) + 1
+    assert 'src="tpcc-ladder-beside-article.png"' in html
+
+
+# -- the command, end to end on a real server -------------------------------------------------
+
+
+class ToyStudy(Study):
+    """Runs tests/data/specs/toy-study.toml; claims that 2 clients beat 1 by 1.01× at least."""
+
+    name = "toy"
+    title = "a test's own study"
+    seed = "toy"
+    reproduction = Reproduction(
+        quick=str(SPECS_DIR / "toy-study.toml"), full=str(SPECS_DIR / "toy-study.toml")
+    )
+
+    @staticmethod
+    def more_clients(data: RunData) -> Verdict:
+        tps = {r.point.swept["clients"]: [m.tps for m in r.ok] for r in data.points}
+        ratio, low, high = welch_log_ratio(tps[1], tps[2])
+        figure = Figure("tps 2 clients / 1", ratio, low, high, min(len(tps[1]), len(tps[2])))
+        return at_least(figure, 1.01, "2 clients' tps at least 1.01× 1 client's")
+
+    claims = (PublishedClaim("toy", "nowhere", "two clients beat one", judge=more_clients),)
+
+    def recognises(self, data: RunData) -> bool:
+        return data.run.name == "toy-study"
+
+
+class UnrunnableStudy(ToyStudy):
+    name = "unrunnable"
+    reproduction = Reproduction(quick="/nonexistent/spec.toml", full="/nonexistent/spec.toml")
+    claims = (PublishedClaim("toy", "nowhere", "this one never runs"),)
+
+    def recognises(self, data: RunData) -> bool:
+        return False
+
+
+@pytest.fixture
+def toys():
+    studies = [UnrunnableStudy(), ToyStudy()]
+    for study in studies:
+        registry.register(study)
+    yield studies
+    for study in studies:
+        registry.unregister(study.name)
+
+
+@pytest.mark.server
+def test_reproduce_runs_judges_and_reads_again(toys, tmp_path, lab_tmp):
+    lab = tmp_path / "lab"
+    done = run_cli_forked("reproduce", "toy", "unrunnable", "--lab-dir", lab, tmpdir=lab_tmp)
+    assert done.returncode == 0, done.stderr
+    assert "[1/2] toy: reproducing seed toy's claims (quick)" in done.stderr
+    assert "unrunnable (/nonexistent/spec.toml): did not finish:" in done.stdout
+    assert "- cannot be shown here: this one never runs" in done.stdout
+    assert "two clients beat one" in done.stdout
+    assert "2 clients' tps at least 1.01× 1 client's" in done.stdout
+    page = lab / "reports" / "reproduce" / "index.html"
+    html = page.read_text()
+    assert "two clients beat one" in html and "this one never runs" in html
+    [run] = SqliteResultStore.in_lab_dir(lab).runs()
+    assert f'href="../{run.run_id}/index.html"' in html
+
+    again = run_cli_forked("reproduce", "toy", "--json", "--lab-dir", lab, tmpdir=lab_tmp)
+    assert again.returncode == 0, again.stderr
+    [toy] = json.loads(again.stdout)["studies"]
+    assert toy["reused"] is True and toy["run_id"] == run.run_id  # read again, not measured
+    assert len(SqliteResultStore.in_lab_dir(lab).runs()) == 1
+    assert toy["claims"][0]["verdict"] in (
+        "reproduced",
+        "contradicted",
+        "not shown beyond the noise",
+    )
