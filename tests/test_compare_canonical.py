@@ -6,7 +6,9 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from conftest import REPORT_RUNS_DIR, run_cli, store_query
+from fix_cli import run_cli
+from fix_lab import store_query
+from fix_reports import REPORT_RUNS_DIR
 from test_compare_pure import run, side
 
 from pgcachelab.analysis.advice import choose

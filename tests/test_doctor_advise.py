@@ -5,7 +5,8 @@ import re
 import statistics
 
 import pytest
-from conftest import SPECS_DIR, dsn_of, run_cli
+from fix_cli import SPECS_DIR, run_cli
+from fix_clusters import dsn_of
 
 from pgcachelab.analysis.advice import choose, format_interval
 from pgcachelab.report.dataset import load_run

@@ -5,7 +5,8 @@ import json
 import shutil
 
 import pytest
-from conftest import dsn_of, run_cli
+from fix_cli import run_cli
+from fix_clusters import dsn_of
 
 from pgcachelab.doctor.findings import Finding, Skipped
 from pgcachelab.doctor.server_checks import server_checks

@@ -14,7 +14,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import REPORT_RUNS_DIR, install_of, run_cli, store_query
+from fix_cli import run_cli
+from fix_clusters import install_of
+from fix_lab import store_query
+from fix_reports import REPORT_RUNS_DIR
 
 from pgcachelab.analysis.inspect_overhead import Sag, sag_above
 from pgcachelab.analysis.summary import summarise

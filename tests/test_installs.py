@@ -7,7 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, server_reachable_dir, store_query
+from fix_cli import run_cli
+from fix_lab import store_query
+from fix_processes import server_reachable_dir
 
 from pgcachelab.clusters.installs import ZONKY_VERSIONS, normalise_major, resolve
 from pgcachelab.errors import UserError

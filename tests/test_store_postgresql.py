@@ -10,16 +10,9 @@ import subprocess
 
 import psycopg
 import pytest
-from conftest import (
-    SPECS_DIR,
-    cli_command,
-    cli_env,
-    lab_process,
-    lab_stderr,
-    run_cli,
-    server_reachable_dir,
-    wait_for,
-)
+from fix_cli import SPECS_DIR, cli_command, cli_env, run_cli
+from fix_lab import lab_process, lab_stderr
+from fix_processes import server_reachable_dir, wait_for
 from test_cli import assert_user_error
 from test_store_metric_paths import METRICS
 

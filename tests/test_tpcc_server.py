@@ -9,7 +9,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import dsn_of, own_lines, run_cli, store_query
+from fix_cli import own_lines, run_cli
+from fix_clusters import dsn_of
+from fix_lab import store_query
 
 from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.binaries import find_pgbench
