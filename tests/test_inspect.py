@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from fix_cli import SPECS_DIR, cli_command, cli_env, own_lines, run_cli
+from fix_cli import SPECS_DIR, cli_command, cli_env, own_lines, run_cli, run_cli_forked
 from fix_clusters import dsn_of
 from fix_lab import store_query
 from fix_processes import server_reachable_dir, wait_for
@@ -370,7 +370,7 @@ def test_inspect_watch_repeats_until_interrupted(idle_cluster, tmp_path):
     ],
 )
 def test_inspect_bad_input_is_one_line_and_exit_2(args, message):
-    result = run_cli("inspect", *args)
+    result = run_cli_forked("inspect", *args)
     assert result.returncode == 2
     first, hint = own_lines(result.stderr)
     assert first.startswith(message)
