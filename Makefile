@@ -90,7 +90,7 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(VENV)/bin/pytest --basetemp="$$base/t" --durations=25
 
 # The tests that start no server (pure functions, parsers on captured outputs, bad input through
-# the CLI, reports from the fixture store): those not marked `server` (tests/conftest.py marks
+# the CLI, reports from the fixture store): those not marked `server` (tests/fix_clusters.py marks
 # every user of a server fixture). pytest exits 5 when the selection is empty, so a broken
 # marker expression fails here instead of passing with nothing run.
 test-fast: $(INSTALLED)

@@ -6,15 +6,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import (
-    CLI_TIMEOUT_S,
-    SPECS_DIR,
-    lab_process,
-    processes_mentioning,
-    run_cli,
-    store_query,
-    wait_until_measuring,
-)
+from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, run_cli
+from fix_lab import lab_process, store_query, wait_until_measuring
+from fix_processes import processes_mentioning
 
 from pgcachelab.clusters.managed import reap_stale
 

@@ -16,18 +16,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import (
-    SPECS_DIR,
-    dsn_of,
-    output_as_user,
-    own_lines,
-    postmaster_pid,
-    processes_mentioning,
-    run_cli,
-    run_cli_forked,
-    server_reachable_dir,
-    store_query,
-)
+from fix_cli import SPECS_DIR, own_lines, run_cli, run_cli_forked
+from fix_clusters import dsn_of
+from fix_lab import store_query
+from fix_processes import output_as_user, postmaster_pid, processes_mentioning, server_reachable_dir
 
 from pgcachelab.experiments.spec import load_spec
 

@@ -6,7 +6,9 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from conftest import REPORT_RUNS_DIR, run_cli, store_query
+from fix_cli import run_cli_forked
+from fix_lab import store_query
+from fix_reports import REPORT_RUNS_DIR
 from test_compare_pure import run, side
 
 from pgcachelab.analysis.advice import choose
@@ -81,7 +83,7 @@ def test_runs_of_different_workloads_are_refused_and_other_experiments_flagged()
 def test_compare_of_a_pgbench_run_with_a_tpcc_run_is_one_line(tmp_path):
     store = tmp_path / "results.sqlite"
     shutil.copyfile(REPORT_RUNS_DIR / "results.sqlite", store)  # opening a store writes
-    result = run_cli("compare", PGBENCH_RUN, TPCC_RUN, "--store", store)
+    result = run_cli_forked("compare", PGBENCH_RUN, TPCC_RUN, "--store", store)
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [
         f"pgcachelab: compare: run A ({PGBENCH_RUN}) is a pgbench run and run B ({TPCC_RUN}) a "
@@ -137,7 +139,7 @@ def test_run_with_more_memory_than_the_host_is_one_line_before_anything_runs(tmp
     spec.write_text('[pgbench]\nduration = "1s"\n'
                     + ('[machine]\nmemory = "4TiB"\n' if where == "spec" else ""))  # fmt: skip
     option = ["--memory", "4TiB"] if where == "option" else []
-    result = run_cli("run", spec, "--lab-dir", tmp_path / "lab", "--no-report", *option)
+    result = run_cli_forked("run", spec, "--lab-dir", tmp_path / "lab", "--no-report", *option)
     assert result.returncode == 2, result.stderr
     source = f"{spec}: machine.memory" if where == "spec" else "--memory"
     host = format_bytes(memory_total_bytes())

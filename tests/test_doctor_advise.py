@@ -5,7 +5,8 @@ import re
 import statistics
 
 import pytest
-from conftest import SPECS_DIR, dsn_of, run_cli
+from fix_cli import SPECS_DIR, run_cli, run_cli_forked
+from fix_clusters import dsn_of
 
 from pgcachelab.analysis.advice import choose, format_interval
 from pgcachelab.analysis.run_data import load_run
@@ -92,6 +93,6 @@ def test_advise_a_cache_wash_run_names_the_shared_buffers_for_idx2(
 
 
 def test_advise_unknown_run_is_one_line(tmp_path):
-    result = run_cli("advise", "nope", "--lab-dir", tmp_path)
+    result = run_cli_forked("advise", "nope", "--lab-dir", tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: --lab-dir: no results in")

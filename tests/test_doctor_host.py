@@ -6,7 +6,8 @@ import pwd
 from pathlib import Path
 
 import pytest
-from conftest import output_as_user, run_cli
+from fix_cli import run_cli
+from fix_processes import output_as_user
 
 from pgcachelab.doctor.diagnose import diagnose
 from pgcachelab.doctor.findings import Finding, Skipped, fails

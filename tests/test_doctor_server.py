@@ -5,7 +5,8 @@ import json
 import shutil
 
 import pytest
-from conftest import dsn_of, run_cli
+from fix_cli import run_cli, run_cli_forked
+from fix_clusters import dsn_of
 
 from pgcachelab.doctor.findings import Finding, Skipped
 from pgcachelab.doctor.server_checks import server_checks
@@ -221,7 +222,7 @@ def test_doctor_human_output_on_a_default_server(shared_cluster):
 
 
 def test_doctor_with_a_dead_dsn_is_a_user_error(tmp_path):
-    result = run_cli("doctor", "--dsn", f"host={tmp_path} port=1 dbname=postgres")
+    result = run_cli_forked("doctor", "--dsn", f"host={tmp_path} port=1 dbname=postgres")
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: --dsn: cannot connect to")
 
@@ -240,7 +241,7 @@ def test_hugepages_sizes_a_configuration_and_leaves_nothing(lab_tmp):
 
 
 def test_hugepages_bad_size_is_one_line():
-    result = run_cli("hugepages", "--shared-buffers", "lots")
+    result = run_cli_forked("hugepages", "--shared-buffers", "lots")
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: --shared-buffers: invalid value 'lots'")
     assert result.stderr.splitlines()[1] == "hint: e.g. --shared-buffers 4GB"

@@ -10,17 +10,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import (
-    CLI_TIMEOUT_S,
-    SPECS_DIR,
-    lab_process,
-    output_as_user,
-    processes_mentioning,
-    run_cli,
-    store_query,
-    wait_for,
-    wait_until_measuring,
-)
+from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, run_cli
+from fix_lab import lab_process, store_query, wait_until_measuring
+from fix_processes import output_as_user, processes_mentioning, wait_for
 
 from pgcachelab.clusters.osuser import server_user
 from pgcachelab.errors import UserError

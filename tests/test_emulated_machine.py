@@ -11,14 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import (
-    CLI_TIMEOUT_S,
-    SPECS_DIR,
-    lab_process,
-    run_cli,
-    store_query,
-    wait_until_measuring,
-)
+from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, run_cli
+from fix_lab import lab_process, store_query, wait_until_measuring
 
 from pgcachelab.clusters.binaries import find_pgbench
 from pgcachelab.clusters.client import PgbenchTarget

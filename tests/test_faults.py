@@ -18,22 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (
-    CLI_TIMEOUT_S,
-    SPECS_DIR,
-    cli_command,
-    cli_env,
-    lab_process,
-    lab_stderr,
-    own_lines,
-    postmaster_pid,
-    process_alive,
-    processes_mentioning,
-    run_cli,
-    store_query,
-    wait_for,
-    wait_until_measuring,
-)
+from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, cli_command, cli_env, own_lines, run_cli
+from fix_lab import lab_process, lab_stderr, store_query, wait_until_measuring
+from fix_processes import postmaster_pid, process_alive, processes_mentioning, wait_for
 
 from pgcachelab.machine import owned
 

@@ -12,7 +12,9 @@ from types import SimpleNamespace
 
 import psycopg
 import pytest
-from conftest import lab_process, lab_stderr, processes_mentioning, run_cli, wait_for
+from fix_cli import run_cli
+from fix_lab import lab_process, lab_stderr
+from fix_processes import processes_mentioning, wait_for
 from test_store_postgresql import new_database
 
 from pgcachelab.analysis.hosts import host_class

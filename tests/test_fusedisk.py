@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import process_alive, server_reachable_dir, wait_for
+from fix_processes import process_alive, server_reachable_dir, wait_for
 
 from pgcachelab.clusters.osuser import OsUser, run_as_kwargs, server_user
 from pgcachelab.machine.fusedisk import (

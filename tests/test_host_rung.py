@@ -12,15 +12,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import (
-    CLI_TIMEOUT_S,
-    SPECS_DIR,
-    lab_process,
-    lab_stderr,
-    run_cli,
-    store_query,
-    wait_until_measuring,
-)
+from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, run_cli
+from fix_lab import lab_process, lab_stderr, store_query, wait_until_measuring
 
 from pgcachelab.machine import fusedisk, host_settings
 from pgcachelab.machine.host_tunables import TUNABLES

@@ -10,7 +10,9 @@ import pwd
 from pathlib import Path
 
 import pytest
-from conftest import output_as_user, run_cli_forked, store_query
+from fix_cli import run_cli_forked
+from fix_lab import store_query
+from fix_processes import output_as_user
 
 from pgcachelab.errors import ClusterError, UserError
 from pgcachelab.experiments.spec import parse_spec

@@ -17,15 +17,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import (
-    cli_command,
-    cli_env,
-    dsn_of,
-    own_lines,
-    run_cli,
-    server_reachable_dir,
-    wait_for,
-)
+from fix_cli import SPECS_DIR, cli_command, cli_env, own_lines, run_cli, run_cli_forked
+from fix_clusters import dsn_of
+from fix_lab import store_query
+from fix_processes import server_reachable_dir, wait_for
 
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench
@@ -375,7 +370,7 @@ def test_inspect_watch_repeats_until_interrupted(idle_cluster, tmp_path):
     ],
 )
 def test_inspect_bad_input_is_one_line_and_exit_2(args, message):
-    result = run_cli("inspect", *args)
+    result = run_cli_forked("inspect", *args)
     assert result.returncode == 2
     first, hint = own_lines(result.stderr)
     assert first.startswith(message)
@@ -435,8 +430,6 @@ def test_extension_install_command_builds_into_the_install(pg_cachelab_18, pg_in
 def test_a_cache_wash_run_stores_snapshots_and_reports_the_composition(
     pg_cachelab_18, tmp_path, lab_tmp
 ):
-    from conftest import SPECS_DIR, store_query
-
     lab_dir = tmp_path / "lab"
     result = run_cli("run", SPECS_DIR / "cache-wash-inspect.toml", "--lab-dir", lab_dir,
                      tmpdir=lab_tmp)  # fmt: skip
@@ -476,8 +469,6 @@ def test_a_cache_wash_run_stores_snapshots_and_reports_the_composition(
 def test_an_overhead_run_polls_per_method_and_reports_sag_and_accuracy(
     pg_cachelab_18, tmp_path, lab_tmp
 ):
-    from conftest import SPECS_DIR, store_query
-
     lab_dir = tmp_path / "lab"
     result = run_cli("run", SPECS_DIR / "inspect-overhead-tiny.toml", "--lab-dir", lab_dir,
                      tmpdir=lab_tmp)  # fmt: skip

@@ -14,7 +14,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import REPORT_RUNS_DIR, install_of, run_cli, store_query
+from fix_cli import run_cli, run_cli_forked
+from fix_clusters import install_of
+from fix_lab import store_query
+from fix_reports import REPORT_RUNS_DIR
 
 from pgcachelab.analysis.inspect_overhead import Sag, sag_above
 from pgcachelab.analysis.run_data import load_run
@@ -190,7 +193,7 @@ def test_a_spec_refuses_a_wait_events_value_that_is_not_a_boolean(tmp_path):
     spec = tmp_path / "s.toml"
     spec.write_text('name = "s"\n[pgbench]\nmode = "select-only"\nscale = 1\nclients = 1\n'
                     'duration = "4s"\n[inspect]\nevery = "1s"\nwait_events = "yes"\n')  # fmt: skip
-    result = run_cli("run", spec, "--lab-dir", tmp_path / "lab")
+    result = run_cli_forked("run", spec, "--lab-dir", tmp_path / "lab")
     assert result.returncode == 2
     assert "wait_events" in result.stderr and "Traceback" not in result.stderr
 

@@ -7,7 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, server_reachable_dir, store_query
+from fix_cli import run_cli, run_cli_forked
+from fix_lab import store_query
+from fix_processes import server_reachable_dir
 
 from pgcachelab.clusters.installs import ZONKY_VERSIONS, normalise_major, resolve
 from pgcachelab.errors import UserError
@@ -31,7 +33,7 @@ def test_pg_bin_directories_pass_through():
 
 
 def test_bad_version_refused_before_any_download():
-    result = run_cli("pg", "install", "16", "8.4")
+    result = run_cli_forked("pg", "install", "16", "8.4")
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == "pgcachelab: invalid PostgreSQL major version '8.4'"
 

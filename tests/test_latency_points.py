@@ -4,7 +4,9 @@ its HdrHistogram and a per-second series; a sweep of -R gets its knee in the rep
 import json
 
 import pytest
-from conftest import SPECS_DIR, run_cli, server_reachable_dir, store_query
+from fix_cli import SPECS_DIR, run_cli
+from fix_lab import store_query
+from fix_processes import server_reachable_dir
 
 from pgcachelab.workloads.pgbench_latency import decode_histogram
 

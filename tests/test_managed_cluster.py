@@ -4,7 +4,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import postmaster_pid, process_alive, processes_mentioning, show
+from fix_clusters import show
+from fix_processes import postmaster_pid, process_alive, processes_mentioning
 
 from pgcachelab.clusters.binaries import find_install
 from pgcachelab.clusters.managed import SETTINGS_FILE, ClusterError, ManagedCluster

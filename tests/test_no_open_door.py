@@ -15,7 +15,9 @@ import subprocess
 
 import psycopg
 import pytest
-from conftest import CLI_TIMEOUT_S, cli_command, cli_env, server_reachable_dir, store_query
+from fix_cli import CLI_TIMEOUT_S, cli_command, cli_env
+from fix_lab import store_query
+from fix_processes import server_reachable_dir
 
 from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.managed import (

@@ -15,7 +15,8 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import REPORT_ARTIFACTS, REPORT_RUNS_DIR, processes_mentioning
+from fix_processes import processes_mentioning
+from fix_reports import REPORT_ARTIFACTS, REPORT_RUNS_DIR
 from headless_chromium import chromium_path, headless_chromium, visit
 
 from pgcachelab.experiments.spec import load_spec

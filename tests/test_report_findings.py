@@ -5,7 +5,8 @@ import html
 import re
 
 import pytest
-from conftest import REPORT_ARTIFACTS, REPORT_RUNS_DIR, run_cli
+from fix_cli import run_cli
+from fix_reports import REPORT_ARTIFACTS, REPORT_RUNS_DIR
 
 from pgcachelab.analysis.compare import Comparison, PointComparison, RunSide
 from pgcachelab.analysis.compare_advice import comparison_advice

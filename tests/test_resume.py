@@ -8,18 +8,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import (
-    CLI_TIMEOUT_S,
-    SPECS_DIR,
-    lab_process,
-    lab_stderr,
-    postmaster_pid,
-    process_alive,
-    processes_mentioning,
-    run_cli,
-    store_query,
-    wait_until_measuring,
-)
+from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, run_cli
+from fix_lab import lab_process, lab_stderr, store_query, wait_until_measuring
+from fix_processes import postmaster_pid, process_alive, processes_mentioning
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

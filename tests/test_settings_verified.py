@@ -10,7 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import install_of, run_cli, server_reachable_dir, store_query
+from fix_cli import run_cli
+from fix_clusters import install_of
+from fix_lab import store_query
+from fix_processes import server_reachable_dir
 from test_spec import captured_catalogue, spec
 
 from pgcachelab.clusters.guc import (

@@ -10,16 +10,9 @@ import subprocess
 
 import psycopg
 import pytest
-from conftest import (
-    SPECS_DIR,
-    cli_command,
-    cli_env,
-    lab_process,
-    lab_stderr,
-    run_cli,
-    server_reachable_dir,
-    wait_for,
-)
+from fix_cli import SPECS_DIR, cli_command, cli_env, run_cli, run_cli_forked
+from fix_lab import lab_process, lab_stderr
+from fix_processes import server_reachable_dir, wait_for
 from test_cli import assert_user_error
 from test_store_metric_paths import METRICS
 
@@ -239,7 +232,7 @@ def test_bad_store_input_is_one_line_with_the_password_masked(store_server, tmp_
     ]  # fmt: skip
     for args, message, hint in cases:
         lab_dir = [] if args[0] == "store" else ["--lab-dir", tmp_path / "lab"]
-        result = run_cli(*args, *lab_dir)
+        result = run_cli_forked(*args, *lab_dir)
         assert_user_error(result, message, hint)
         assert "hunter2" not in result.stderr
     assert not (tmp_path / "lab").exists()

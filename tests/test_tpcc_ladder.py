@@ -8,7 +8,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import SPECS_DIR, dsn_of, run_cli, store_query
+from fix_cli import SPECS_DIR, run_cli
+from fix_clusters import dsn_of
+from fix_lab import store_query
 
 from pgcachelab.analysis.ladder import (
     StepSamples,

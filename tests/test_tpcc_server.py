@@ -9,7 +9,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import dsn_of, own_lines, run_cli, store_query
+from fix_cli import own_lines, run_cli, run_cli_forked
+from fix_clusters import dsn_of
+from fix_lab import store_query
 
 from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.binaries import find_pgbench
@@ -386,7 +388,7 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
     ],
 )
 def test_cli_bad_input_before_any_server(args, message, lab_tmp):
-    result = run_cli("tpcc", *args, tmpdir=lab_tmp)
+    result = run_cli_forked("tpcc", *args, tmpdir=lab_tmp)
     assert result.returncode == 2
     lines = result.stderr.splitlines()
     assert len(lines) == 2 and message in lines[0] and lines[1].startswith("hint: ")

@@ -5,7 +5,8 @@ import json
 import tempfile
 
 import pytest
-from conftest import SPECS_DIR, run_cli, store_query
+from fix_cli import SPECS_DIR, run_cli
+from fix_lab import store_query
 
 from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters.installs import resolve

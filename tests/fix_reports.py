@@ -1,0 +1,50 @@
+"""Reports of the tiny real runs in tests/data/report-runs (regenerate.sh there), built once
+per session for the figure, findings and browser tests."""
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPORT_RUNS_DIR = Path(__file__).parent / "data" / "report-runs"
+REPORT_ARTIFACTS = Path(__file__).parent.parent / "test-artifacts" / "report-browser"
+
+
+@dataclasses.dataclass
+class TinyReport:
+    index: Path  # the report's index.html
+    figures: dict  # the name of each figure it saved -> the matplotlib Figure, as saved
+
+
+@pytest.fixture(scope="session")
+def tiny_reports() -> dict[str, TinyReport]:
+    """Run name -> the report built from the fixture store of real tiny runs (regenerate.sh
+    there). Built once for the figure and the browser tests, kept under test-artifacts/."""
+    from matplotlib.figure import Figure
+
+    from pgcachelab.report.build import build_report
+    from pgcachelab.store.sqlite import SqliteResultStore
+
+    shutil.rmtree(REPORT_ARTIFACTS, ignore_errors=True)
+    REPORT_ARTIFACTS.mkdir(parents=True)
+    store_path = REPORT_ARTIFACTS / "results.sqlite"
+    shutil.copyfile(REPORT_RUNS_DIR / "results.sqlite", store_path)  # opening a store writes
+    store = SqliteResultStore(store_path)
+    runs = store.db.execute("select run_id, name from runs").fetchall()
+    original, saving = Figure.savefig, {}
+
+    def keeping_savefig(figure, path, *args, **kwargs):
+        # each figure is saved as PNG, then SVG, then closed: keep it to inspect later
+        saving[Path(path).stem] = figure
+        return original(figure, path, *args, **kwargs)
+
+    reports = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", keeping_savefig)
+        for run_id, name in runs:
+            saving = {}
+            index = build_report(store, run_id, REPORT_ARTIFACTS / name)
+            reports[name] = TinyReport(index, saving)
+    store.db.close()
+    return reports
