@@ -36,7 +36,8 @@ def cli_env(tmpdir: Path | None = None) -> dict:
 
 # What the reaper says when a lab command cleans up after another lab that was killed on this
 # machine (a fault test, or another suite sharing it): not part of the command's own answer.
-REAPER_LINE = re.compile(r"a killed lab")
+# (the reaper marks a killed lab's run in a store it finds: experiments/reaping.py KILLED)
+REAPER_LINE = re.compile(r"a killed lab|^marked run \S+ interrupted: the lab process was killed$")
 
 
 def own_lines(stderr: str) -> list[str]:

@@ -9,7 +9,8 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import REPORT_RUNS_DIR, SPECS_DIR, run_cli_forked
+from fix_cli import SPECS_DIR, run_cli_forked
+from fix_reports import REPORT_RUNS_DIR
 from headless_chromium import chromium_path, headless_chromium, visit
 
 from pgcachelab.analysis.claims import CANNOT, Figure, Verdict, at_least

@@ -6,7 +6,8 @@ import statistics
 from pathlib import Path
 
 import pytest
-from conftest import REPORT_RUNS_DIR, SPECS_DIR, run_cli_forked
+from fix_cli import SPECS_DIR, run_cli_forked
+from fix_reports import REPORT_RUNS_DIR
 from markupsafe import Markup
 
 from pgcachelab.analysis.advice import Advice
