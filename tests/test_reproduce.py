@@ -9,13 +9,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from fix_cli import SPECS_DIR, run_cli_forked
+from fix_cli import run_cli_forked
 from fix_reports import REPORT_RUNS_DIR
 from headless_chromium import chromium_path, headless_chromium, visit
 
-from pgcachelab.analysis.claims import CANNOT, Figure, Verdict, at_least
+from pgcachelab.analysis.claims import CANNOT
 from pgcachelab.analysis.run_data import RunData
-from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.experiments.reproduce import (
     FULL,
     QUICK,
@@ -24,7 +23,6 @@ from pgcachelab.experiments.reproduce import (
     spec_for,
     spec_path,
 )
-from pgcachelab.report.build import build_report
 from pgcachelab.report.reproduce_page import as_dict, render_html, render_text
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies import registry
@@ -51,17 +49,19 @@ def test_each_study_reproduces_shipped_specs():
 
 
 @pytest.fixture(scope="module")
-def fixture_results(tmp_path_factory) -> tuple[list[StudyResult], Path]:
-    """Every study's claims judged on its tiny fixture run, each run's report under
-    reports/RUN as `reproduce` writes them."""
+def fixture_results(tmp_path_factory, tiny_reports) -> tuple[list[StudyResult], Path]:
+    """Every study's claims judged on its tiny fixture run, each run's report (the session's,
+    built once) under reports/RUN as `reproduce` writes them."""
     base = tmp_path_factory.mktemp("reproduce")
     shutil.copyfile(REPORT_RUNS_DIR / "results.sqlite", base / "results.sqlite")
     store = SqliteResultStore(base / "results.sqlite")
     by_name = {run.name: run.run_id for run in store.runs()}
+    (base / "reports").mkdir()
     results = []
     for study in registry.STUDIES:
-        run_id = by_name[FIXTURE_RUN[study.name]]
-        build_report(store, run_id, base / "reports" / run_id)
+        name = FIXTURE_RUN[study.name]
+        run_id = by_name[name]
+        (base / "reports" / run_id).symlink_to(tiny_reports[name].index.parent)
         result = StudyResult(study, spec_for(study, QUICK, True), run_id, seconds=61.0)
         result.claims = judge(study, run_id, store, "")
         results.append(result)
@@ -115,34 +115,13 @@ def test_the_page_opens_cleanly_in_chromium(fixture_results):
     assert 'src="tpcc-ladder-beside-article.png"' in html
 
 
-# -- the command, end to end on a real server -------------------------------------------------
+# -- a study that cannot run is a row, through the command --------------------------------
 
 
-class ToyStudy(Study):
-    """Runs tests/data/specs/toy-study.toml; claims that 2 clients beat 1 by 1.01× at least."""
-
-    name = "toy"
-    title = "a test's own study"
-    seed = "toy"
-    reproduction = Reproduction(
-        quick=str(SPECS_DIR / "toy-study.toml"), full=str(SPECS_DIR / "toy-study.toml")
-    )
-
-    @staticmethod
-    def more_clients(data: RunData) -> Verdict:
-        tps = {r.point.swept["clients"]: [m.tps for m in r.ok] for r in data.points}
-        ratio, low, high = welch_log_ratio(tps[1], tps[2])
-        figure = Figure("tps 2 clients / 1", ratio, low, high, min(len(tps[1]), len(tps[2])))
-        return at_least(figure, 1.01, "2 clients' tps at least 1.01× 1 client's")
-
-    claims = (PublishedClaim("toy", "nowhere", "two clients beat one", judge=more_clients),)
-
-    def recognises(self, data: RunData) -> bool:
-        return data.run.name == "toy-study"
-
-
-class UnrunnableStudy(ToyStudy):
+class UnrunnableStudy(Study):
     name = "unrunnable"
+    title = "a study whose spec is missing"
+    seed = "toy"
     reproduction = Reproduction(quick="/nonexistent/spec.toml", full="/nonexistent/spec.toml")
     claims = (PublishedClaim("toy", "nowhere", "this one never runs"),)
 
@@ -151,38 +130,25 @@ class UnrunnableStudy(ToyStudy):
 
 
 @pytest.fixture
-def toys():
-    studies = [UnrunnableStudy(), ToyStudy()]
-    for study in studies:
-        registry.register(study)
-    yield studies
-    for study in studies:
-        registry.unregister(study.name)
+def unrunnable():
+    study = UnrunnableStudy()
+    registry.register(study)
+    yield study
+    registry.unregister(study.name)
 
 
-@pytest.mark.server
-def test_reproduce_runs_judges_and_reads_again(toys, tmp_path, lab_tmp):
+def test_a_study_that_cannot_run_is_a_row_with_its_reason(unrunnable, tmp_path):
     lab = tmp_path / "lab"
-    done = run_cli_forked("reproduce", "toy", "unrunnable", "--lab-dir", lab, tmpdir=lab_tmp)
+    done = run_cli_forked("reproduce", "unrunnable", "--json", "--lab-dir", lab)
     assert done.returncode == 0, done.stderr
-    assert "[1/2] toy: reproducing seed toy's claims (quick)" in done.stderr
-    assert "unrunnable (/nonexistent/spec.toml): did not finish:" in done.stdout
-    assert "- cannot be shown here: this one never runs" in done.stdout
-    assert "two clients beat one" in done.stdout
-    assert "2 clients' tps at least 1.01× 1 client's" in done.stdout
-    page = lab / "reports" / "reproduce" / "index.html"
-    html = page.read_text()
-    assert "two clients beat one" in html and "this one never runs" in html
-    [run] = SqliteResultStore.in_lab_dir(lab).runs()
-    assert f'href="../{run.run_id}/index.html"' in html
+    [study] = json.loads(done.stdout)["studies"]
+    assert study["run_id"] is None and "/nonexistent/spec.toml" in study["reason"]
+    [claim] = study["claims"]
+    assert claim["verdict"] == CANNOT and claim["reason"] == study["reason"]
+    assert "this one never runs" in (lab / "reports" / "reproduce" / "index.html").read_text()
 
-    again = run_cli_forked("reproduce", "toy", "--json", "--lab-dir", lab, tmpdir=lab_tmp)
-    assert again.returncode == 0, again.stderr
-    [toy] = json.loads(again.stdout)["studies"]
-    assert toy["reused"] is True and toy["run_id"] == run.run_id  # read again, not measured
-    assert len(SqliteResultStore.in_lab_dir(lab).runs()) == 1
-    assert toy["claims"][0]["verdict"] in (
-        "reproduced",
-        "contradicted",
-        "not shown beyond the noise",
-    )
+
+def test_an_unknown_study_is_one_line(tmp_path):
+    done = run_cli_forked("reproduce", "nope", "--lab-dir", tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == "pgcachelab: reproduce: unknown study 'nope'"

@@ -2,6 +2,7 @@
 new study, registered from here, runs, reports and advises through the lab's own commands
 without a line of runner, report or advise knowing it."""
 
+import json
 import statistics
 from pathlib import Path
 
@@ -11,13 +12,15 @@ from fix_reports import REPORT_RUNS_DIR
 from markupsafe import Markup
 
 from pgcachelab.analysis.advice import Advice
+from pgcachelab.analysis.claims import CONTRADICTED, NOISE, REPRODUCED, Figure, Verdict, at_least
 from pgcachelab.analysis.run_data import RunData, load_run
+from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.experiments.spec.schema import SpecFile
 from pgcachelab.report.render import Section, table
 from pgcachelab.store.records import ResultStore
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies import registry
-from pgcachelab.studies.kind import PublishedClaim, Study
+from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 from pgcachelab.workloads.registry import WORKLOADS
 
 # The fixture store's tiny runs (tests/data/report-runs) and the study each one is.
@@ -68,6 +71,9 @@ def test_a_second_study_of_the_same_name_is_refused():
         registry.register(registry.STUDIES[1].__class__())
 
 
+TOY_SPEC = SPECS_DIR / "toy-study.toml"
+
+
 # -- a toy study, end to end --------------------------------------------------------------------
 
 
@@ -77,7 +83,16 @@ class Toy(Study):
     name = "toy"
     title = "which clients count is faster (a test's own study)"
     seed = "toy"
-    claims = (PublishedClaim("toy", "nowhere", "more clients are faster"),)
+    reproduction = Reproduction(quick=str(TOY_SPEC), full=str(TOY_SPEC))
+
+    @staticmethod
+    def more_clients(data: RunData) -> Verdict:
+        tps = {r.point.swept["clients"]: [m.tps for m in r.ok] for r in data.points}
+        ratio, low, high = welch_log_ratio(tps[1], tps[2])
+        figure = Figure("tps 2 clients / 1", ratio, low, high, min(len(tps[1]), len(tps[2])))
+        return at_least(figure, 1.01, "2 clients' tps at least 1.01× 1 client's")
+
+    claims = (PublishedClaim("toy", "nowhere", "two clients beat one", judge=more_clients),)
 
     def recognises(self, data: RunData) -> bool:
         return data.run.name == "toy-study"
@@ -109,23 +124,38 @@ def toy():
 
 
 @pytest.mark.server
-def test_a_toy_study_runs_reports_and_advises_through_the_cli(toy, tmp_path, lab_tmp):
+def test_a_toy_study_reproduces_reports_and_advises_through_the_cli(toy, tmp_path, lab_tmp):
     lab = tmp_path / "lab"
-    ran = run_cli_forked("run", SPECS_DIR / "toy-study.toml", "--lab-dir", lab, tmpdir=lab_tmp)
-    assert ran.returncode == 0, ran.stderr
+    done = run_cli_forked("reproduce", "toy", "--lab-dir", lab, tmpdir=lab_tmp)
+    assert done.returncode == 0, done.stderr
+    assert "[1/1] toy: reproducing seed toy's claims (quick)" in done.stderr
+    assert "two clients beat one" in done.stdout
+    assert "2 clients' tps at least 1.01× 1 client's" in done.stdout
     store = SqliteResultStore.in_lab_dir(lab)
-    data = load_run(store, store.runs()[-1].run_id)
+    [run] = store.runs()
+    data = load_run(store, run.run_id)
     assert registry.study_of(data) is toy
     best = max(toy.medians(data), key=toy.medians(data).get)
 
-    page = next(lab.glob("reports/*/index.html")).read_text()
+    page = (lab / "reports" / run.run_id / "index.html").read_text()
     assert "<h2>Toy study: tps per clients</h2>" in page
     assert f"the toy prefers clients = {best}" in page  # the page opens with the toy's advice
+    reproduced = (lab / "reports" / "reproduce" / "index.html").read_text()
+    assert "two clients beat one" in reproduced
+    assert f'href="../{run.run_id}/index.html"' in reproduced
     advised = run_cli_forked("advise", "last", "--lab-dir", lab)
     assert advised.returncode == 0, advised.stderr
     assert f"- toy: the toy prefers clients = {best}" in advised.stdout
     shown = run_cli_forked("show", "last", "--lab-dir", lab)
     assert shown.returncode == 0 and shown.stdout.startswith("toy table: 1="), shown.stderr
+
+    # Again: the finished run is read again, not measured a second time.
+    again = run_cli_forked("reproduce", "toy", "--json", "--lab-dir", lab, tmpdir=lab_tmp)
+    assert again.returncode == 0, again.stderr
+    [study] = json.loads(again.stdout)["studies"]
+    assert study["reused"] is True and study["run_id"] == run.run_id
+    assert len(SqliteResultStore.in_lab_dir(lab).runs()) == 1
+    assert study["claims"][0]["verdict"] in (REPRODUCED, CONTRADICTED, NOISE)
 
     # Unregistered, the same run is a plain clients sweep again: big-cache's advice, no toy.
     registry.unregister(toy.name)
