@@ -18,6 +18,19 @@ class TinyReport:
 
 
 @pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory) -> dict:
+    """Run name -> its RunData, from a copy of the fixture store (opening a store writes to
+    it): what the studies' claims and the registry are judged on."""
+    from pgcachelab.analysis.run_data import load_run
+    from pgcachelab.store.sqlite import SqliteResultStore
+
+    path = tmp_path_factory.mktemp("tiny-runs") / "results.sqlite"
+    shutil.copyfile(REPORT_RUNS_DIR / "results.sqlite", path)
+    store = SqliteResultStore(path)
+    return {run.name: load_run(store, run.run_id) for run in store.runs()}
+
+
+@pytest.fixture(scope="session")
 def tiny_reports() -> dict[str, TinyReport]:
     """Run name -> the report built from the fixture store of real tiny runs (regenerate.sh
     there). Built once for the figure and the browser tests, kept under test-artifacts/."""

@@ -1,16 +1,13 @@
 """Seed 004's claims (studies/big_cache/claims.py): each rule on constructed figures for every
 verdict it can give, then the judges on the fixture store's real runs."""
 
-from pathlib import Path
-
 import pytest
 
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
-from pgcachelab.analysis.run_data import PointResult, RunData, load_run
+from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.analysis.steps import MEMORY, SHARED_BUFFERS, SizePoint, find_steps
 from pgcachelab.machine.disk_profiles import PRESETS
 from pgcachelab.store.records import Measurement, Run, StoredPoint
-from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies.big_cache.claims import (
     DISK_BAND,
     NOT_A_SIZE_SWEEP,
@@ -26,7 +23,6 @@ from pgcachelab.studies.big_cache.claims import (
 from pgcachelab.studies.big_cache.study import BigCache
 
 MB = 2**20
-STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 UNSPANNED = "nothing measured either side"
 
 
@@ -148,11 +144,8 @@ def test_the_device_iops_is_the_cap_or_what_the_clients_keep_busy():
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    path = tmp_path_factory.mktemp("store") / "results.sqlite"
-    path.write_bytes(STORE.read_bytes())  # opening a store writes to it
-    store = SqliteResultStore(path)
-    return {run.name: load_run(store, run.run_id) for run in store.runs()}
+def runs(tiny_runs):
+    return tiny_runs
 
 
 def test_big_cache_tiny_reproduces_the_shared_buffers_step(runs):

@@ -1,7 +1,6 @@
 """Seed 000's claims (studies/cache_wash/claims.py): each rule on constructed repetitions for
 every verdict it can give, then the judges on the fixture store's cache-split run."""
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -9,8 +8,6 @@ import pytest
 from pgcachelab.analysis.cache_split import Repetition, survival_table
 from pgcachelab.analysis.cache_split_claims import NOT_REPRODUCED, Judgement
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED, Figure
-from pgcachelab.analysis.run_data import load_run
-from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies.cache_wash.claims import (
     huge_pages_lookups,
     huge_pages_scan,
@@ -25,7 +22,6 @@ from pgcachelab.studies.cache_wash.study import CacheWash
 
 MB = 2**20
 INDEX = 10 * MB
-STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 SPREAD = (0.98, 1.02, 0.99, 1.01)  # four rounds, ±2%: a tight interval
 WIDE = (0.4, 2.5, 0.6, 1.8)  # four rounds scattered by ×6: no interval decides
 
@@ -198,12 +194,8 @@ def test_a_not_reproduced_across_its_margin_is_noise_never_contradicted():
 
 
 @pytest.fixture(scope="module")
-def split_run(tmp_path_factory):
-    path = tmp_path_factory.mktemp("store") / "results.sqlite"
-    path.write_bytes(STORE.read_bytes())  # opening a store writes to it
-    store = SqliteResultStore(path)
-    run = next(run for run in store.runs() if run.name == "cache-split-tiny")
-    return load_run(store, run.run_id)
+def split_run(tiny_runs):
+    return tiny_runs["cache-split-tiny"]
 
 
 def test_cache_split_tiny_gets_what_its_two_rounds_can_show(split_run):

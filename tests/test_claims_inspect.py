@@ -3,17 +3,15 @@ trial errors for every verdict it can give, then the judges on the fixture store
 
 import math
 import statistics
-from pathlib import Path
 
 import pytest
 
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
 from pgcachelab.analysis.inspect_accuracy import TrialError
 from pgcachelab.analysis.inspect_overhead import sag_of_ratios
-from pgcachelab.analysis.run_data import PointResult, RunData, load_run
+from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.analysis.statistics import t95
 from pgcachelab.store.records import Measurement, Run, StoredPoint
-from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies.inspect_overhead.claims import (
     consistent_read_sags,
     consistent_sag_verdict,
@@ -26,7 +24,6 @@ from pgcachelab.studies.inspect_overhead.claims import (
 )
 from pgcachelab.studies.inspect_overhead.study import InspectOverhead
 
-STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 MACHINE = "this one 2 cores"
 
 
@@ -165,11 +162,8 @@ def test_no_trials_cannot_be_shown():
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    path = tmp_path_factory.mktemp("store") / "results.sqlite"
-    path.write_bytes(STORE.read_bytes())  # opening a store writes to it
-    store = SqliteResultStore(path)
-    return {run.name: load_run(store, run.run_id) for run in store.runs()}
+def runs(tiny_runs):
+    return tiny_runs
 
 
 def test_inspect_overhead_tiny_measured_none_of_the_seeds_modes(runs):

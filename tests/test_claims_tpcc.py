@@ -1,14 +1,11 @@
 """Seed 002's ladder claims (studies/tpcc/claims.py): each rung's rule on constructed steps for
 every verdict it can give, and the study's judges on the fixture store's tiny ladder."""
 
-from pathlib import Path
-
 import pytest
 
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
 from pgcachelab.analysis.ladder import StepSamples
-from pgcachelab.analysis.run_data import RunData, load_run
-from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.studies.tpcc.claims import (
     BINDS_SHARE,
     IO,
@@ -24,8 +21,6 @@ from pgcachelab.studies.tpcc.claims import (
     size_threshold,
 )
 from pgcachelab.studies.tpcc.study import Tpcc
-
-STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 
 IO_CHANGES = {"synchronous_commit": "off", "checkpoint_timeout": "30min", "autovacuum": "off"}
 MEMORY_CHANGES = {"shared_buffers": "1GB", "work_mem": "10MB"}
@@ -155,12 +150,8 @@ def test_os_rung_each_verdict():
 
 
 @pytest.fixture(scope="module")
-def tiny_ladder(tmp_path_factory) -> RunData:
-    path = tmp_path_factory.mktemp("store") / "results.sqlite"
-    path.write_bytes(STORE.read_bytes())  # opening a store writes to it
-    store = SqliteResultStore(path)
-    (run,) = [r for r in store.runs() if r.name == "tpcc-ladder-tiny"]
-    return load_run(store, run.run_id)
+def tiny_ladder(tiny_runs) -> RunData:
+    return tiny_runs["tpcc-ladder-tiny"]
 
 
 def test_the_tiny_ladders_verdicts(tiny_ladder):

@@ -2,15 +2,12 @@
 every verdict it can give, the SATA RAID disk preset, and the study's judges on the fixture
 store's tiny versions run."""
 
-from pathlib import Path
-
 import pytest
 
 from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
-from pgcachelab.analysis.run_data import RunData, load_run
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.machine.disk_profiles import PRESETS, canonical_disk, resolve_disk
-from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies.versions.claims import (
     LARGE_REGRESSION,
     READ_ONLY,
@@ -25,8 +22,6 @@ from pgcachelab.studies.versions.claims import (
     ratio_of_ratios,
 )
 from pgcachelab.studies.versions.study import Versions
-
-STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 
 
 def cell(mode: str, scale_class: str, clients: int = 16, **more) -> tuple:
@@ -176,12 +171,8 @@ def test_sata_raid_preset_is_three_7200_rpm_disks():
 
 
 @pytest.fixture(scope="module")
-def tiny_versions(tmp_path_factory) -> RunData:
-    path = tmp_path_factory.mktemp("store") / "results.sqlite"
-    path.write_bytes(STORE.read_bytes())  # opening a store writes to it
-    store = SqliteResultStore(path)
-    (run,) = [r for r in store.runs() if r.name == "archaeology-tiny"]
-    return load_run(store, run.run_id)
+def tiny_versions(tiny_runs) -> RunData:
+    return tiny_runs["archaeology-tiny"]
 
 
 def test_the_tiny_runs_verdicts(tiny_versions):

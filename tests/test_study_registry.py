@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from fix_cli import SPECS_DIR, run_cli_forked
-from fix_reports import REPORT_RUNS_DIR
 from markupsafe import Markup
 
 from pgcachelab.analysis.advice import Advice
@@ -37,11 +36,8 @@ ALSO = {"inspect-history-tiny": ["versions"]}  # ...carries the versions study's
 
 
 @pytest.fixture(scope="module")
-def fixture_runs(tmp_path_factory) -> dict[str, RunData]:
-    path = tmp_path_factory.mktemp("store") / "results.sqlite"
-    path.write_bytes((REPORT_RUNS_DIR / "results.sqlite").read_bytes())  # opening one writes
-    store = SqliteResultStore(path)
-    return {run.name: load_run(store, run.run_id) for run in store.runs()}
+def fixture_runs(tiny_runs) -> dict[str, RunData]:
+    return tiny_runs
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_STUDIES))
