@@ -43,6 +43,7 @@ class StudyResult:
     run_id: str | None = None
     seconds: float = 0.0
     reused: bool = False  # a finished run of the same spec, read again
+    run_seconds: float | None = None  # how long its run measured, start to finish (stored)
     reason: str = ""  # why the study did not run or finish here; "" when it did
     claims: list[ClaimResult] = field(default_factory=list)
 
@@ -109,6 +110,8 @@ def reproduce_study(
         else:
             result.run_id = (measure or _measure)(spec, store, progress, pg_bin)
         run = store.run(result.run_id)
+        if run is not None and run.finished_at is not None:
+            result.run_seconds = run.finished_at - run.created_at
         if run is not None and run.status != "done":
             result.reason = f"run {run.run_id} ended {run.status}: {run.failure or 'no reason'}"
     except UserError as error:  # refused here (no root, a version it cannot install) or failed

@@ -31,8 +31,10 @@ def _minutes(seconds: float) -> str:
 def _status(result: StudyResult) -> str:
     if result.reason:
         return f"did not finish: {result.reason}"
-    how = "read again (a finished run of the same spec)" if result.reused else "measured"
-    return f"run {result.run_id}, {how}, {_minutes(result.seconds)}"
+    took = _minutes(result.run_seconds if result.run_seconds is not None else result.seconds)
+    if result.reused:
+        return f"run {result.run_id} ({took}), read again: a finished run of the same spec"
+    return f"run {result.run_id}, measured in {took}"
 
 
 def summary_rows(results: list[StudyResult]) -> list[list[str]]:
@@ -75,6 +77,7 @@ def as_dict(results: list[StudyResult], machine: dict) -> dict:
                 "spec": r.spec,
                 "run_id": r.run_id,
                 "seconds": round(r.seconds, 1),
+                "run_seconds": None if r.run_seconds is None else round(r.run_seconds, 1),
                 "reused": r.reused,
                 "reason": r.reason or None,
                 "claims": [
