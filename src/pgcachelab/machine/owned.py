@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import uuid
@@ -180,9 +181,18 @@ def remove_dir(entry: Entry) -> str | None:
 
 @contextlib.contextmanager
 def scratch_dir(prefix: str) -> Iterator[Path]:
-    """A temporary directory (as tempfile's) that a killed lab's successor removes."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    entry = record("dir", path)
+    """A temporary directory (0700, in tempfile's directory) that a killed lab's successor
+    removes. Recorded before it is made: a kill -9 between making it and recording it left it
+    behind for good (seen once in CI, after a run killed mid-measurement)."""
+    base = Path(tempfile.gettempdir())
+    while True:
+        path = base / f"{prefix}{secrets.token_hex(8)}"
+        entry = record("dir", path)
+        try:
+            path.mkdir(mode=0o700)
+            break
+        except FileExistsError:  # 64 random bits taken already: not ours, never reaped
+            forget(entry)
     try:
         yield path
     finally:
