@@ -40,11 +40,11 @@ EXPECTED = {
         "interval includes 1)",
     ],
     "inspect-overhead": [
-        "polling with pg_buffercache view, grouped once a second: no clear cost, -1.0% "
-        "(-26.1..+24.1%) at shared_buffers=16MB, +4.0% (-4.4..+12.4%) at shared_buffers=32MB "
+        "polling with pg_buffercache view, grouped once a second: no clear cost, -0.1% "
+        "(-26.8..+20.9%) at shared_buffers=16MB, +4.1% (-4.6..+12.1%) at shared_buffers=32MB "
         "(tps sag within runs; every 95% interval includes 0)",
-        "polling with pg_buffercache_summary() once a second: no clear cost, -2.6% "
-        "(-29.0..+23.8%) at shared_buffers=16MB, -10.7% (-24.2..+2.9%) at shared_buffers=32MB "
+        "polling with pg_buffercache_summary() once a second: no clear cost, -1.6% "
+        "(-31.8..+21.7%) at shared_buffers=16MB, -10.4% (-25.0..+2.5%) at shared_buffers=32MB "
         "(tps sag within runs; every 95% interval includes 0)",
     ],
     "tpcc-ladder": [

@@ -131,7 +131,7 @@ def test_geometric_interval_of_ratios_matches_scipy():
 
     from scipy import stats as scipy_stats
 
-    from pgcachelab.analysis.cache_split import geometric_interval
+    from pgcachelab.analysis.summary import geometric_interval
 
     for ratios in ([2.0, 2.2, 2.1], [5.49, 5.17, 11.6, 4.7], [0.9, 1.4, 1.0, 1.2, 0.95]):
         logs = [math.log(r) for r in ratios]
@@ -141,3 +141,26 @@ def test_geometric_interval_of_ratios_matches_scipy():
         effect = geometric_interval(ratios)
         assert abs(math.log(effect.ci_low) - low) < 1e-6
         assert abs(math.log(effect.ci_high) - high) < 1e-6
+
+
+def test_an_overhead_sag_is_the_geometric_mean_of_window_ratios_and_one_stall_does_not_throw_it():
+    import math
+
+    from scipy import stats as scipy_stats
+
+    from pgcachelab.analysis.inspect_overhead import sag_of_ratios
+
+    # the reproduce run's case: 250 clients on 2 cores, one baseline window stalled, so its
+    # pair's ratio is 666; the arithmetic mean of these ratios made a sag of -7,390%
+    ratios = [0.98, 1.01, 0.97, 666.0, 0.99, 1.02]
+    sag = sag_of_ratios(ratios, "extension")
+    logs = [math.log(r) for r in ratios]
+    low, high = scipy_stats.t.interval(
+        0.95, len(logs) - 1, loc=sum(logs) / len(logs), scale=scipy_stats.sem(logs)
+    )
+    assert sag.sag_percent == pytest.approx((1 - scipy_stats.gmean(ratios)) * 100)
+    assert sag.sag_ci_percent == pytest.approx(
+        ((1 - math.exp(high)) * 100, (1 - math.exp(low)) * 100)
+    )
+    assert -300 < sag.sag_percent < 0  # the stall still counts, but as one pair in six
+    assert sag.ratios.n == 6

@@ -13,7 +13,13 @@ import statistics
 from dataclasses import dataclass
 
 from pgcachelab.analysis.cache_composition import Sample, os_cache_known
-from pgcachelab.analysis.summary import Summary, best_by_median, summarise, t95
+from pgcachelab.analysis.summary import (
+    Effect,
+    Summary,
+    best_by_median,
+    geometric_interval,
+    summarise,
+)
 
 PHASES = ("idx1", "seq", "idx2")
 SURVIVAL_TOLERANCE = 1.10  # idx2 within 10% of idx1: the index survived the scan
@@ -82,33 +88,6 @@ def pgbench_logged_zeros(reps: list[Repetition]) -> tuple[int, int]:
     ]
     # list.count compares in C (0.0 == 0): a generator over 20 million lookups took seconds
     return sum(samples.count(0) for samples in logged), sum(map(len, logged))
-
-
-@dataclass(frozen=True)
-class Effect:
-    ratio: float  # geometric mean of on/off
-    ci_low: float | None
-    ci_high: float | None
-    pairs: int
-
-    @property
-    def significant(self) -> bool:
-        if self.ci_low is None or self.ci_high is None:
-            return False
-        return self.ci_high < 1 or self.ci_low > 1
-
-
-def geometric_interval(ratios: list[float]) -> Effect | None:
-    """The geometric mean of ratios with Student's 95% interval on their logs: ratios multiply,
-    so an interval on their arithmetic mean can even go below 0."""
-    logs = [math.log(ratio) for ratio in ratios if ratio > 0]
-    if not logs:
-        return None
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return Effect(math.exp(mean), None, None, len(logs))
-    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return Effect(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from pgcachelab.analysis.cache_split import (
     SURVIVAL_TOLERANCE,
-    Effect,
     Repetition,
     SurvivalRow,
     huge_pages_effect,
     point_groups,
     survival_table,
 )
+from pgcachelab.analysis.summary import Effect
 from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.units import format_bytes
 

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 from pgcachelab.analysis.statistics import median_interval, sample_stdev, t95
 
-__all__ = ["Summary", "best_by_median", "hit_ratio", "summarise", "t95"]
+__all__ = [
+    "Effect",
+    "Summary",
+    "best_by_median",
+    "geometric_interval",
+    "hit_ratio",
+    "summarise",
+    "t95",
+]
 
 
 @dataclass(frozen=True)
@@ -75,3 +83,32 @@ def hit_ratio(hits: float | None, reads: float | None) -> float | None:
     if hits is None or reads is None or hits + reads == 0:
         return None
     return hits / (hits + reads)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A ratio (on/off, polled/not polled, ...) as the geometric mean of its pairs."""
+
+    ratio: float  # geometric mean of the pairs' ratios
+    ci_low: float | None
+    ci_high: float | None
+    pairs: int
+
+    @property
+    def significant(self) -> bool:
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_high < 1 or self.ci_low > 1
+
+
+def geometric_interval(ratios: list[float]) -> Effect | None:
+    """The geometric mean of ratios with Student's 95% interval on their logs: ratios multiply,
+    so an interval on their arithmetic mean can even go below 0."""
+    logs = [math.log(ratio) for ratio in ratios if ratio > 0]
+    if not logs:
+        return None
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return Effect(math.exp(mean), None, None, len(logs))
+    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return Effect(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))

@@ -12,7 +12,6 @@ from pgcachelab.analysis.advice import (
 from pgcachelab.analysis.cache_split import (
     PHASES,
     SURVIVAL_TOLERANCE,
-    Effect,
     SurvivalRow,
     huge_pages_effect,
     index_survives_from,
@@ -20,6 +19,7 @@ from pgcachelab.analysis.cache_split import (
     survival_table,
 )
 from pgcachelab.analysis.run_data import RunData, repetitions
+from pgcachelab.analysis.summary import Effect
 from pgcachelab.units import format_bytes
 
 

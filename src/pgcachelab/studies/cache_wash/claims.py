@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 from pgcachelab.analysis.cache_split import (
     SURVIVAL_TOLERANCE,
-    Effect,
     Repetition,
     SurvivalRow,
     huge_pages_effect,
@@ -50,6 +49,7 @@ from pgcachelab.analysis.claims import (
     cannot,
 )
 from pgcachelab.analysis.run_data import RunData, repetitions
+from pgcachelab.analysis.summary import Effect
 from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.units import format_bytes
 
