@@ -12,10 +12,12 @@ from fix_lab import store_query
 from fix_processes import server_reachable_dir
 
 from pgcachelab.analysis.checkpoints import checkpoint_note
+from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.errors import PointError
 from pgcachelab.experiments.checkpoint import checkpoint_checked, counter_name
 from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.store.sqlite import SqliteResultStore
 
 
 def _assert_one_line(result, message: str, hint: str) -> None:
@@ -101,6 +103,7 @@ def test_a_checkpoint_that_did_not_happen_fails_the_point_with_the_reason(shared
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_before_17_the_counter_is_pg_stat_bgwriter_s_and_waits_for_the_collector(
     server_os_user,
 ):
@@ -121,13 +124,13 @@ SPEC = """name = "checkpoints"
 [pgbench]
 scale = 1
 duration = "1s"
-warmup = "1s"
 [sweep]
 checkpoint = [false, true]
 """
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_a_run_records_the_checkpoint_of_the_points_that_ask_for_it(
     shared_cluster, tmp_path, lab_tmp
 ):
@@ -147,6 +150,15 @@ def test_a_run_records_the_checkpoint_of_the_points_that_ask_for_it(
     done = with_it["checkpoint"]
     assert done["requested_after"] > done["requested_before"]
     assert done["duration_ms"] > 0
+    # the report reads it back (a metric the report's reader does not name would raise)
+    [(run_id,)] = store_query(lab_dir, "select run_id from runs")
+    store = SqliteResultStore(lab_dir / "results.sqlite")
+    try:
+        data = load_run(store, run_id)
+    finally:
+        store.close()
+    note = checkpoint_note([m.metrics for result in data.points for m in result.ok])
+    assert note is not None and note.startswith("at 1 of 2 measurements: ")
 
 
 @pytest.mark.server

@@ -32,8 +32,9 @@ def checkpoint_checked(
     before = _counters(conn)
     started = time.monotonic()
     conn.execute(statement)
-    duration_ms = (time.monotonic() - started) * 1000
-    deadline = time.monotonic() + wait_s
+    returned = time.monotonic()
+    duration_ms = (returned - started) * 1000
+    deadline = returned + wait_s
     after = _counters(conn)
     while after["checkpoints_requested"] <= before["checkpoints_requested"]:
         if time.monotonic() >= deadline:
@@ -46,6 +47,8 @@ def checkpoint_checked(
     return {
         "duration_ms": round(duration_ms, 3),
         "counter": counter,
+        # how long after CHECKPOINT returned the counter showed it (the statistics' lag)
+        "counter_seen_after_ms": round((time.monotonic() - returned) * 1000, 3),
         "requested_before": before["checkpoints_requested"],
         "requested_after": after["checkpoints_requested"],
         "buffers_written": after["buffers_checkpoint"] - before["buffers_checkpoint"],
