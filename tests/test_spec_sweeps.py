@@ -24,7 +24,7 @@ SAMPLES = {
     "inspect_method": '"pg_buffercache"', "lookups": "50", "warehouses": "2", "warmup": '"5s"',
     "weights": "[44, 44, 4, 4, 4]", "home_warehouse": "false", "rate_tpm": "300",
     "version": '"9.6"', "disk": '{ read_latency = "0.5ms", sync_latency = "1ms" }',
-    "terminal_times": '"spec"',
+    "terminal_times": '"spec"', "checkpoint": "true",
 }  # fmt: skip
 # where a workload's key of the same name takes other values (pgbench's mode, TPC-C's mode)
 WORKLOAD_SAMPLES = {("tpcc", "mode"): '"client"'}

@@ -111,9 +111,11 @@ def test_shipped_archaeology_experiments(name):
     assert parsed.sweep_workload["mode"] == ["select-only", "simple-update"]
     assert parsed.data_checksums is False  # 18 would turn them on, the others not
     assert parsed.versions[-1] == "18 control"  # the A/A control (issue 19)
-    if name == "archaeology.toml":  # every version the lab can install, both storage types
+    assert parsed.parameters.checkpoint_before_run  # the article's CHECKPOINT before each run
+    if name == "archaeology.toml":  # as the article ran it: every version, both storage types
         assert parsed.versions[:-1] == ["9.6", *map(str, range(10, 19))]
-        assert parsed.sweep_workload["disk"] == ["nvme", "sata-ssd"]
+        assert parsed.sweep_workload["disk"] == ["nvme", "sata-raid0-3x7200"]
+        assert parsed.sweep_workload["protocol"] == ["simple", "prepared"]
     else:
         assert len(parsed.versions) == 5
 

@@ -40,6 +40,7 @@ from pgcachelab.units import shared_buffers_bytes
 # tests/test_report_metrics.py renders every fixture run both ways.
 REPORT_METRICS = (
     "cache_wash",
+    "checkpoint",
     "data.scale",
     "database_size_bytes",
     "disk",

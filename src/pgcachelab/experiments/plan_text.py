@@ -62,6 +62,8 @@ def _row(entry: dict) -> list[str]:
         repetition += " warm-up"
     time = duration_text(entry["estimated_seconds"]) + (" +" if entry["not_estimated"] else "")
     others = [f"{k}={v}" for k, v in entry["settings"].items() if k not in entry["swept"]]
+    if entry.get("checkpoint_before_run") and "checkpoint" not in entry["swept"]:
+        others.insert(0, "CHECKPOINT first")
     others += [
         f"host {k}={v}{' kB' if k == 'readahead' else ''}" for k, v in entry.get("host", {}).items()
     ]

@@ -119,6 +119,7 @@ def _entry(
         "settings": dict(point.settings),
         "host": dict(point.host),  # host (OS) settings in force: [machine.host], [ladder.host]
         "workload": _workload_that_matters(point.workload),
+        "checkpoint_before_run": point.workload.checkpoint_before_run,
         "server_major": major,
         "shared_buffers_bytes": shared_buffers,
         "huge_pages_estimate": huge_pages,
@@ -260,6 +261,8 @@ def _workload_seconds(spec: ExperimentSpec, point: Point) -> tuple[float, list[s
     seconds, left_out = workload.known_seconds(point.workload)
     if point.workload.prewarm and not workload.prewarms_itself:
         left_out.append("pg_prewarm of every relation")
+    if point.workload.checkpoint_before_run:
+        left_out.append("a CHECKPOINT before each measured run (it writes what is dirty)")
     if spec.inspect is not None:
         left_out.append("the cache snapshots of [inspect]")
     return seconds, left_out

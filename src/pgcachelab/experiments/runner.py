@@ -33,6 +33,7 @@ from pgcachelab.clusters.targets import (
 )
 from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import preflight
+from pgcachelab.experiments.checkpoint import checkpoint_checked
 from pgcachelab.experiments.connection_room import MOST_RAISED, with_room_for_clients
 from pgcachelab.experiments.instruments import (
     AlternatingWindows,
@@ -47,6 +48,7 @@ from pgcachelab.experiments.instruments import (
 from pgcachelab.experiments.reaping import reap_abandoned
 from pgcachelab.experiments.recording import PointErrors, Recording
 from pgcachelab.experiments.spec import (
+    WORKLOAD_TABLES,
     ExperimentSpec,
     Point,
     data_group,
@@ -195,6 +197,16 @@ def prepare(
     _check_sizes(spec, target)
     if data_fits:
         _check_data_fits(spec, target)
+    checkpoint_first = any(point.workload.checkpoint_before_run for point in spec.points())
+    if isinstance(target, ExistingTarget) and checkpoint_first and not target.may_checkpoint():
+        user = target.current_setting("session_authorization")
+        table = WORKLOAD_TABLES[spec.workload]
+        raise UserError(
+            f"{table}.checkpoint: role {user!r} of the server given by --dsn may not run "
+            "CHECKPOINT, which the lab runs before each measured run",
+            "connect as a superuser (or, from PostgreSQL 15, a member of pg_checkpoint), or "
+            f"remove checkpoint from [{table}]",
+        )
     if (
         isinstance(target, ExistingTarget)
         and os_cache_modes - {"keep"}
@@ -620,6 +632,8 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
             _prepare_session(ctx, point, conn, recording)
             snapshots = stack.enter_context(CacheSnapshots(ctx.target, point, inspect, recording))
             recording.metrics["warm"] = workload.prepare(bench, point, conn)
+            if point.workload.checkpoint_before_run:  # after the warm-up: it dirtied buffers too
+                recording.metrics["checkpoint"] = checkpoint_checked(conn)
             windows = stack.enter_context(AlternatingWindows(inspect, repetition, recording))
             mark = stack.enter_context(snapshots.around_run(windows))
             machine.start_run()

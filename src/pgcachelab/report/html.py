@@ -7,6 +7,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from pgcachelab.analysis.checkpoints import checkpoint_note
 from pgcachelab.analysis.hosts import run_host_split
 from pgcachelab.analysis.latency import PointPercentiles
 from pgcachelab.analysis.run_data import RunData
@@ -33,7 +34,9 @@ def _context_rows(data: RunData) -> list[tuple[str, str | None]]:
     )
     fleet = [use.host_class for use in run_host_split(data).classes]
     server = run.target.get("source") or run.target.get("kind")
-    return [
+    ok_metrics = [m.metrics for r in data.points for m in r.ok]
+    checkpoint = checkpoint_note(ok_metrics)
+    rows: list[tuple[str, str | None]] = [
         ("run", run.run_id),
         ("status", run.status + (f" ({run.failure})" if run.failure else "")),
         ("started / finished", f"{started} / {finished}"),
@@ -41,11 +44,14 @@ def _context_rows(data: RunData) -> list[tuple[str, str | None]]:
         ("pgbench", env.get("pgbench_version")),
         ("machine", _machine_note(data, fleet)),
         ("memory available to the server", _memory_note(data)),
-        ("storage", storage_note(storage_uses([m.metrics for r in data.points for m in r.ok]))),
+        ("storage", storage_note(storage_uses(ok_metrics))),
         ("kernel", "see the host classes" if fleet else env.get("kernel")),
         ("lab", f"pgcachelab {env.get('lab_version')}, commit {env.get('git_commit') or '?'}"),
         ("order and repetitions", _schedule_note(data.schedule)),
     ]
+    if checkpoint is not None:  # the spec's checkpoint = true (seed 001)
+        rows.append(("CHECKPOINT before the measured run", checkpoint))
+    return rows
 
 
 def _machine_note(data: RunData, classes: list[str]) -> str:

@@ -26,6 +26,9 @@ class Script:
 # Set only at run time, never stored: with [inspect] alternate pgbench's progress lines carry
 # Unix timestamps, to be cut along the polled windows (runner._with_progress_for_windows).
 RUN_TIME_ONLY = {"stored": False}
+# Keys added after runs were stored: a point stores one only when it is set (true), so a spec
+# without it stores the same JSON as before the key existed.
+STORED_WHEN_SET = {"stored_when_set": True}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,10 +54,12 @@ class PointParameters:
         names = dict.fromkeys([*own, *(f.name for f in dataclasses.fields(PointParameters))])
         stored = {f.name for f in dataclasses.fields(self) if f.metadata.get("stored", True)}
         values = {name: getattr(self, name) for name in names if name in stored}
+        when_set = {f.name for f in dataclasses.fields(self) if f.metadata.get("stored_when_set")}
         return {
             name: list(value) if isinstance(value, tuple) else value
             for name, value in values.items()
-            if value is not None or name not in self.OPTIONAL_KEYS
+            if (value is not None or name not in self.OPTIONAL_KEYS)
+            and (value or name not in when_set)
         }
 
     def changed(self, **changes) -> Self:
@@ -66,6 +71,11 @@ class PointParameters:
         """The sessions the workload opens at once, which max_connections must hold; None:
         one at a time."""
         return None
+
+    @property
+    def checkpoint_before_run(self) -> bool:
+        """Whether a CHECKPOINT runs right before the measured run (experiments/checkpoint.py)."""
+        return False
 
     @property
     def read_only(self) -> bool:
@@ -101,11 +111,16 @@ class PgbenchParameters(PointParameters):
     protocol: str
     max_tries: int | None
     progress_warmup: float  # seconds
+    checkpoint: bool = field(default=False, metadata=STORED_WHEN_SET)
     progress_timestamp: bool = field(default=False, metadata=RUN_TIME_ONLY)
 
     @property
     def client_sessions(self) -> int | None:
         return self.clients
+
+    @property
+    def checkpoint_before_run(self) -> bool:
+        return self.checkpoint
 
     @property
     def read_only(self) -> bool:
@@ -153,7 +168,12 @@ class TpccParameters(PointParameters):
     transactions: int | None
     mode: str  # procedures or client
     terminal_times: str  # off or spec
+    checkpoint: bool = field(default=False, metadata=STORED_WHEN_SET)
 
     @property
     def client_sessions(self) -> int | None:
         return self.clients
+
+    @property
+    def checkpoint_before_run(self) -> bool:
+        return self.checkpoint

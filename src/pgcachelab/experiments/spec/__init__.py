@@ -23,6 +23,7 @@ from pgcachelab.experiments.spec.rules import (
     DATA_KEYS,
     SWEEPABLE_WORKLOAD_KEYS,
     TPCC_SWEEPABLE,
+    WORKLOAD_TABLES,
 )
 from pgcachelab.experiments.spec.schema import InspectOptions
 from pgcachelab.experiments.spec.server_settings import validate_settings
@@ -34,6 +35,7 @@ __all__ = [
     "DATA_KEYS",
     "SWEEPABLE_WORKLOAD_KEYS",
     "TPCC_SWEEPABLE",
+    "WORKLOAD_TABLES",
     "ExperimentSpec",
     "InspectOptions",
     "Point",

@@ -207,6 +207,13 @@ class PgbenchParameters(Table):
     progress_warmup: Annotated[float, Seconds()] = Field(
         1.0, description="The first seconds of --progress left out of the stability checks."
     )
+    checkpoint: StrictBool = Field(
+        False,
+        description=(
+            "CHECKPOINT right before each measured run (after the warm-up), so that it starts "
+            "with no dirty buffers (seed 001); checked on the server's checkpoint counter."
+        ),
+    )
 
     @model_validator(mode="after")
     def _scripts_with_custom_mode(self):
@@ -321,6 +328,13 @@ class TpccParameters(Table):
         description=(
             'Keying and think times before each transaction: "off", or "spec" for the TPC-C '
             "specification's means (clauses 5.2.5.4 and 5.2.5.7)."
+        ),
+    )
+    checkpoint: StrictBool = Field(
+        False,
+        description=(
+            "CHECKPOINT right before each measured run (after the warm-up), so that it starts "
+            "with no dirty buffers; checked on the server's checkpoint counter."
         ),
     )
 
