@@ -52,7 +52,7 @@ def hugetlb_mounts(mounts: list[Mount]) -> list[str]:
 def find_hierarchy() -> tuple[Hierarchy | None, str]:
     """Where a memory cgroup can be made here, or None and the reason it cannot."""
     if os.geteuid() != 0:
-        return None, "memory cgroups need root (run the lab as root)"
+        return None, "memory cgroups need root"
     try:
         own = read_proc_cgroup()
         v1_memory, v2 = memory_cgroup_mounts(read_mountinfo())

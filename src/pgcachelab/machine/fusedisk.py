@@ -163,7 +163,7 @@ def _missing_build_tools() -> list[str]:
 def availability() -> tuple[bool, str]:
     """Whether the emulated disk can be mounted here, and if not, what is missing."""
     if os.geteuid() != 0:
-        return False, "the emulated disk needs root to mount (run the lab as root)"
+        return False, "the emulated disk needs root to mount"
     try:
         os.close(os.open("/dev/fuse", os.O_RDWR))
     except OSError as error:
