@@ -20,9 +20,11 @@ from pgcachelab.experiments.reproduce import (
     QUICK,
     StudyResult,
     judge,
+    other_work_pct,
     spec_for,
     spec_path,
 )
+from pgcachelab.probes.host_resources import busy_pct
 from pgcachelab.report.reproduce_page import as_dict, render_html, render_text
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies import registry
@@ -152,3 +154,39 @@ def test_an_unknown_study_is_one_line(tmp_path):
     done = run_cli_forked("reproduce", "nope", "--lab-dir", tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines()[0] == "pgcachelab: reproduce: unknown study 'nope'"
+
+
+# -- other work on the machine ------------------------------------------------------------
+
+
+def test_the_busy_share_of_the_machine_from_two_cpu_time_readings():
+    before = {"user": 100.0, "nice": 0.0, "system": 50.0, "idle": 800.0, "iowait": 10.0,
+              "irq": 0.0, "softirq": 0.0, "steal": 0.0}  # fmt: skip
+    # 2 cores for 3 s: 6 s of CPU, 1.5 s of it working, 0.5 s waiting for IO, 4 s idle
+    after = {**before, "user": 101.0, "system": 50.5, "idle": 804.0, "iowait": 10.5}
+    assert busy_pct(before, after) == pytest.approx(25.0)
+    assert busy_pct(before, before) is None
+    measured = other_work_pct(0.2)  # this machine, now: a share, whatever the tests beside it do
+    assert measured is not None and 0.0 <= measured <= 100.0
+
+
+def test_a_run_beside_other_work_is_flagged_on_every_output(fixture_results, tmp_path):
+    results, base = fixture_results
+    quiet, busy = results[0], results[1]
+    quiet.other_work_before_pct, quiet.other_work_after_pct = 2.0, 1.0
+    busy.other_work_before_pct, busy.other_work_after_pct = 3.0, 47.0
+    try:
+        assert not quiet.machine_was_busy and busy.machine_was_busy
+        text = render_text([quiet, busy])
+        assert text.count("WARNING: other work kept the machine busy") == 1
+        assert "3% just before it and 47% just after" in text
+        document = as_dict([quiet, busy], {"host": "h"})
+        assert [s["other_work_pct"]["busy"] for s in document["studies"]] == [False, True]
+        store = SqliteResultStore(base / "results.sqlite")
+        machine = {"host": "h", "cores": 2, "memory": "24 GiB", "root": True, "mode": "quick",
+                   "date": "today", "commit": "abc"}  # fmt: skip
+        html = render_html([quiet, busy], machine, store, base / "reports", tmp_path).read_text()
+        assert html.count('<p class="warning">WARNING: other work') == 1
+    finally:
+        for result in (quiet, busy):
+            result.other_work_before_pct = result.other_work_after_pct = None

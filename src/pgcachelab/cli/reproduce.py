@@ -44,7 +44,12 @@ def reproduce(
     from pgcachelab.cli.progress import make_progress
     from pgcachelab.experiments.reproduce import FULL, QUICK, reproduce_study
     from pgcachelab.report.build import build_report
-    from pgcachelab.report.reproduce_page import render_html, render_json, render_text
+    from pgcachelab.report.reproduce_page import (
+        busy_warning,
+        render_html,
+        render_json,
+        render_text,
+    )
 
     chosen = _chosen_studies(studies or [])
     results_store = writable_store(lab_dir, store)
@@ -63,6 +68,8 @@ def reproduce(
         outcomes = ", ".join(c.verdict.outcome for c in result.claims)
         took = f"{result.seconds / 60:.1f} min"
         note(f"{head}: {took}; " + (f"{result.reason}; " if result.reason else "") + outcomes)
+        if busy := busy_warning(result):
+            note(f"{head}: {busy}")
         results.append(result)
     machine = _machine(mode)
     reports = lab_dir / "reports"

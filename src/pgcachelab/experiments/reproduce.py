@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from pgcachelab.analysis.claims import Verdict, cannot
 from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters import extension
@@ -21,6 +23,7 @@ from pgcachelab.clusters.installs import resolve
 from pgcachelab.errors import UserError
 from pgcachelab.experiments import runner
 from pgcachelab.experiments.spec import load_spec
+from pgcachelab.probes.host_resources import busy_pct
 from pgcachelab.progress import Progress
 from pgcachelab.store.records import ResultStore, Run
 from pgcachelab.studies.kind import PublishedClaim, Study
@@ -28,6 +31,13 @@ from pgcachelab.studies.kind import PublishedClaim, Study
 # The checkout's ready specs (experiments/*.toml), which `reproduce` runs as shipped.
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[3] / "experiments"
 QUICK, FULL = "quick", "full"
+# Other work on the machine, sampled for a few seconds before and after each study's run while
+# the lab runs nothing: an idle VM shows 0-3% of its CPU in use. 20% of 2 cores is 0.4 of a
+# core taken from the server and pgbench, enough to move tps by more than a claim's margin
+# (a ×1.2 step): in the first run as an ordinary user, helpers' tests beside it (load 32) made
+# tps rise with the database size and big-cache's step read "contradicted".
+BUSY_PCT = 20.0
+OTHER_WORK_SAMPLE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,23 @@ class StudyResult:
     run_seconds: float | None = None  # how long its run measured, start to finish (stored)
     reason: str = ""  # why the study did not run or finish here; "" when it did
     claims: list[ClaimResult] = field(default_factory=list)
+    # The machine's CPU in use just before and just after the study measured, while the lab
+    # ran nothing (OTHER_WORK_PCT): None when it measured nothing here
+    other_work_before_pct: float | None = None
+    other_work_after_pct: float | None = None
+
+    @property
+    def other_work_pct(self) -> float | None:
+        """The busier of the two moments around the run, or None."""
+        shares = [
+            s for s in (self.other_work_before_pct, self.other_work_after_pct) if s is not None
+        ]
+        return max(shares) if shares else None
+
+    @property
+    def machine_was_busy(self) -> bool:
+        share = self.other_work_pct
+        return share is not None and share >= BUSY_PCT
 
 
 def spec_for(study: Study, mode: str, root: bool) -> str:
@@ -106,9 +133,13 @@ def reproduce_study(
             result.run_id, result.reused = earlier.run_id, True
         elif earlier is not None and earlier.status != "queued":
             result.run_id = earlier.run_id  # stored before the failure: kept whatever happens
+            result.other_work_before_pct = other_work_pct()
             runner.resume_run(earlier.run_id, store, progress, pg_bin=pg_bin)
+            result.other_work_after_pct = other_work_pct()
         else:
+            result.other_work_before_pct = other_work_pct()
             result.run_id = (measure or _measure)(spec, store, progress, pg_bin)
+            result.other_work_after_pct = other_work_pct()
         run = store.run(result.run_id)
         if run is not None and run.finished_at is not None:
             result.run_seconds = run.finished_at - run.created_at
@@ -124,6 +155,13 @@ def reproduce_study(
         study, result.run_id if measured else None, store, result.reason or "nothing measured"
     )
     return result
+
+
+def other_work_pct(seconds: float = OTHER_WORK_SAMPLE_S) -> float | None:
+    """The machine's CPU in use over `seconds` while the lab runs nothing: other work's."""
+    before = psutil.cpu_times()._asdict()
+    time.sleep(seconds)
+    return busy_pct(before, psutil.cpu_times()._asdict())
 
 
 def _ensure_extension(pg_bin: str | None, progress: Progress) -> None:

@@ -266,3 +266,13 @@ def summary(first: RawSample, last: RawSample, rows: list[list], cpu_count: int)
         whole[f"{name.removesuffix('_bytes')}_max_bytes"] = max(peaks) if peaks else None
     whole["seconds"] = round(last.monotonic_s - first.monotonic_s, 2)
     return whole
+
+
+def busy_pct(before: dict[str, float], after: dict[str, float]) -> float | None:
+    """The machine's CPU in use between two psutil.cpu_times() readings, as a share of all of
+    it: neither idle nor waiting for IO. None when no time passed between them."""
+    rises = {name: max(0.0, after.get(name, 0.0) - before.get(name, 0.0)) for name in _CPU_FIELDS}
+    total = sum(rises.values())
+    if total <= 0:
+        return None
+    return 100.0 * (total - rises["idle"] - rises["iowait"]) / total

@@ -37,6 +37,25 @@ def _status(result: StudyResult) -> str:
     return f"run {result.run_id}, measured in {took}"
 
 
+def busy_warning(result: StudyResult) -> str | None:
+    """What other work on the machine may have done to the study's figures, or None."""
+    if not result.machine_was_busy:
+        return None
+    shares = " and ".join(
+        f"{share:.0f}% {when}"
+        for share, when in (
+            (result.other_work_before_pct, "just before it"),
+            (result.other_work_after_pct, "just after"),
+        )
+        if share is not None
+    )
+    return (
+        f"WARNING: other work kept the machine busy around this run ({shares} of its CPU in "
+        "use while the lab ran nothing): its figures, and so its verdicts, may show that work "
+        "as much as PostgreSQL; run it again on a quiet machine (reproduce --again)"
+    )
+
+
 def summary_rows(results: list[StudyResult]) -> list[list[str]]:
     return [
         [
@@ -55,6 +74,8 @@ def render_text(results: list[StudyResult]) -> str:
     lines = []
     for r in results:
         lines.append(f"{r.study.seed} {r.study.name} ({r.spec}): {_status(r)}")
+        if busy := busy_warning(r):
+            lines.append(f"  {busy}")
         for c in r.claims:
             lines.append(f"  - {c.verdict.outcome}: {c.claim.words}")
             lines.append(f"      {c.verdict.text()}")
@@ -80,6 +101,11 @@ def as_dict(results: list[StudyResult], machine: dict) -> dict:
                 "run_seconds": None if r.run_seconds is None else round(r.run_seconds, 1),
                 "reused": r.reused,
                 "reason": r.reason or None,
+                "other_work_pct": {
+                    "before": r.other_work_before_pct,
+                    "after": r.other_work_after_pct,
+                    "busy": r.machine_was_busy,
+                },
                 "claims": [
                     {
                         "words": c.claim.words,
@@ -165,6 +191,7 @@ def render_html(
                 "title": r.study.title,
                 "spec": r.spec,
                 "status": _status(r),
+                "busy": busy_warning(r),
                 "report": Path("..", r.run_id, "index.html").as_posix()
                 if r.run_id and report.is_file()
                 else None,
