@@ -161,25 +161,43 @@ def test_a_run_records_the_checkpoint_of_the_points_that_ask_for_it(
     assert note is not None and note.startswith("at 1 of 2 measurements: ")
 
 
+NO_CHECKPOINT = [
+    pytest.param(
+        "[pgbench]\ncheckpoint = true\n",
+        r"pgbench\.checkpoint: role 'lab_no_checkpoint' of the server given by --dsn may not "
+        r"run CHECKPOINT",
+        r"superuser .*pg_checkpoint.*remove checkpoint from \[pgbench\]",
+        id="checkpoint-before-the-run",
+    ),
+    # the lab runs CHECKPOINT before it drops the OS cache (issue 35, F8)
+    pytest.param(
+        '[pgbench]\nscale = 1\n[machine]\nos_cache = "drop-all"\n',
+        r'os_cache = "drop-all": role \'lab_no_checkpoint\' of the server given by --dsn may not '
+        r"run CHECKPOINT",
+        r"connect as a superuser .*pg_checkpoint.*os_cache = \"keep\"",
+        id="drop-all",
+    ),
+]
+
+
 @pytest.mark.server
+@pytest.mark.parametrize(("spec_text", "message", "hint"), NO_CHECKPOINT)
 def test_a_dsn_role_that_may_not_checkpoint_is_refused_before_the_run(
-    shared_cluster, tmp_path, lab_tmp
+    shared_cluster, tmp_path, lab_tmp, spec_text, message, hint
 ):
+    """Told before the run starts, not by every point failing."""
     shared_cluster.apply_settings({})
     with shared_cluster.connect() as conn:
         conn.execute("create role lab_no_checkpoint login")
     try:
         spec = tmp_path / "spec.toml"
-        spec.write_text('name = "t"\n[pgbench]\ncheckpoint = true\n')
+        spec.write_text('name = "t"\n' + spec_text)
         dsn = dsn_of(shared_cluster).replace("user=lab", "user=lab_no_checkpoint")
         result = run_cli("run", spec, "--dsn", dsn, "--lab-dir", tmp_path / "lab", tmpdir=lab_tmp)
     finally:
         with shared_cluster.connect() as conn:
             conn.execute("drop role lab_no_checkpoint")
-    _assert_one_line(
-        result,
-        r"pgbench\.checkpoint: role 'lab_no_checkpoint' of the server given by --dsn may not "
-        r"run CHECKPOINT",
-        r"superuser .*pg_checkpoint.*remove checkpoint from \[pgbench\]",
-    )
+    _assert_one_line(result, message, hint)
     assert store_query(tmp_path / "lab", "select run_id from runs") == []
+    assert store_query(tmp_path / "lab", "select run_id from measurements") == []
+    assert list(lab_tmp.iterdir()) == []  # no cluster work directory was ever made

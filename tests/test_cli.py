@@ -749,30 +749,6 @@ def test_a_run_with_some_failed_points_says_so_in_its_last_line(shared_cluster, 
                      r"pgbench exited with 2: ", last), result.stderr  # fmt: skip
 
 
-@pytest.mark.server
-def test_drop_all_with_a_dsn_that_may_not_checkpoint_is_refused(shared_cluster, tmp_path, lab_tmp):
-    """The lab runs CHECKPOINT before it drops the OS cache: a role that may not is told before
-    the run starts, not by every point failing (issue 35, F8)."""
-    shared_cluster.apply_settings({})
-    with shared_cluster.connect() as conn:
-        conn.execute("create role lab_reader login")
-    try:
-        spec = tmp_path / "spec.toml"
-        spec.write_text('name = "t"\n[pgbench]\nscale = 1\n[machine]\nos_cache = "drop-all"\n')
-        dsn = dsn_of(shared_cluster).replace("user=lab", "user=lab_reader")
-        result = run_cli("run", spec, "--dsn", dsn, "--lab-dir", tmp_path / "lab", tmpdir=lab_tmp)
-    finally:
-        with shared_cluster.connect() as conn:
-            conn.execute("drop role lab_reader")
-    assert_user_error(
-        result,
-        r'os_cache = "drop-all": role \'lab_reader\' of the server given by --dsn may not run '
-        r"CHECKPOINT",
-        r"connect as a superuser .*pg_checkpoint.*os_cache = \"keep\"",
-    )
-    assert_nothing_ran(tmp_path / "lab", lab_tmp)
-
-
 # -- a small real run, then every command that reads it -----------------------------------------
 
 POINTS, REPETITIONS, WARMUP = 2, 2, 1  # tests/data/specs/two-points.toml
