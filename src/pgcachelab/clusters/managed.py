@@ -163,17 +163,30 @@ class ManagedCluster:
         on_work_dir: Callable[[str], None] | None = None,
         disk_profile=None,  # machine.disk_profiles.DiskProfile to initdb on, with emulated_disk
         keep_for_resume: bool = False,  # a killed lab's directory stays for --resume
+        kept_for: dict[str, str] | None = None,  # the store and run id that may resume it
         **kwargs,
     ) -> "ManagedCluster":
         """Make the work directory (owned by the server user) and run initdb in it.
 
-        `on_work_dir` learns the directory before initdb, so a lab killed during initdb
-        leaves a directory the next run knows to remove.
+        The directory is recorded (machine/owned.py) before it is made and `on_work_dir`
+        learns it before initdb, so a lab killed at any moment leaves a directory a later lab
+        knows: to remove, or, kept for --resume, to keep while `kept_for`'s run names it.
         """
-        work_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-", dir=parent_dir))
-        cluster = cls(install, work_dir, user, **kwargs)
+        work_dir, entry = owned.new_dir(
+            "cluster",
+            Path(parent_dir or tempfile.gettempdir()),
+            "pgcachelab-",
+            keep=keep_for_resume,
+            **(kept_for or {}),
+        )
         try:
-            cluster.owned_entry = owned.record("cluster", work_dir, keep=keep_for_resume)
+            cluster = cls(install, work_dir, user, **kwargs)
+        except BaseException:
+            shutil.rmtree(work_dir, ignore_errors=True)
+            owned.forget(entry)
+            raise
+        cluster.owned_entry = entry
+        try:
             if on_work_dir:
                 on_work_dir(str(work_dir))
             os.chown(work_dir, user.uid, user.gid)
@@ -195,7 +208,14 @@ class ManagedCluster:
         return cluster
 
     @classmethod
-    def attach(cls, install: PgInstall, user: OsUser, work_dir: Path, **kwargs):
+    def attach(
+        cls,
+        install: PgInstall,
+        user: OsUser,
+        work_dir: Path,
+        kept_for: dict[str, str] | None = None,
+        **kwargs,
+    ):
         """The cluster a paused run kept in `work_dir`: no initdb, its data as it was."""
         from pgcachelab.clusters.cluster_disk import layout_data_dir
 
@@ -203,7 +223,7 @@ class ManagedCluster:
         if not (data_dir / "PG_VERSION").is_file():
             return None
         cluster = cls(install, work_dir, user, **kwargs)
-        cluster.owned_entry = owned.record("cluster", work_dir, keep=True)
+        cluster.owned_entry = owned.record("cluster", work_dir, keep=True, **(kept_for or {}))
         return cluster
 
     def use_disk(self, profile) -> bool:
@@ -428,8 +448,9 @@ class ManagedCluster:
                 self.disown()
 
     def disown(self) -> None:
-        """Nothing of the cluster runs and its directory is gone or recorded elsewhere (kept
-        for --resume in the store): no later lab needs to reap it."""
+        """Nothing of the cluster runs and its directory is gone: no later lab needs to reap
+        it. (A cluster kept for --resume keeps its entry: experiments/reaping.py removes it
+        once no run's store names it any more.)"""
         owned.forget(self.owned_entry)
         self.owned_entry = None
 

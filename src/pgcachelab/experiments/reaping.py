@@ -8,6 +8,7 @@ running whose lab is gone become "interrupted".
 """
 
 import contextlib
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -19,17 +20,79 @@ from pgcachelab.errors import UserError
 from pgcachelab.machine import fusedisk, host_settings, hugepages, owned
 from pgcachelab.machine.cgroup import reap_stale_cgroups, remove_cgroup_dir
 from pgcachelab.progress import Progress
+from pgcachelab.store.location import MASK, parse_store
+from pgcachelab.store.open import open_store
 
 KILLED = "the lab process was killed"
 
 
 def _reap_cluster(entry: owned.Entry) -> str | None:
-    keep = bool(entry.details.get("keep"))
     work_dir = Path(entry.path)
-    was_running = reap_stale(work_dir, remove=not keep)
-    if keep:
-        return f"stopped the server of {work_dir}, kept for --resume" if was_running else None
+    if entry.details.get("keep"):
+        return _reap_kept_cluster(entry)
+    reap_stale(work_dir, remove=True)
     return f"removed the cluster {work_dir} a killed lab (pid {entry.owner.pid}) left"
+
+
+def _reap_kept_cluster(entry: owned.Entry) -> str | None:
+    """A cluster kept for --resume (cache-wash data, long to build) stays while its run's store
+    names it; once the store or the run is gone, or the run ended elsewhere, nothing ever would
+    resume or remove it (GBs under /var/tmp): it goes, said in one line."""
+    work_dir = Path(entry.path)
+    if not work_dir.exists():
+        return None  # resumed to the end, or removed by hand
+    stopped = reap_stale(work_dir, remove=False)
+    orphaned = kept_orphan_reason(entry.details, work_dir)
+    if orphaned is None:
+        raise owned.StillNeeded(
+            f"stopped the server of {work_dir}, kept for --resume" if stopped else ""
+        )
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return f"removed the cluster kept for --resume in {work_dir}: {orphaned}"
+
+
+def kept_for(store_location: str, run_id: str) -> dict[str, str]:
+    """What a kept cluster's entry records of its run: the store (a SQLite file by its absolute
+    path: a later lab runs elsewhere) and the run id; nothing for a URL with a password, which
+    is never written under /run (such a cluster is only ever listed, never removed unasked)."""
+    if MASK in store_location:
+        return {}
+    with contextlib.suppress(UserError):
+        location = parse_store(store_location)
+        if location.kind == "sqlite" and location.path is not None:
+            store_location = str(location.path.absolute())
+    return {"store": store_location, "run_id": run_id}
+
+
+def kept_orphan_reason(details: dict, work_dir: Path) -> str | None:
+    """Why nothing will resume the cluster kept in `work_dir` (its store is gone, the run is
+    gone or no longer names it), or None while its run may still resume it, or when that
+    cannot be known now (no store recorded, a store that does not answer)."""
+    store_text, run_id = details.get("store"), details.get("run_id")
+    if not store_text or not run_id:
+        return None
+    try:
+        location = parse_store(store_text)
+    except UserError:
+        return None
+    if location.kind == "sqlite" and location.path is not None and not location.path.is_file():
+        return f"its store {location.path} is gone"
+    try:
+        store = open_store(location, create=False, read_only=True)
+    except (UserError, OSError, sqlite3.Error, psycopg.Error):
+        return None  # unreachable for now (a server down, a disk unmounted): decide later
+    try:
+        run = store.run(str(run_id))
+    except (OSError, sqlite3.Error, psycopg.Error):
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            store.close()
+    if run is None:
+        return f"run {run_id} is no longer in {location.masked()}"
+    if run.work_dir != str(work_dir):
+        return f"run {run_id} in {location.masked()} no longer names it ({run.status})"
+    return None
 
 
 def _reap_mount(entry: owned.Entry) -> str | None:
@@ -48,9 +111,6 @@ def _reap_cgroup(entry: owned.Entry) -> str | None:
 
 def _reap_run(entry: owned.Entry) -> str | None:
     """Mark the killed run interrupted in its own store (which the next command may not use)."""
-    from pgcachelab.store.location import parse_store
-    from pgcachelab.store.open import open_store
-
     try:
         store = open_store(parse_store(entry.path), create=False, read_only=False)
     except (UserError, OSError, sqlite3.Error, psycopg.Error):

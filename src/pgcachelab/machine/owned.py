@@ -6,6 +6,10 @@ pid *and start time* (/proc/PID/stat field 22), so a recycled pid is not taken f
 Any lab command reaps the entries of dead owners, whatever the store or --lab-dir it was given
 (issue 18: a run killed under one --lab-dir was never reaped by a run under another).
 
+An entry normally goes once its owner is dead and its thing reaped; a reaper that finds its thing
+still needed (a cluster kept for --resume that its run's store still names) raises `StillNeeded`
+and the entry stays, so the thing is found again once its run is forgotten.
+
 Huge pages keep their own state in /run/pgcachelab/hugepages (hugepages.py): what matters
 there is a count to take back, not a path.
 """
@@ -133,12 +137,19 @@ def entries() -> list[Entry]:
     return found
 
 
+class StillNeeded(Exception):  # noqa: N818 (an answer, not a failure)
+    """Raised by a reaper whose thing must stay (a kept cluster its run can resume): its entry
+    is kept for a later lab. The message, if any, says what the reaper did all the same."""
+
+
 def dead_entries(all_entries: list[Entry], alive: Callable[[Owner], bool]) -> list[Entry]:
     """The entries whose owner is gone, clusters last: a server stops before its directory's
     neighbours (scratch dirs, cgroups) are removed, and a mount is detached before the
-    directory under it goes."""
+    directory under it goes. A cluster a live owner has recorded too is not dead: a resumed
+    run's lab has taken back the cluster its killed predecessor kept."""
     order = {"mount": 0, "dir": 1, "cluster": 2, "cgroup": 3, "run": 4}
-    dead = [entry for entry in all_entries if not alive(entry.owner)]
+    living = {(e.kind, e.path) for e in all_entries if e.kind == "cluster" and alive(e.owner)}
+    dead = [e for e in all_entries if not alive(e.owner) and (e.kind, e.path) not in living]
     return sorted(dead, key=lambda entry: order.get(entry.kind, 5))
 
 
@@ -157,15 +168,26 @@ def reap(reapers: dict[str, Callable[[Entry], str | None]]) -> list[str]:
     """Reap every entry of a dead owner with the reaper for its kind; returns what each did
     (for notes). An entry of a kind without a reaper here is left for a lab that has one."""
     done = []
+    still_needed: set[tuple[str, str]] = set()
     with registry_lock():
         for entry in dead_entries(entries(), Owner.alive):
             reaper = reapers.get(entry.kind)
             if reaper is None:
                 continue
-            with contextlib.suppress(OSError):
+            if (entry.kind, entry.path) in still_needed:  # each resume records it again
+                forget(entry.file)
+                continue
+            try:
                 said = reaper(entry)
-                if said:
-                    done.append(said)
+            except StillNeeded as needed:
+                still_needed.add((entry.kind, entry.path))
+                if str(needed):
+                    done.append(str(needed))
+                continue
+            except OSError:
+                said = None
+            if said:
+                done.append(said)
             forget(entry.file)
     return done
 
@@ -179,20 +201,28 @@ def remove_dir(entry: Entry) -> str | None:
     return f"removed {path}, left by a killed lab (pid {entry.owner.pid})"
 
 
+def new_dir(kind: str, parent: Path, prefix: str, **details) -> tuple[Path, Path]:
+    """A new 0700 directory `parent/prefix<random>` and its entry (for `forget`), recorded
+    before it is made: a kill -9 between making it and recording it left it behind for good
+    (seen once in CI, after a run killed mid-measurement)."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(8)}"
+        entry = record(kind, path, **details)
+        try:
+            path.mkdir(mode=0o700)
+            return path, entry
+        except FileExistsError:  # 64 random bits taken already: not ours, never reaped
+            forget(entry)
+        except BaseException:
+            forget(entry)
+            raise
+
+
 @contextlib.contextmanager
 def scratch_dir(prefix: str) -> Iterator[Path]:
     """A temporary directory (0700, in tempfile's directory) that a killed lab's successor
-    removes. Recorded before it is made: a kill -9 between making it and recording it left it
-    behind for good (seen once in CI, after a run killed mid-measurement)."""
-    base = Path(tempfile.gettempdir())
-    while True:
-        path = base / f"{prefix}{secrets.token_hex(8)}"
-        entry = record("dir", path)
-        try:
-            path.mkdir(mode=0o700)
-            break
-        except FileExistsError:  # 64 random bits taken already: not ours, never reaped
-            forget(entry)
+    removes (`new_dir`)."""
+    path, entry = new_dir("dir", Path(tempfile.gettempdir()), prefix)
     try:
         yield path
     finally:

@@ -1,0 +1,184 @@
+"""Clusters kept for --resume (cache-wash data) and what a killed postmaster leaves in shared
+memory: a later lab keeps a kept cluster while its run's store names it, removes it once the
+store or the run is gone, and takes back the SysV and /dev/shm segments of a cluster killed
+with SIGKILL, never a live cluster's."""
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pgcachelab.clusters.managed import ManagedCluster
+from pgcachelab.clusters.shmem_layout import (
+    dsm_handles,
+    dsm_segment_name,
+    parse_pid_file,
+    parse_sysvipc_shm,
+)
+from pgcachelab.clusters.shmem_leftovers import (
+    POSIX_SHM_DIR,
+    SYSVIPC_SHM,
+    _control_handle,
+    _unattached,
+)
+from pgcachelab.experiments.reaping import REAPERS, kept_for, kept_orphan_reason
+from pgcachelab.machine import owned
+from pgcachelab.store.sqlite import SqliteResultStore
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch) -> Path:
+    """A registry of this test's own: another lab's entries (other tests, other worktrees) are
+    never reaped here."""
+    directory = tmp_path / "owned"
+    monkeypatch.setattr(owned, "registry_dir", lambda: directory)
+    return directory
+
+
+def _finished_pid() -> int:
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    return finished.pid
+
+
+def _as_if_killed(entry_file: Path) -> None:
+    """Rewrite an entry as if the lab that wrote it had been killed."""
+    text = entry_file.read_text().replace(f'"pid": {os.getpid()}', f'"pid": {_finished_pid()}')
+    entry_file.write_text(text)
+
+
+def _store_with_run(path: Path, work_dir: Path) -> tuple[SqliteResultStore, str]:
+    store = SqliteResultStore(path)
+    run_id = store.create_run("cache-wash", "spec.toml", "", {"keep_data": True}, {}, [])
+    store.set_work_dir(run_id, str(work_dir))
+    return store, run_id
+
+
+def test_a_kept_cluster_stays_while_its_run_names_it_and_goes_with_its_run(tmp_path):
+    work_dir = tmp_path / "pgcachelab-kept"
+    store, run_id = _store_with_run(tmp_path / "lab" / "results.sqlite", work_dir)
+    details = kept_for(store.location, run_id)
+    assert details == {"store": str(tmp_path / "lab" / "results.sqlite"), "run_id": run_id}
+    assert kept_orphan_reason(details, work_dir) is None  # running, or interrupted: resumable
+    store.finish_run(run_id, "interrupted", "killed", str(work_dir))
+    assert kept_orphan_reason(details, work_dir) is None
+    store.finish_run(run_id, "done")  # resumed to the end elsewhere
+    assert kept_orphan_reason(details, work_dir) == (
+        f"run {run_id} in {store.location} no longer names it (done)"
+    )
+    other = {**details, "run_id": "r-none"}
+    assert kept_orphan_reason(other, work_dir) == f"run r-none is no longer in {store.location}"
+    store.close()
+    (tmp_path / "lab" / "results.sqlite").unlink()
+    assert kept_orphan_reason(details, work_dir) == f"its store {store.location} is gone"
+    # What cannot be known is never an orphan: no store recorded (a URL with a password).
+    assert kept_for("postgresql://lab:***@db/results", run_id) == {}
+    assert kept_orphan_reason({}, work_dir) is None
+
+
+def test_a_relative_store_is_recorded_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert kept_for("lab/results.sqlite", "r1")["store"] == str(tmp_path / "lab/results.sqlite")
+
+
+def test_a_dead_labs_kept_cluster_is_kept_then_removed_once_its_store_is_gone(tmp_path, registry):
+    kept_root = tmp_path / "var-tmp"
+    kept_root.mkdir()
+    store, run_id = _store_with_run(tmp_path / "lab" / "results.sqlite", Path("/unset"))
+    details = kept_for(store.location, run_id)
+    work_dir, entry = owned.new_dir("cluster", kept_root, "pgcachelab-", keep=True, **details)
+    store.set_work_dir(run_id, str(work_dir))
+    assert owned.reap(REAPERS) == []  # its lab lives: not looked at
+    _as_if_killed(entry)
+    assert owned.reap(REAPERS) == []  # the store names it: kept, silently, entry and all
+    assert work_dir.is_dir() and [e.path for e in owned.entries()] == [str(work_dir)]
+    # A resumed run's lab records it again: while it lives, the old entry is not reaped.
+    again = owned.record("cluster", work_dir, keep=True, **details)
+    assert [e.file for e in owned.dead_entries(owned.entries(), owned.Owner.alive)] == []
+    _as_if_killed(again)  # and killed in turn: one entry is enough
+    assert owned.reap(REAPERS) == [] and len(owned.entries()) == 1
+    store.close()
+    (tmp_path / "lab" / "results.sqlite").unlink()  # the lab directory deleted
+    assert owned.reap(REAPERS) == [
+        f"removed the cluster kept for --resume in {work_dir}: its store {store.location} is gone"
+    ]
+    assert not work_dir.exists() and owned.entries() == []
+
+
+def test_a_directory_is_recorded_before_it_is_made(tmp_path, registry, monkeypatch):
+    seen = []
+    real_mkdir = Path.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        seen.append([e.path for e in owned.entries()])
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    work_dir, _ = owned.new_dir("cluster", tmp_path, "pgcachelab-", keep=True)
+    assert str(work_dir) in seen[-1]
+
+
+# -- a postmaster killed with SIGKILL, its lab killed too ---------------------------------------
+
+
+def _segments_of(cluster: ManagedCluster) -> tuple[int, set[str]]:
+    """The running server's SysV segment id and its /dev/shm segments (the control segment
+    and those it lists), read as the reaper reads them."""
+    shm_id = parse_pid_file((cluster.data_dir / "postmaster.pid").read_text()).shm_id
+    assert shm_id is not None
+    segment = parse_sysvipc_shm(SYSVIPC_SHM.read_text())[shm_id]
+    control = _control_handle(segment)
+    assert control is not None, "the server has no dynamic shared memory control segment"
+    listed = dsm_handles((POSIX_SHM_DIR / dsm_segment_name(control)).read_bytes())
+    return shm_id, {dsm_segment_name(h) for h in [control, *listed]}
+
+
+def _present(shm_id: int, names: set[str]) -> tuple[bool, set[str]]:
+    sysv = shm_id in parse_sysvipc_shm(SYSVIPC_SHM.read_text())
+    return sysv, {name for name in names if (POSIX_SHM_DIR / name).exists()}
+
+
+def test_a_killed_labs_killed_server_leaves_no_shared_memory_and_no_directory(
+    pg_install, server_os_user, cluster_parent, running_cluster, tmp_path, registry
+):
+    store, run_id = _store_with_run(tmp_path / "lab" / "results.sqlite", Path("/unset"))
+    killed = ManagedCluster.create(
+        pg_install,
+        server_os_user,
+        parent_dir=cluster_parent,
+        keep_for_resume=True,
+        kept_for=kept_for(store.location, run_id),
+    )
+    try:
+        store.set_work_dir(run_id, str(killed.work_dir))
+        killed.apply_settings({})
+        with killed.connect() as conn:
+            conn.execute("select 1")
+        live_id, live_names = _segments_of(running_cluster)
+        shm_id, names = _segments_of(killed)
+        postmaster = parse_pid_file((killed.data_dir / "postmaster.pid").read_text()).pid
+        assert killed.process is not None and killed.owned_entry is not None
+        # The lab and its server die at once (kill -9 of the group, the OOM killer).
+        os.killpg(killed.process.pid, signal.SIGKILL)
+        killed.process.wait()
+        killed.process = None
+        _as_if_killed(killed.owned_entry)
+        assert _present(shm_id, names) == (True, names)  # what PostgreSQL itself leaves
+        assert _unattached(shm_id, postmaster) is not None  # its backends have let go
+
+        assert owned.reap(REAPERS) == []  # its run may resume it: the data stays
+        assert killed.work_dir.is_dir()
+        assert _present(shm_id, names) == (False, set())  # but not its shared memory
+
+        store.close()
+        (tmp_path / "lab" / "results.sqlite").unlink()
+        [said] = owned.reap(REAPERS)
+        assert said.startswith(f"removed the cluster kept for --resume in {killed.work_dir}: ")
+        assert not killed.work_dir.exists() and owned.entries() == []
+        assert _present(live_id, live_names) == (True, live_names)  # the live one untouched
+        with running_cluster.connect() as conn:
+            conn.execute("select 1")
+    finally:
+        killed.destroy()
