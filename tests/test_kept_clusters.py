@@ -4,6 +4,7 @@ store or the run is gone, and takes back the SysV and /dev/shm segments of a clu
 with SIGKILL, never a live cluster's."""
 
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -182,3 +183,47 @@ def test_a_killed_labs_killed_server_leaves_no_shared_memory_and_no_directory(
             conn.execute("select 1")
     finally:
         killed.destroy()
+
+
+# -- pgcachelab kept ----------------------------------------------------------------------------
+
+
+def test_kept_lists_each_cluster_and_removes_only_what_nothing_will_resume(
+    tmp_path, registry, monkeypatch
+):
+    from fix_cli import run_cli_forked
+
+    from pgcachelab.clusters import targets
+    from pgcachelab.experiments import reaping
+
+    root = tmp_path / "var-tmp"
+    root.mkdir()
+    monkeypatch.setattr(reaping, "kept_data_path", lambda: root)
+    monkeypatch.setattr(targets, "kept_data_path", lambda: root)
+    store, run_id = _store_with_run(tmp_path / "lab" / "results.sqlite", Path("/unset"))
+    details = kept_for(store.location, run_id)
+    resumable, entry = owned.new_dir("cluster", root, "pgcachelab-", keep=True, **details)
+    store.set_work_dir(run_id, str(resumable))
+    store.close()
+    _as_if_killed(entry)
+    in_use, _ = owned.new_dir("cluster", root, "pgcachelab-", keep=True, **details)
+    unknown = root / "pgcachelab-before-a-reboot"
+    (unknown / "pgdata").mkdir(parents=True)
+    (unknown / "pgdata" / "base").write_bytes(b"x" * 8192)
+
+    listed = run_cli_forked("kept")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert re.split(r"\s{2,}", lines[0]) == ["state", "size", "directory", "run or reason"]
+    rows = {re.split(r"\s{2,}", line)[2]: re.split(r"\s{2,}", line)[0] for line in lines[1:]}
+    assert rows == {str(resumable): "resumable", str(in_use): "in use", str(unknown): "unknown"}
+    assert f"pgcachelab run --resume {run_id} --store {store.location}" in listed.stdout
+    assert "1 of them nothing will resume (8kB): remove them with: pgcachelab kept --remove" in (
+        listed.stderr
+    )
+    assert unknown.exists()  # listing removes nothing
+
+    removed = run_cli_forked("kept", "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert f"removed the cluster kept in {unknown} (unknown: " in removed.stderr
+    assert not unknown.exists() and resumable.is_dir() and in_use.is_dir()

@@ -8,14 +8,17 @@ running whose lab is gone become "interrupted".
 """
 
 import contextlib
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 
 from pgcachelab.clusters.managed import reap_stale
+from pgcachelab.clusters.targets import kept_data_path
 from pgcachelab.errors import UserError
 from pgcachelab.machine import fusedisk, host_settings, hugepages, owned
 from pgcachelab.machine.cgroup import reap_stale_cgroups, remove_cgroup_dir
@@ -169,3 +172,86 @@ def reap_abandoned(store, progress: Progress | None) -> list[str]:
     if progress is not None:
         reap_everything(progress.note)
     return marked
+
+
+@dataclass(frozen=True)
+class KeptCluster:
+    """A directory under kept_data_path() and what may become of it."""
+
+    path: Path
+    state: str  # "in use", "resumable", "orphaned" or "unknown"
+    why: str
+    size_bytes: int
+
+    @property
+    def removable(self) -> bool:
+        """Nothing will resume it: `pgcachelab kept --remove` may remove it."""
+        return self.state in ("orphaned", "unknown")
+
+
+def kept_clusters(root: Path | None = None) -> list[KeptCluster]:
+    """Every cluster kept for --resume on this machine (under `root`, kept_data_path() by
+    default) and whether a run still names it. One that no entry names was kept before a reboot
+    (which empties /run) or by an older lab: "unknown", only its user can tell."""
+    root = kept_data_path() if root is None else root
+    try:
+        paths = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+    by_path: dict[str, list[owned.Entry]] = {}
+    for entry in owned.entries():
+        if entry.kind == "cluster":
+            by_path.setdefault(entry.path, []).append(entry)
+    found = []
+    for path in paths:
+        named = by_path.get(str(path), [])
+        live = [entry.owner.pid for entry in named if entry.owner.alive()]
+        # A lab whose registry is elsewhere (another $XDG_RUNTIME_DIR) is seen by its processes.
+        users = live or processes_mentioning(str(path))
+        if users:
+            state, why = "in use", f"by the process with pid {users[0]}"
+        elif not named:
+            state, why = "unknown", "no lab's record names it (kept before a reboot, or older)"
+        else:
+            details = next((e.details for e in named if e.details.get("store")), {})
+            orphaned = kept_orphan_reason(details, path)
+            if orphaned is not None:
+                state, why = "orphaned", orphaned
+            elif details:
+                state = "resumable"
+                why = f"pgcachelab run --resume {details['run_id']} --store {details['store']}"
+            else:
+                state, why = "unknown", "its store was not recorded (a URL with a password)"
+        found.append(KeptCluster(path, state, why, _tree_bytes(path)))
+    return found
+
+
+def remove_kept(cluster: KeptCluster) -> str:
+    """Remove a kept cluster nothing will resume (its server stopped first, if one runs)."""
+    reap_stale(cluster.path, remove=True)
+    with owned.registry_lock():
+        for entry in owned.entries():
+            if entry.kind == "cluster" and entry.path == str(cluster.path):
+                owned.forget(entry.file)
+    return f"removed the cluster kept in {cluster.path} ({cluster.state}: {cluster.why})"
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line holds `text` (a postmaster's or initdb's -D)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if text.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+    return found
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for directory, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(directory, name)).st_blocks * 512
+    return total
