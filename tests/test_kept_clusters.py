@@ -227,3 +227,41 @@ def test_kept_lists_each_cluster_and_removes_only_what_nothing_will_resume(
     assert removed.returncode == 0, removed.stderr
     assert f"removed the cluster kept in {unknown} (unknown: " in removed.stderr
     assert not unknown.exists() and resumable.is_dir() and in_use.is_dir()
+
+
+# -- a killed cache-wash run whose lab directory is then deleted ---------------------------------
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_a_kept_cluster_whose_lab_dir_is_deleted_goes_with_the_next_lab_command(tmp_path, lab_tmp):
+    import shutil
+
+    from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, run_cli
+    from fix_lab import lab_process, wait_until_measuring
+
+    from pgcachelab.clusters.managed import reap_stale
+
+    lab_dir = tmp_path / "lab"
+    spec = SPECS_DIR / "cache-wash-small.toml"
+    with lab_process(["run", spec, "--lab-dir", lab_dir, "--no-report"], tmp_path, lab_tmp) as lab:
+        _, work_dir = wait_until_measuring(lab, lab_dir, tmp_path, measurements=1)
+        lab.send_signal(signal.SIGKILL)
+        assert lab.wait(timeout=CLI_TIMEOUT_S) == -signal.SIGKILL
+    try:
+        assert Path(work_dir).is_dir()
+        kept = run_cli("kept", tmpdir=lab_tmp)  # the store names it: kept for --resume
+        assert kept.returncode == 0, kept.stderr
+        assert Path(work_dir, "pgdata", "PG_VERSION").exists()
+        assert "resumable  " in kept.stdout and work_dir in kept.stdout
+        shutil.rmtree(lab_dir)
+        result = run_cli("kept", tmpdir=lab_tmp)
+        assert result.returncode == 0, result.stderr
+        assert (
+            f"removed the cluster kept for --resume in {work_dir}: "
+            f"its store {lab_dir / 'results.sqlite'} is gone"
+        ) in result.stderr.splitlines()
+        assert not Path(work_dir).exists() and work_dir not in result.stdout
+        assert [e for e in owned.entries() if e.path == work_dir] == []
+    finally:
+        reap_stale(Path(work_dir))
