@@ -137,7 +137,7 @@ def entries() -> list[Entry]:
     return found
 
 
-class StillNeeded(Exception):  # noqa: N818 (an answer, not a failure)
+class StillNeeded(Exception):
     """Raised by a reaper whose thing must stay (a kept cluster its run can resume): its entry
     is kept for a later lab. The message, if any, says what the reaper did all the same."""
 
