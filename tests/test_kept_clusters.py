@@ -89,16 +89,21 @@ def test_a_dead_labs_kept_cluster_is_kept_then_removed_once_its_store_is_gone(tm
     kept_root.mkdir()
     store, run_id = _store_with_run(tmp_path / "lab" / "results.sqlite", Path("/unset"))
     details = kept_for(store.location, run_id)
-    work_dir, entry = owned.new_dir("cluster", kept_root, "pgcachelab-", keep=True, **details)
+    kinds = {"cluster": {"keep": True}, "kept": details}
+    work_dir, files = owned.new_dir(kept_root, "pgcachelab-", kinds)
     store.set_work_dir(run_id, str(work_dir))
     assert owned.reap(REAPERS) == []  # its lab lives: not looked at
-    _as_if_killed(entry)
-    assert owned.reap(REAPERS) == []  # the store names it: kept, silently, entry and all
-    assert work_dir.is_dir() and [e.path for e in owned.entries()] == [str(work_dir)]
+    for file in files:
+        _as_if_killed(file)
+    assert owned.reap(REAPERS) == []  # the store names it: kept, silently, with its entry
+    assert work_dir.is_dir()
+    assert [(e.kind, e.path) for e in owned.entries()] == [("kept", str(work_dir))]
     # A resumed run's lab records it again: while it lives, the old entry is not reaped.
-    again = owned.record("cluster", work_dir, keep=True, **details)
+    again = owned.record("cluster", work_dir, keep=True)
     assert [e.file for e in owned.dead_entries(owned.entries(), owned.Owner.alive)] == []
-    _as_if_killed(again)  # and killed in turn: one entry is enough
+    owned.forget(again)
+    again = owned.record("kept", work_dir, **details)
+    _as_if_killed(again)  # killed in turn: one entry is enough
     assert owned.reap(REAPERS) == [] and len(owned.entries()) == 1
     store.close()
     (tmp_path / "lab" / "results.sqlite").unlink()  # the lab directory deleted
@@ -117,8 +122,8 @@ def test_a_directory_is_recorded_before_it_is_made(tmp_path, registry, monkeypat
         return real_mkdir(path, *args, **kwargs)
 
     monkeypatch.setattr(Path, "mkdir", mkdir)
-    work_dir, _ = owned.new_dir("cluster", tmp_path, "pgcachelab-", keep=True)
-    assert str(work_dir) in seen[-1]
+    work_dir, _ = owned.new_dir(tmp_path, "pgcachelab-", {"cluster": {"keep": True}, "kept": {}})
+    assert seen[-1] == [str(work_dir), str(work_dir)]
 
 
 # -- a postmaster killed with SIGKILL, its lab killed too ---------------------------------------
@@ -160,12 +165,14 @@ def test_a_killed_labs_killed_server_leaves_no_shared_memory_and_no_directory(
         live_id, live_names = _segments_of(running_cluster)
         shm_id, names = _segments_of(killed)
         postmaster = parse_pid_file((killed.data_dir / "postmaster.pid").read_text()).pid
-        assert killed.process is not None and killed.owned_entry is not None
+        assert killed.process is not None
+        assert killed.owned_entry is not None and killed.kept_entry is not None
         # The lab and its server die at once (kill -9 of the group, the OOM killer).
         os.killpg(killed.process.pid, signal.SIGKILL)
         killed.process.wait()
         killed.process = None
         _as_if_killed(killed.owned_entry)
+        _as_if_killed(killed.kept_entry)
         assert _present(shm_id, names) == (True, names)  # what PostgreSQL itself leaves
         assert _unattached(shm_id, postmaster) is not None  # its backends have let go
 
@@ -202,11 +209,11 @@ def test_kept_lists_each_cluster_and_removes_only_what_nothing_will_resume(
     monkeypatch.setattr(targets, "kept_data_path", lambda: root)
     store, run_id = _store_with_run(tmp_path / "lab" / "results.sqlite", Path("/unset"))
     details = kept_for(store.location, run_id)
-    resumable, entry = owned.new_dir("cluster", root, "pgcachelab-", keep=True, **details)
+    resumable, [entry] = owned.new_dir(root, "pgcachelab-", {"kept": details})
     store.set_work_dir(run_id, str(resumable))
     store.close()
     _as_if_killed(entry)
-    in_use, _ = owned.new_dir("cluster", root, "pgcachelab-", keep=True, **details)
+    in_use, _ = owned.new_dir(root, "pgcachelab-", {"cluster": {"keep": True}, "kept": details})
     unknown = root / "pgcachelab-before-a-reboot"
     (unknown / "pgdata").mkdir(parents=True)
     (unknown / "pgdata" / "base").write_bytes(b"x" * 8192)

@@ -145,6 +145,9 @@ class ManagedCluster:
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self.owned_entry: Path | None = None  # machine/owned.py: reaped if the lab is killed
+        # Kept for --resume: the entry that names its run, left when the lab stops unfinished
+        # (experiments/reaping.py removes the cluster once no run names it).
+        self.kept_entry: Path | None = None
         self._log_start_offset = 0  # where the current start's lines begin in the log
         # False after the server refused what the file asks: the next apply reloads and checks
         # again even when the file does not change (the next repetition of a failed point).
@@ -172,20 +175,21 @@ class ManagedCluster:
         learns it before initdb, so a lab killed at any moment leaves a directory a later lab
         knows: to remove, or, kept for --resume, to keep while `kept_for`'s run names it.
         """
-        work_dir, entry = owned.new_dir(
-            "cluster",
-            Path(parent_dir or tempfile.gettempdir()),
-            "pgcachelab-",
-            keep=keep_for_resume,
-            **(kept_for or {}),
+        kinds: dict[str, dict] = {"cluster": {"keep": keep_for_resume}}
+        if keep_for_resume:
+            kinds["kept"] = dict(kept_for or {})
+        work_dir, entries = owned.new_dir(
+            Path(parent_dir or tempfile.gettempdir()), "pgcachelab-", kinds
         )
         try:
             cluster = cls(install, work_dir, user, **kwargs)
         except BaseException:
             shutil.rmtree(work_dir, ignore_errors=True)
-            owned.forget(entry)
+            for entry in entries:
+                owned.forget(entry)
             raise
-        cluster.owned_entry = entry
+        cluster.owned_entry = entries[0]
+        cluster.kept_entry = entries[1] if keep_for_resume else None
         try:
             if on_work_dir:
                 on_work_dir(str(work_dir))
@@ -223,7 +227,8 @@ class ManagedCluster:
         if not (data_dir / "PG_VERSION").is_file():
             return None
         cluster = cls(install, work_dir, user, **kwargs)
-        cluster.owned_entry = owned.record("cluster", work_dir, keep=True, **(kept_for or {}))
+        cluster.owned_entry = owned.record("cluster", work_dir, keep=True)
+        cluster.kept_entry = owned.record("kept", work_dir, **(kept_for or {}))
         return cluster
 
     def use_disk(self, profile) -> bool:
@@ -446,11 +451,12 @@ class ManagedCluster:
             finally:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
                 self.disown()
+                owned.forget(self.kept_entry)
+                self.kept_entry = None
 
     def disown(self) -> None:
-        """Nothing of the cluster runs and its directory is gone: no later lab needs to reap
-        it. (A cluster kept for --resume keeps its entry: experiments/reaping.py removes it
-        once no run's store names it any more.)"""
+        """Nothing of the cluster runs and its directory is gone or kept for --resume (then its
+        "kept" entry stays, naming its run): no later lab needs to stop or remove it."""
         owned.forget(self.owned_entry)
         self.owned_entry = None
 

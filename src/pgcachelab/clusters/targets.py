@@ -225,8 +225,9 @@ class ManagedTarget:
         try:
             if self.cluster is not None:
                 if self.keep_data and not finished:
-                    self.cluster.stop()  # the directory stays, and its entry with it
+                    self.cluster.stop()  # the directory stays, named by its "kept" entry
                     self.cluster.release_disk()
+                    self.cluster.disown()
                     kept = str(self.cluster.work_dir)
                 else:
                     self.cluster.destroy()

@@ -9,7 +9,6 @@ running whose lab is gone become "interrupted".
 
 import contextlib
 import os
-import shutil
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,27 +29,26 @@ KILLED = "the lab process was killed"
 
 
 def _reap_cluster(entry: owned.Entry) -> str | None:
+    keep = bool(entry.details.get("keep"))
     work_dir = Path(entry.path)
-    if entry.details.get("keep"):
-        return _reap_kept_cluster(entry)
-    reap_stale(work_dir, remove=True)
+    was_running = reap_stale(work_dir, remove=not keep)
+    if keep:
+        return f"stopped the server of {work_dir}, kept for --resume" if was_running else None
     return f"removed the cluster {work_dir} a killed lab (pid {entry.owner.pid}) left"
 
 
 def _reap_kept_cluster(entry: owned.Entry) -> str | None:
     """A cluster kept for --resume (cache-wash data, long to build) stays while its run's store
     names it; once the store or the run is gone, or the run ended elsewhere, nothing ever would
-    resume or remove it (GBs under /var/tmp): it goes, said in one line."""
+    resume or remove it (GBs under /var/tmp): it goes, said in one line. (Its server, if a
+    killed lab left one, was stopped by its "cluster" entry's reaper, which comes first.)"""
     work_dir = Path(entry.path)
     if not work_dir.exists():
         return None  # resumed to the end, or removed by hand
-    stopped = reap_stale(work_dir, remove=False)
     orphaned = kept_orphan_reason(entry.details, work_dir)
     if orphaned is None:
-        raise owned.StillNeeded(
-            f"stopped the server of {work_dir}, kept for --resume" if stopped else ""
-        )
-    shutil.rmtree(work_dir, ignore_errors=True)
+        raise owned.StillNeeded()
+    reap_stale(work_dir, remove=True)
     return f"removed the cluster kept for --resume in {work_dir}: {orphaned}"
 
 
@@ -132,6 +130,7 @@ def _reap_run(entry: owned.Entry) -> str | None:
 
 REAPERS: dict[str, Callable[[owned.Entry], str | None]] = {
     "cluster": _reap_cluster,
+    "kept": _reap_kept_cluster,
     "dir": owned.remove_dir,
     "mount": _reap_mount,
     "cgroup": _reap_cgroup,
@@ -200,12 +199,13 @@ def kept_clusters(root: Path | None = None) -> list[KeptCluster]:
         return []
     by_path: dict[str, list[owned.Entry]] = {}
     for entry in owned.entries():
-        if entry.kind == "cluster":
+        if entry.kind in ("cluster", "kept"):
             by_path.setdefault(entry.path, []).append(entry)
     found = []
     for path in paths:
         named = by_path.get(str(path), [])
         live = [entry.owner.pid for entry in named if entry.owner.alive()]
+        named = [entry for entry in named if entry.kind == "kept"]
         # A lab whose registry is elsewhere (another $XDG_RUNTIME_DIR) is seen by its processes.
         users = live or processes_mentioning(str(path))
         if users:
@@ -231,7 +231,7 @@ def remove_kept(cluster: KeptCluster) -> str:
     reap_stale(cluster.path, remove=True)
     with owned.registry_lock():
         for entry in owned.entries():
-            if entry.kind == "cluster" and entry.path == str(cluster.path):
+            if entry.kind in ("cluster", "kept") and entry.path == str(cluster.path):
                 owned.forget(entry.file)
     return f"removed the cluster kept in {cluster.path} ({cluster.state}: {cluster.why})"
 

@@ -7,8 +7,9 @@ Any lab command reaps the entries of dead owners, whatever the store or --lab-di
 (issue 18: a run killed under one --lab-dir was never reaped by a run under another).
 
 An entry normally goes once its owner is dead and its thing reaped; a reaper that finds its thing
-still needed (a cluster kept for --resume that its run's store still names) raises `StillNeeded`
-and the entry stays, so the thing is found again once its run is forgotten.
+still needed raises `StillNeeded` and the entry stays. A cluster kept for --resume has such an
+entry of its own, of kind "kept" (naming its store and run), beside its "cluster" entry: a lab
+that knows no "kept" reaper (an older one) leaves it alone, and only stops the server.
 
 Huge pages keep their own state in /run/pgcachelab/hugepages (hugepages.py): what matters
 there is a count to take back, not a path.
@@ -147,10 +148,15 @@ def dead_entries(all_entries: list[Entry], alive: Callable[[Owner], bool]) -> li
     neighbours (scratch dirs, cgroups) are removed, and a mount is detached before the
     directory under it goes. A cluster a live owner has recorded too is not dead: a resumed
     run's lab has taken back the cluster its killed predecessor kept."""
-    order = {"mount": 0, "dir": 1, "cluster": 2, "cgroup": 3, "run": 4}
-    living = {(e.kind, e.path) for e in all_entries if e.kind == "cluster" and alive(e.owner)}
-    dead = [e for e in all_entries if not alive(e.owner) and (e.kind, e.path) not in living]
-    return sorted(dead, key=lambda entry: order.get(entry.kind, 5))
+    order = {"mount": 0, "dir": 1, "cluster": 2, "kept": 3, "cgroup": 4, "run": 5}
+    clusters = ("cluster", "kept")
+    living = {e.path for e in all_entries if e.kind in clusters and alive(e.owner)}
+    dead = [
+        entry
+        for entry in all_entries
+        if not alive(entry.owner) and not (entry.kind in clusters and entry.path in living)
+    ]
+    return sorted(dead, key=lambda entry: order.get(entry.kind, 6))
 
 
 @contextlib.contextmanager
@@ -201,28 +207,29 @@ def remove_dir(entry: Entry) -> str | None:
     return f"removed {path}, left by a killed lab (pid {entry.owner.pid})"
 
 
-def new_dir(kind: str, parent: Path, prefix: str, **details) -> tuple[Path, Path]:
-    """A new 0700 directory `parent/prefix<random>` and its entry (for `forget`), recorded
-    before it is made: a kill -9 between making it and recording it left it behind for good
-    (seen once in CI, after a run killed mid-measurement)."""
+def new_dir(parent: Path, prefix: str, kinds: dict[str, dict]) -> tuple[Path, list[Path]]:
+    """A new 0700 directory `parent/prefix<random>` and its entries, one per kind with its
+    details (for `forget`), recorded before it is made: a kill -9 between making it and
+    recording it left it behind for good (seen once in CI, after a run killed mid-measurement).
+    """
     while True:
         path = parent / f"{prefix}{secrets.token_hex(8)}"
-        entry = record(kind, path, **details)
+        files = [record(kind, path, **details) for kind, details in kinds.items()]
         try:
             path.mkdir(mode=0o700)
-            return path, entry
-        except FileExistsError:  # 64 random bits taken already: not ours, never reaped
-            forget(entry)
-        except BaseException:
-            forget(entry)
-            raise
+            return path, files
+        except BaseException as error:
+            for file in files:
+                forget(file)
+            if not isinstance(error, FileExistsError):  # 64 random bits taken: not ours
+                raise
 
 
 @contextlib.contextmanager
 def scratch_dir(prefix: str) -> Iterator[Path]:
     """A temporary directory (0700, in tempfile's directory) that a killed lab's successor
     removes (`new_dir`)."""
-    path, entry = new_dir("dir", Path(tempfile.gettempdir()), prefix)
+    path, [entry] = new_dir(Path(tempfile.gettempdir()), prefix, {"dir": {}})
     try:
         yield path
     finally:
