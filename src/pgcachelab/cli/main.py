@@ -21,6 +21,7 @@ from pgcachelab.cli import (
     extension,
     hugepages,
     inspect,
+    kept,
     pg,
     report,
     reproduce,
@@ -62,6 +63,7 @@ class Group:
 COMMANDS: dict[str, Callable | Group] = {
     "run": run.run,
     "runs": runs.list_runs,
+    "kept": kept.kept,
     "show": show.show,
     "export": export.export,
     "report": report.report,

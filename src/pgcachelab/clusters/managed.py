@@ -145,6 +145,9 @@ class ManagedCluster:
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self.owned_entry: Path | None = None  # machine/owned.py: reaped if the lab is killed
+        # Kept for --resume: the entry that names its run, left when the lab stops unfinished
+        # (experiments/reaping.py removes the cluster once no run names it).
+        self.kept_entry: Path | None = None
         self._log_start_offset = 0  # where the current start's lines begin in the log
         # False after the server refused what the file asks: the next apply reloads and checks
         # again even when the file does not change (the next repetition of a failed point).
@@ -163,17 +166,31 @@ class ManagedCluster:
         on_work_dir: Callable[[str], None] | None = None,
         disk_profile=None,  # machine.disk_profiles.DiskProfile to initdb on, with emulated_disk
         keep_for_resume: bool = False,  # a killed lab's directory stays for --resume
+        kept_for: dict[str, str] | None = None,  # the store and run id that may resume it
         **kwargs,
     ) -> "ManagedCluster":
         """Make the work directory (owned by the server user) and run initdb in it.
 
-        `on_work_dir` learns the directory before initdb, so a lab killed during initdb
-        leaves a directory the next run knows to remove.
+        The directory is recorded (machine/owned.py) before it is made and `on_work_dir`
+        learns it before initdb, so a lab killed at any moment leaves a directory a later lab
+        knows: to remove, or, kept for --resume, to keep while `kept_for`'s run names it.
         """
-        work_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-", dir=parent_dir))
-        cluster = cls(install, work_dir, user, **kwargs)
+        kinds: dict[str, dict] = {"cluster": {"keep": keep_for_resume}}
+        if keep_for_resume:
+            kinds["kept"] = dict(kept_for or {})
+        work_dir, entries = owned.new_dir(
+            Path(parent_dir or tempfile.gettempdir()), "pgcachelab-", kinds
+        )
         try:
-            cluster.owned_entry = owned.record("cluster", work_dir, keep=keep_for_resume)
+            cluster = cls(install, work_dir, user, **kwargs)
+        except BaseException:
+            shutil.rmtree(work_dir, ignore_errors=True)
+            for entry in entries:
+                owned.forget(entry)
+            raise
+        cluster.owned_entry = entries[0]
+        cluster.kept_entry = entries[1] if keep_for_resume else None
+        try:
             if on_work_dir:
                 on_work_dir(str(work_dir))
             os.chown(work_dir, user.uid, user.gid)
@@ -195,7 +212,14 @@ class ManagedCluster:
         return cluster
 
     @classmethod
-    def attach(cls, install: PgInstall, user: OsUser, work_dir: Path, **kwargs):
+    def attach(
+        cls,
+        install: PgInstall,
+        user: OsUser,
+        work_dir: Path,
+        kept_for: dict[str, str] | None = None,
+        **kwargs,
+    ):
         """The cluster a paused run kept in `work_dir`: no initdb, its data as it was."""
         from pgcachelab.clusters.cluster_disk import layout_data_dir
 
@@ -204,6 +228,7 @@ class ManagedCluster:
             return None
         cluster = cls(install, work_dir, user, **kwargs)
         cluster.owned_entry = owned.record("cluster", work_dir, keep=True)
+        cluster.kept_entry = owned.record("kept", work_dir, **(kept_for or {}))
         return cluster
 
     def use_disk(self, profile) -> bool:
@@ -426,10 +451,12 @@ class ManagedCluster:
             finally:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
                 self.disown()
+                owned.forget(self.kept_entry)
+                self.kept_entry = None
 
     def disown(self) -> None:
-        """Nothing of the cluster runs and its directory is gone or recorded elsewhere (kept
-        for --resume in the store): no later lab needs to reap it."""
+        """Nothing of the cluster runs and its directory is gone or kept for --resume (then its
+        "kept" entry stays, naming its run): no later lab needs to stop or remove it."""
         owned.forget(self.owned_entry)
         self.owned_entry = None
 

@@ -73,6 +73,9 @@ class ManagedTarget:
         # directory outside /tmp, and picked up again by --resume.
         self.keep_data = keep_data
         self.resume_dir: Path | None = None
+        # {"store": location, "run_id": id}: recorded with a kept cluster (machine/owned.py), so
+        # a later lab can tell a cluster its run may resume from one whose run or store is gone.
+        self.kept_for: dict[str, str] = {}
         # A disk anywhere in the spec puts the data on the backing directory of a FUSE mount
         # from the start (cluster_disk), so that any point can switch disks without a copy.
         self.disks = tuple(disks)
@@ -131,7 +134,9 @@ class ManagedTarget:
             "emulated_disk": self.emulated_disk,
         }
         if self.resume_dir is not None:
-            self.cluster = ManagedCluster.attach(install, user, self.resume_dir, **options)
+            self.cluster = ManagedCluster.attach(
+                install, user, self.resume_dir, kept_for=self.kept_for, **options
+            )
         if self.cluster is not None:
             record_work_dir(str(self.cluster.work_dir))
             if self.emulated_disk:
@@ -147,6 +152,7 @@ class ManagedTarget:
             on_work_dir=record_work_dir,
             disk_profile=first_disk,
             keep_for_resume=self.keep_data,
+            kept_for=self.kept_for if self.keep_data else None,
             **options,
         )
 
@@ -219,7 +225,7 @@ class ManagedTarget:
         try:
             if self.cluster is not None:
                 if self.keep_data and not finished:
-                    self.cluster.stop()  # the directory stays
+                    self.cluster.stop()  # the directory stays, named by its "kept" entry
                     self.cluster.release_disk()
                     self.cluster.disown()
                     kept = str(self.cluster.work_dir)

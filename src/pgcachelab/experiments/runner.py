@@ -45,7 +45,7 @@ from pgcachelab.experiments.instruments import (
     ServerWatch,
     WaitEvents,
 )
-from pgcachelab.experiments.reaping import reap_abandoned
+from pgcachelab.experiments.reaping import kept_for, reap_abandoned
 from pgcachelab.experiments.recording import PointErrors, Recording
 from pgcachelab.experiments.spec import (
     WORKLOAD_TABLES,
@@ -576,6 +576,8 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
 
 
 def open_target(ctx: RunContext) -> None:
+    if isinstance(ctx.target, ManagedTarget):
+        ctx.target.kept_for = kept_for(ctx.store.location, ctx.run_id)
     try:
         ctx.target.open(lambda work_dir: ctx.store.set_work_dir(ctx.run_id, work_dir))
     except ClusterError as error:

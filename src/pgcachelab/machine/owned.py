@@ -6,6 +6,11 @@ pid *and start time* (/proc/PID/stat field 22), so a recycled pid is not taken f
 Any lab command reaps the entries of dead owners, whatever the store or --lab-dir it was given
 (issue 18: a run killed under one --lab-dir was never reaped by a run under another).
 
+An entry normally goes once its owner is dead and its thing reaped; a reaper that finds its thing
+still needed raises `StillNeeded` and the entry stays. A cluster kept for --resume has such an
+entry of its own, of kind "kept" (naming its store and run), beside its "cluster" entry: a lab
+that knows no "kept" reaper (an older one) leaves it alone, and only stops the server.
+
 Huge pages keep their own state in /run/pgcachelab/hugepages (hugepages.py): what matters
 there is a count to take back, not a path.
 """
@@ -133,13 +138,25 @@ def entries() -> list[Entry]:
     return found
 
 
+class StillNeeded(Exception):
+    """Raised by a reaper whose thing must stay (a kept cluster its run can resume): its entry
+    is kept for a later lab. The message, if any, says what the reaper did all the same."""
+
+
 def dead_entries(all_entries: list[Entry], alive: Callable[[Owner], bool]) -> list[Entry]:
     """The entries whose owner is gone, clusters last: a server stops before its directory's
     neighbours (scratch dirs, cgroups) are removed, and a mount is detached before the
-    directory under it goes."""
-    order = {"mount": 0, "dir": 1, "cluster": 2, "cgroup": 3, "run": 4}
-    dead = [entry for entry in all_entries if not alive(entry.owner)]
-    return sorted(dead, key=lambda entry: order.get(entry.kind, 5))
+    directory under it goes. A cluster a live owner has recorded too is not dead: a resumed
+    run's lab has taken back the cluster its killed predecessor kept."""
+    order = {"mount": 0, "dir": 1, "cluster": 2, "kept": 3, "cgroup": 4, "run": 5}
+    clusters = ("cluster", "kept")
+    living = {e.path for e in all_entries if e.kind in clusters and alive(e.owner)}
+    dead = [
+        entry
+        for entry in all_entries
+        if not alive(entry.owner) and not (entry.kind in clusters and entry.path in living)
+    ]
+    return sorted(dead, key=lambda entry: order.get(entry.kind, 6))
 
 
 @contextlib.contextmanager
@@ -157,15 +174,26 @@ def reap(reapers: dict[str, Callable[[Entry], str | None]]) -> list[str]:
     """Reap every entry of a dead owner with the reaper for its kind; returns what each did
     (for notes). An entry of a kind without a reaper here is left for a lab that has one."""
     done = []
+    still_needed: set[tuple[str, str]] = set()
     with registry_lock():
         for entry in dead_entries(entries(), Owner.alive):
             reaper = reapers.get(entry.kind)
             if reaper is None:
                 continue
-            with contextlib.suppress(OSError):
+            if (entry.kind, entry.path) in still_needed:  # each resume records it again
+                forget(entry.file)
+                continue
+            try:
                 said = reaper(entry)
-                if said:
-                    done.append(said)
+            except StillNeeded as needed:
+                still_needed.add((entry.kind, entry.path))
+                if str(needed):
+                    done.append(str(needed))
+                continue
+            except OSError:
+                said = None
+            if said:
+                done.append(said)
             forget(entry.file)
     return done
 
@@ -179,20 +207,29 @@ def remove_dir(entry: Entry) -> str | None:
     return f"removed {path}, left by a killed lab (pid {entry.owner.pid})"
 
 
+def new_dir(parent: Path, prefix: str, kinds: dict[str, dict]) -> tuple[Path, list[Path]]:
+    """A new 0700 directory `parent/prefix<random>` and its entries, one per kind with its
+    details (for `forget`), recorded before it is made: a kill -9 between making it and
+    recording it left it behind for good (seen once in CI, after a run killed mid-measurement).
+    """
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(8)}"
+        files = [record(kind, path, **details) for kind, details in kinds.items()]
+        try:
+            path.mkdir(mode=0o700)
+            return path, files
+        except BaseException as error:
+            for file in files:
+                forget(file)
+            if not isinstance(error, FileExistsError):  # 64 random bits taken: not ours
+                raise
+
+
 @contextlib.contextmanager
 def scratch_dir(prefix: str) -> Iterator[Path]:
     """A temporary directory (0700, in tempfile's directory) that a killed lab's successor
-    removes. Recorded before it is made: a kill -9 between making it and recording it left it
-    behind for good (seen once in CI, after a run killed mid-measurement)."""
-    base = Path(tempfile.gettempdir())
-    while True:
-        path = base / f"{prefix}{secrets.token_hex(8)}"
-        entry = record("dir", path)
-        try:
-            path.mkdir(mode=0o700)
-            break
-        except FileExistsError:  # 64 random bits taken already: not ours, never reaped
-            forget(entry)
+    removes (`new_dir`)."""
+    path, [entry] = new_dir(Path(tempfile.gettempdir()), prefix, {"dir": {}})
     try:
         yield path
     finally:
