@@ -31,11 +31,13 @@ $(RUNTIME): pyproject.toml
 quick: $(RUNTIME) fusedisk
 	$(VENV)/bin/pgcachelab run $(QUICK_SPEC)
 
-# The README's picture: tps against database size in a real quick run, with the steps found.
+# The README's picture: tps against database size in a real quick run, with the steps found
+# (printed on stderr: what the picture shows, for the README's words).
 README_PICTURE := docs/quick-steps.png
 readme-picture: $(RUNTIME) fusedisk
 	lab=$$(mktemp -d /tmp/pgcachelab-picture-XXXXXX); \
 	$(VENV)/bin/pgcachelab run $(QUICK_SPEC) --lab-dir "$$lab" >/dev/null && \
+	$(VENV)/bin/pgcachelab advise last --lab-dir "$$lab" >&2 && \
 	mkdir -p docs && cp "$$lab"/reports/*/tps-by-size.png $(README_PICTURE); status=$$?; \
 	rm -rf "$$lab"; exit $$status
 

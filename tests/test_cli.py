@@ -22,6 +22,7 @@ from fix_lab import store_query
 from fix_processes import output_as_user, postmaster_pid, processes_mentioning, server_reachable_dir
 
 from pgcachelab.experiments.spec import load_spec
+from pgcachelab.store.metric_keys import undocumented_keys
 
 VALID_SPEC = (SPECS_DIR / "two-points.toml").read_text()
 REPORT_RUNS_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
@@ -862,6 +863,17 @@ def test_export_json_is_the_whole_run(finished_run):
     assert [p["swept"] for p in document["points"]] == [{"clients": 1}, {"clients": 2}]
     assert len(document["measurements"]) == STORED
     assert all(m["status"] == "ok" for m in document["measurements"])
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_every_stored_metric_key_is_in_the_table_of_them(finished_run):
+    """The docs' reference/metrics.md is generated from store/metric_keys.py: a key a real
+    run stores and the table lacks would be a hole in it (test_metric_keys.py reads the code)."""
+    rows = store_query(finished_run["lab_dir"], "select metrics from measurements")
+    stored = set().union(*(json.loads(text) for (text,) in rows))
+    assert {"pgbench", "latency", "probes", "resources", "data"} <= stored
+    assert undocumented_keys(stored) == set()
 
 
 @pytest.mark.server

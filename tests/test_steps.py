@@ -119,6 +119,21 @@ def test_the_shipped_quick_spec_under_load_shows_the_memory_step_and_says_shared
     assert shared.name == SHARED_BUFFERS and shared.spanned and shared.step is None
 
 
+def test_the_six_size_quick_spec_draws_the_memory_step_and_the_edge_before_it():
+    # experiments/big-cache-quick.toml with issue 40's six sizes (scale 1, 2, 3, 4, 6, 8; 6 x
+    # (1 + 1 s)), as root from a checkout, load average 2.4-5.3: the memory step between 4 and
+    # 6, scale 4 (67MB) already at the memory limit's edge (x1.3, at no boundary), and no
+    # significant step at shared_buffers, which the report says rather than draws
+    finding = _captured("quick-six-sizes.json")
+    edge, memory = finding.steps
+    assert (edge.boundary, _between(edge)) == (None, ("scale=3", "scale=4"))
+    assert edge.ratio == pytest.approx(1.31, abs=0.01) and edge.ci_low > 1
+    assert (memory.boundary, _between(memory)) == (MEMORY, ("scale=4", "scale=6"))
+    assert memory.ratio > 60 and memory.ci_low > 60
+    shared = finding.boundaries[0]
+    assert shared.name == SHARED_BUFFERS and shared.spanned and shared.step is None
+
+
 def test_without_root_the_memory_step_cannot_appear():
     # experiments/big-cache-quick-noroot.toml as `make quick` ran it as nobody: no memory limit
     # (the machine's 24GB), the host's disk; shared_buffers 32MB

@@ -4,7 +4,10 @@ hand and never committed.
 - reference/cli.md: every command and option, walked from the click tree typer builds from
   `pgcachelab.cli.main.app` (what `--help` prints, so the page cannot disagree with it);
 - reference/spec.md: every spec key with its type, default and description, walked from the
-  pydantic models of `pgcachelab.experiments.spec.schema` (their `Field(description=...)`).
+  pydantic models of `pgcachelab.experiments.spec.schema` (their `Field(description=...)`);
+- reference/metrics.md: every key a measurement stores, from the one table of them,
+  `pgcachelab.store.metric_keys` (tests/test_metric_keys.py checks the code and stored runs
+  against it).
 
 tests/test_docs_reference.py imports this file and fails when a command, an option or a key
 has no description, so a new one cannot reach the site undocumented.
@@ -19,6 +22,7 @@ from pydantic_core import PydanticUndefined
 
 CLI_PAGE = "reference/cli.md"
 SPEC_PAGE = "reference/spec.md"
+METRICS_PAGE = "reference/metrics.md"
 
 # The value types of experiments/spec/values.py carry their check as a PlainValidator, which
 # hides the kind of value from the annotation: named here by the check's name, in the words
@@ -267,6 +271,49 @@ def spec_markdown() -> str:
     return "\n".join(lines)
 
 
+# -- the stored metrics --------------------------------------------------------------------------
+
+
+def metrics_markdown() -> str:
+    from pgcachelab.store.metric_keys import COLUMNS, METRICS
+
+    lines = [
+        "# Stored metrics",
+        "",
+        "What every measurement keeps in the results store, generated at every build from the"
+        " one table of them, `src/pgcachelab/store/metric_keys.py`. A measurement is a row with"
+        " a few typed columns and a `metrics` document (JSON) whose top-level keys are listed"
+        " below; `pgcachelab export` writes both, and reports are rebuilt from them alone.",
+        "",
+        "## Columns",
+        "",
+        "| column | unit | meaning | set by |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{name}` | {_cell(key.unit)} | {_cell(key.meaning)} | {_cell(key.set_by)} |"
+        for name, key in COLUMNS.items()
+    ]
+    lines += [
+        "",
+        "## Keys of `metrics`",
+        "",
+        "A failed measurement keeps what the runner and the instruments recorded before it"
+        " failed (the last column says which), never the workload's figures nor the run's own"
+        " (probes, database size, load average): a failed point's cannot be trusted.",
+        "",
+        "| key | unit | meaning | set by | stored for |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{name}` | {_cell(key.unit)} | {_cell(key.meaning)} | {_cell(key.set_by)} |"
+        f" {_cell(key.when)} |"
+        for name, key in METRICS.items()
+    ]
+    lines.append("")
+    return "\n".join(lines)
+
+
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -277,6 +324,11 @@ def _cell(text: str) -> str:
 def on_files(files, config):
     from mkdocs.structure.files import File
 
-    for page, markdown in ((CLI_PAGE, cli_markdown()), (SPEC_PAGE, spec_markdown())):
+    pages = (
+        (CLI_PAGE, cli_markdown()),
+        (SPEC_PAGE, spec_markdown()),
+        (METRICS_PAGE, metrics_markdown()),
+    )
+    for page, markdown in pages:
         files.append(File.generated(config, page, content=markdown))
     return files
