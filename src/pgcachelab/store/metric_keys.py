@@ -151,6 +151,16 @@ METRICS: dict[str, MetricKey] = {
         "DiskWatch",
         "every measurement that succeeds (null on a server the lab does not manage)",
     ),
+    "checkpoint": MetricKey(
+        "table (ms, counts)",
+        "The CHECKPOINT run just before the measured period ([pgbench] or [tpcc] checkpoint ="
+        " true), checked on the server: duration_ms, the counter that proves it happened"
+        " (pg_stat_checkpointer.num_requested from 17, pg_stat_bgwriter.checkpoints_req before),"
+        " requested_before and requested_after, counter_seen_after_ms (the statistics' lag),"
+        " buffers_written.",
+        "the runner (experiments/checkpoint.py)",
+        "points with checkpoint = true",
+    ),
     "probes": MetricKey(
         "table (counter deltas)",
         "The server's counters over the run, on the measurement's session: database"
