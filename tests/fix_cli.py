@@ -94,6 +94,7 @@ def run_cli_forked(*args, tmpdir: Path | None = None) -> subprocess.CompletedPro
     """
     from pgcachelab.cli import main as cli_main
     from pgcachelab.experiments import runner  # noqa: F401  (imported once, before the forks)
+    from pgcachelab.report import build  # noqa: F401  (matplotlib: ~1 s of every report)
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
