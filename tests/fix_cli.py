@@ -6,9 +6,13 @@ clusters it creates land there and are reaped when the test ends.
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +50,11 @@ def own_lines(stderr: str) -> list[str]:
 
 
 def run_cli(*args, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
-    """Run `pgcachelab ARGS` through its real entry point and wait for it."""
+    """Run `pgcachelab ARGS` through its real entry point and wait for it: in a forked child
+    (`run_cli_forked`) when the test runs no other thread, else in a new interpreter. An
+    interpreter start and the lab's imports took 1-1.5 s of each of the suite's ~110 calls."""
+    if threading.active_count() == 1:  # a fork copies only this thread, and no lock it holds
+        return run_cli_forked(*args, tmpdir=tmpdir)
     return subprocess.run(
         cli_command(*args),
         env=cli_env(tmpdir),
@@ -57,6 +65,28 @@ def run_cli(*args, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
     )
 
 
+def _as_a_new_interpreter(tmpdir: Path | None) -> None:
+    """In the forked child: what a new `pgcachelab` process would start with, not the test's.
+    Its environment and TMPDIR, no stdin, Python's default warning filters (not pytest's
+    "error"), no logging handler of pytest's."""
+    environment = cli_env(tmpdir)  # before the clear: it starts from ours
+    os.environ.clear()
+    os.environ.update(environment)
+    tempfile.tempdir = None  # TMPDIR is read again, as a new process would
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115
+    warnings.resetwarnings()  # then `python -W` nothing's filters, the last added first
+    for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+        warnings.simplefilter("ignore", category)
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+    if "logging" in sys.modules:
+        import logging
+
+        logging.root.handlers.clear()
+        logging.root.setLevel(logging.WARNING)
+
+
 def run_cli_forked(*args, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
     """`pgcachelab ARGS` through its entry point (main) in a forked child of the test process:
     a real process with its own exit code, stderr and environment, without an interpreter start
@@ -64,8 +94,11 @@ def run_cli_forked(*args, tmpdir: Path | None = None) -> subprocess.CompletedPro
     """
     from pgcachelab.cli import main as cli_main
     from pgcachelab.experiments import runner  # noqa: F401  (imported once, before the forks)
+    from pgcachelab.report import build  # noqa: F401  (matplotlib: ~1 s of every report)
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
         child = os.fork()
         if child == 0:  # pragma: no cover (reports through its exit code and files)
             code = 70
@@ -74,10 +107,7 @@ def run_cli_forked(*args, tmpdir: Path | None = None) -> subprocess.CompletedPro
                 os.dup2(err.fileno(), 2)
                 sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
                 sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-                environment = cli_env(tmpdir)  # before the clear: it starts from ours
-                os.environ.clear()
-                os.environ.update(environment)
-                tempfile.tempdir = None  # TMPDIR is read again, as a new process would
+                _as_a_new_interpreter(tmpdir)
                 sys.argv = ["pgcachelab", *map(str, args)]
                 try:
                     cli_main.main()
@@ -94,13 +124,27 @@ def run_cli_forked(*args, tmpdir: Path | None = None) -> subprocess.CompletedPro
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
-        _, status = os.waitpid(child, 0)
+        status = _wait_or_kill(child, args)
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(
             ["pgcachelab", *map(str, args)], os.waitstatus_to_exitcode(status),
             out.read().decode(errors="replace"), err.read().decode(errors="replace"),
         )  # fmt: skip
+
+
+def _wait_or_kill(child: int, args) -> int:
+    """The child's wait status; killed after CLI_TIMEOUT_S, as subprocess.run's timeout does."""
+    deadline = time.monotonic() + CLI_TIMEOUT_S
+    while True:
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            raise subprocess.TimeoutExpired(["pgcachelab", *map(str, args)], CLI_TIMEOUT_S)
+        time.sleep(0.02)
 
 
 @pytest.fixture

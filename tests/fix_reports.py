@@ -61,3 +61,19 @@ def tiny_reports() -> dict[str, TinyReport]:
             reports[name] = TinyReport(index, saving)
     store.db.close()
     return reports
+
+
+@pytest.fixture
+def quick_figures(monkeypatch) -> None:
+    """For a test that reads a report's text, not its pictures: every figure is still drawn and
+    saved, each file in one pass at a low resolution (a tight bounding box lays the figure out
+    once more just to measure it). The shipped figures are checked on `tiny_reports`, a session
+    fixture, so it is built before this patch and never with it."""
+    from matplotlib.figure import Figure
+
+    original = Figure.savefig
+
+    def quick_savefig(figure, path, *args, **kwargs):
+        return original(figure, path, *args, **{**kwargs, "dpi": 30, "bbox_inches": None})
+
+    monkeypatch.setattr(Figure, "savefig", quick_savefig)

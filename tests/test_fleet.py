@@ -54,7 +54,9 @@ def query(url: str, sql: str, params=()) -> list[tuple]:
         return conn.execute(sql, params).fetchall()
 
 
-def test_a_killed_agents_unit_is_measured_once_by_another(store_server, tmp_path, lab_tmp):
+def test_a_killed_agents_unit_is_measured_once_by_another(
+    store_server, tmp_path, lab_tmp, quick_figures
+):
     url = new_database(store_server, "fleet")
     spec = tmp_path / "tiny.toml"
     spec.write_text(TINY_SWEEP)

@@ -256,7 +256,7 @@ def test_each_shared_buffers_gets_its_own_versions_block(tmp_path):
 
 @pytest.mark.server
 def test_a_tiny_version_sweep_stores_wait_events_and_reports_them_per_version(
-    server_os_user, tmp_path, lab_tmp
+    server_os_user, tmp_path, lab_tmp, quick_figures
 ):
     install_of("9.6", server_os_user)
     lab_dir = tmp_path / "lab"

@@ -44,7 +44,7 @@ def stores(tmp_path_factory):
     "tpcc-ladder-tiny",
 }))  # fmt: skip
 def test_a_fixture_run_reports_the_same_from_the_figures_it_reads(
-    stores, tiny_reports, name, tmp_path
+    stores, tiny_reports, name, tmp_path, quick_figures
 ):
     picked, everything = stores
     run_id = next(run.run_id for run in picked.runs() if run.name == name)

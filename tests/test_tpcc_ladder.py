@@ -171,7 +171,7 @@ def test_risky_settings():
 
 
 @pytest.mark.server
-def test_tiny_ladder_runs_stores_and_reports(tmp_path, lab_tmp):
+def test_tiny_ladder_runs_stores_and_reports(tmp_path, lab_tmp, quick_figures):
     lab_dir = tmp_path / "lab"
     ran = run_cli("run", SPECS_DIR / "tpcc-ladder-tiny.toml", "--lab-dir", lab_dir, tmpdir=lab_tmp)
     assert ran.returncode == 0, ran.stderr

@@ -180,7 +180,7 @@ def _set_tps(db: sqlite3.Connection, run_id: str, version: str, values: list[flo
                    "and repetition = ?", (tps, run_id, point, repetition))  # fmt: skip
 
 
-def test_the_report_states_where_two_runs_of_a_spec_disagree(tmp_path):
+def test_the_report_states_where_two_runs_of_a_spec_disagree(tmp_path, quick_figures):
     store_path = tmp_path / "results.sqlite"
     shutil.copy(Path(__file__).parent / "data" / "report-runs" / "results.sqlite", store_path)
     db = sqlite3.connect(store_path)
@@ -203,7 +203,7 @@ def test_the_report_states_where_two_runs_of_a_spec_disagree(tmp_path):
     assert disagreement in html.unescape(second)
 
 
-def test_a_control_that_tells_its_twins_apart_flags_the_run(tmp_path):
+def test_a_control_that_tells_its_twins_apart_flags_the_run(tmp_path, quick_figures):
     store_path = tmp_path / "results.sqlite"
     shutil.copy(Path(__file__).parent / "data" / "report-runs" / "results.sqlite", store_path)
     db = sqlite3.connect(store_path)
