@@ -98,6 +98,9 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
                 ),
                 what="both agents measuring",
             )
+            # Frozen before its unit is read: a loaded machine let the first agent finish the
+            # unit between this query and the kill, and the test then killed an idle agent.
+            first.send_signal(signal.SIGSTOP)
             [killed_unit] = query(
                 url,
                 "select point_index, repetition from units where state = 'leased'"
