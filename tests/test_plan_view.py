@@ -105,8 +105,8 @@ def test_the_tpcc_ladder_resolves_its_memory_shares_against_the_memory_the_run_h
         "huge_pages_pool_bytes": pool,
         "cap_bytes": 2 * GiB - pool,
     }
-    # warm-up 5 s, run 15 s; the warehouses loaded once, before the first measurement
-    assert {e["estimated_seconds"] for e in plan["points"]} == {5 + 15 + OVERHEAD_S}
+    # warm-up 3 s, run 15 s; the warehouses loaded once, before the first measurement
+    assert {e["estimated_seconds"] for e in plan["points"]} == {3 + 15 + OVERHEAD_S}
     assert plan["builds_not_estimated"] == ["initdb", "TPC-C load of 4 warehouses (~400MB)"]
     assert huge_step["workload"]["warehouses"] == 4
 
