@@ -270,5 +270,8 @@ def test_a_kept_cluster_whose_lab_dir_is_deleted_goes_with_the_next_lab_command(
         ) in result.stderr.splitlines()
         assert not Path(work_dir).exists() and work_dir not in result.stdout
         assert [e for e in owned.entries() if e.path == work_dir] == []
+        # with its last cluster the parent goes too (CI's user leg found it left behind)
+        parent = Path(work_dir).parent
+        assert not parent.exists() or any(parent.iterdir()), f"{parent} left empty"
     finally:
         reap_stale(Path(work_dir))

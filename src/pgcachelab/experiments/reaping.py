@@ -150,6 +150,7 @@ def reap_everything(note=None) -> list[str]:
     restored = hugepages.restore_abandoned()
     if restored is not None:
         done.append(f"restored vm.nr_hugepages = {restored}, raised by a killed lab")
+    remove_kept_root_if_empty()
     if note is not None:
         for line in done:
             note(line)
@@ -233,7 +234,15 @@ def remove_kept(cluster: KeptCluster) -> str:
         for entry in owned.entries():
             if entry.kind in ("cluster", "kept") and entry.path == str(cluster.path):
                 owned.forget(entry.file)
+    remove_kept_root_if_empty()
     return f"removed the cluster kept in {cluster.path} ({cluster.state}: {cluster.why})"
+
+
+def remove_kept_root_if_empty() -> None:
+    """/var/tmp/pgcachelab-UID goes with its last cluster, as the lab found the machine. A lab
+    making a cluster there meanwhile makes it again (owned.new_dir)."""
+    with contextlib.suppress(OSError):  # not empty, or not there
+        kept_data_path().rmdir()
 
 
 def processes_mentioning(text: str) -> list[int]:

@@ -221,6 +221,11 @@ def new_dir(parent: Path, prefix: str, kinds: dict[str, dict]) -> tuple[Path, li
         except BaseException as error:
             for file in files:
                 forget(file)
+            if isinstance(error, FileNotFoundError) and parent != Path(tempfile.gettempdir()):
+                # the clusters' own parent (/var/tmp/pgcachelab-UID) is removed once empty by
+                # a reaper that may have run between our making it and this
+                parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+                continue
             if not isinstance(error, FileExistsError):  # 64 random bits taken: not ours
                 raise
 
