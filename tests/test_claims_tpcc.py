@@ -102,6 +102,25 @@ def test_io_rung_each_verdict():
     assert judge_rung(IO, noisy).outcome == NOISE
 
 
+def test_a_rung_under_a_limit_the_step_before_already_reaches_cannot_be_shown():
+    # issue 37's run: io did all the 50,000 tpm limit allowed (3 of 3), and memory, under the
+    # same limit, read x1.02: the limit's figure, not the settings'
+    ladder = quick_ladder()
+    ladder[3] = step("io", around(49_800), 50000, 3, **IO_CHANGES)
+    ladder[4] = step("memory", around(49_900), 50000, 3, **IO_CHANGES, **MEMORY_CHANGES)
+    verdict = judge_rung(MEMORY, ladder)
+    assert verdict.outcome == CANNOT
+    assert verdict.reason.startswith("the 50,000 tpm limit already binds at step io (3 of 3 ")
+    assert "the memory step has no room to raise tpmC under it" in verdict.reason
+    # one repetition of three at the limit is not the limit deciding: judged on its figure,
+    # x1.25 against the x1.20 that half the article's x1.43 asks (memory reaching the limit
+    # itself leaves its rise judged: a lower bound, and enough)
+    ladder[3] = step("io", around(40_000), 50000, 1, **IO_CHANGES)
+    assert judge_rung(MEMORY, ladder).outcome == REPRODUCED
+    ladder[4] = step("memory", around(40_400), 50000, 0, **IO_CHANGES, **MEMORY_CHANGES)
+    assert judge_rung(MEMORY, ladder).outcome == CONTRADICTED
+
+
 def test_a_rung_never_reproduced_from_one_repetition():
     ladder = quick_ladder(2.0)
     ladder[3] = step("io", [2_000], 50000, 0, **IO_CHANGES)

@@ -272,6 +272,21 @@ def judge_binds(shares: list[float], step: str, limit_tpm: float) -> Verdict:
     return at_least(figure, BINDS_SHARE * 100, rule)
 
 
+def already_bound(step: StepSamples) -> str | None:
+    """Why the step's rate limit already held its tpmC back (most of its repetitions did all
+    the limit allowed), or None. The article's IO and memory rungs each raised tpmC under the
+    50,000 limit, with room left; where the rung before already reaches the limit, a rung
+    under the same limit can only measure the limit (issue 37's run: io reached 50,000 here,
+    and memory then read ×1.02, "contradicted", against a limit, not against the settings)."""
+    if step.rate_tpm is None or not step.tpmc or step.rate_limited * 2 <= len(step.tpmc):
+        return None
+    total = f", tpmTOTAL {step.tpm_total:,.0f}" if step.tpm_total is not None else ""
+    return (
+        f"the {step.rate_tpm:,.0f} tpm limit already binds at step {step.name} "
+        f"({step.rate_limited} of {len(step.tpmc)} repetitions did all it allowed{total})"
+    )
+
+
 def judge_rung(
     rung: Rung,
     steps: list[StepSamples],
@@ -293,6 +308,8 @@ def judge_rung(
             reason += f" (step {mixed[0]} changes IO and memory settings together)"
         return cannot(reason)
     before, after = steps[where[0]], steps[where[1]]
+    if rung in (IO, MEMORY) and (bound := already_bound(before)):
+        return cannot(f"{bound}: the {after.name} step has no room to raise tpmC under it")
     figure = step_ratio_figure(before, after)
     if figure is None:
         span = steps[where[0] : where[1] + 1]
