@@ -179,7 +179,10 @@ def test_a_run_beside_other_work_is_flagged_on_every_output(fixture_results, tmp
         assert not quiet.machine_was_busy and busy.machine_was_busy
         text = render_text([quiet, busy])
         assert text.count("WARNING: other work kept the machine busy") == 1
-        assert "3% just before it and 47% just after" in text
+        assert "its CPU 3% in use just before it and 47% in use just after, while" in text
+        refused = StudyResult(busy.study, busy.spec, None, reason="no root here")
+        refused.other_work_before_pct = 47.0  # sampled, then the study was refused: no figures
+        assert not refused.machine_was_busy and "WARNING" not in render_text([refused])
         document = as_dict([quiet, busy], {"host": "h"})
         assert [s["other_work_pct"]["busy"] for s in document["studies"]] == [False, True]
         store = SqliteResultStore(base / "results.sqlite")

@@ -71,8 +71,9 @@ class StudyResult:
 
     @property
     def machine_was_busy(self) -> bool:
+        """Busy around a run that measured: a study refused before it ran has no figures."""
         share = self.other_work_pct
-        return share is not None and share >= BUSY_PCT
+        return self.run_id is not None and share is not None and share >= BUSY_PCT
 
 
 def spec_for(study: Study, mode: str, root: bool) -> str:

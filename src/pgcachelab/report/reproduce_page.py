@@ -41,8 +41,8 @@ def busy_warning(result: StudyResult) -> str | None:
     """What other work on the machine may have done to the study's figures, or None."""
     if not result.machine_was_busy:
         return None
-    shares = " and ".join(
-        f"{share:.0f}% {when}"
+    moments = " and ".join(
+        f"{share:.0f}% in use {when}"
         for share, when in (
             (result.other_work_before_pct, "just before it"),
             (result.other_work_after_pct, "just after"),
@@ -50,9 +50,9 @@ def busy_warning(result: StudyResult) -> str | None:
         if share is not None
     )
     return (
-        f"WARNING: other work kept the machine busy around this run ({shares} of its CPU in "
-        "use while the lab ran nothing): its figures, and so its verdicts, may show that work "
-        "as much as PostgreSQL; run it again on a quiet machine (reproduce --again)"
+        f"WARNING: other work kept the machine busy around this run (its CPU {moments}, while"
+        " the lab ran nothing): its figures, and so its verdicts, may show that work as much"
+        " as PostgreSQL; run it again on a quiet machine (reproduce --again)"
     )
 
 
