@@ -1,8 +1,10 @@
-"""One experiment, many agents (issue 21): a run queued in a real PostgreSQL store (a managed
-cluster of the PG 18 wheel), its units leased with `for update skip locked`, measured by agent
-processes with their own clusters; a killed agent's unit measured once by another.
+"""One experiment, many agents (issues 21, 38): a run queued in a real PostgreSQL store (a
+managed cluster of the PG 18 wheel) as procrastinate jobs, measured by agent processes with
+their own clusters; a killed agent's unit measured once by another; the queue's rules (lost
+leases, tries, classes, cancel, retry) on the store itself.
 
-The pure parts (hand-out order, lease decisions, host classes) are in test_fleet_logic.py.
+The pure parts (hand-out order, classes' queues, host classes) are in test_fleet_logic.py; the
+same across two emulated hosts with faults is test_fleet_hosts.py.
 """
 
 import html
@@ -25,6 +27,8 @@ from pgcachelab.store.queue import UnitQueue
 from pgcachelab.store.records import Measurement
 
 pytestmark = pytest.mark.server
+
+UNIT = "(args->>'point_index')::int, (args->>'repetition')::int"  # a job's unit
 
 # 2 points x 2 repetitions of 2 s, interleaved: 4 units handed out round by round.
 TINY_SWEEP = """name = "fleet-tiny"
@@ -66,7 +70,7 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
     [(run_id, status)] = query(url, "select run_id, status from runs")
     assert status == "queued" and f"run {run_id} queued" in queued.stderr
     assert query(url, "select count(*) from measurements") == [(0,)]  # nothing measured
-    assert query(url, "select point_index, repetition from units order by seq") == [
+    assert query(url, f"select {UNIT} from procrastinate_jobs order by id") == [
         (0, 0), (1, 0), (0, 1), (1, 1)
     ]  # fmt: skip
 
@@ -74,26 +78,30 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
     first_out, second_out = tmp_path / "first", tmp_path / "second"
     first_out.mkdir()
     second_out.mkdir()
-    with lab_process(agent, first_out, lab_tmp) as first:
-        prefix = f"%:{first.pid}:%"
+    # Two host identities: one measuring agent per host, and this test wants two at once.
+    with lab_process([*agent, "--host-id", "first"], first_out, lab_tmp) as first:
+        of_first = (
+            " from procrastinate_jobs j join agents a on a.worker_id = j.worker_id where a.pid = %s"
+        )
 
         def measuring_its_second_unit():
             if first.poll() is not None:
                 pytest.fail(f"the agent exited with {first.returncode}: {lab_stderr(first_out)}")
             [(done, leased)] = query(
                 url,
-                "select count(*) filter (where state = 'done'),"
-                " count(*) filter (where state = 'leased') from units where agent like %s",
-                (prefix,),
+                "select count(*) filter (where j.status = 'succeeded'),"
+                " count(*) filter (where j.status = 'doing')" + of_first,
+                (first.pid,),
             )
             return done >= 1 and leased == 1
 
         wait_for(measuring_its_second_unit, what="the first agent on its second unit")
         # A second agent beside it: it takes the next unit while the first measures its own.
-        with lab_process(agent, second_out, lab_tmp) as second:
+        with lab_process([*agent, "--host-id", "second"], second_out, lab_tmp) as second:
             wait_for(
                 lambda: (
-                    query(url, "select count(*) from units where state = 'leased'") == [(2,)]
+                    query(url, "select count(*) from procrastinate_jobs where status = 'doing'")
+                    == [(2,)]
                     or second.poll() is not None
                 ),
                 what="both agents measuring",
@@ -102,10 +110,7 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
             # unit between this query and the kill, and the test then killed an idle agent.
             first.send_signal(signal.SIGSTOP)
             [killed_unit] = query(
-                url,
-                "select point_index, repetition from units where state = 'leased'"
-                " and agent like %s",
-                (prefix,),
+                url, f"select {UNIT}" + of_first + " and j.status = 'doing'", (first.pid,)
             )
             cluster_dirs = list(lab_tmp.glob("pgcachelab-*"))
             assert cluster_dirs, "the agents' clusters"
@@ -116,16 +121,23 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
     second_err = lab_stderr(second_out)
     assert "Traceback" not in second_err
 
-    units = query(url, "select point_index, repetition, state, agent, tries from units")
-    assert len(units) == 4 and {state for *_, state, _, _ in units} == {"done"}
-    by_unit = {(p, r): (agent_id, tries) for p, r, _, agent_id, tries in units}
-    agent_id, tries = by_unit[killed_unit]
-    assert f":{first.pid}:" not in agent_id and tries == 2  # the killed try counted
+    jobs = query(url, f"select {UNIT}, status, attempts from procrastinate_jobs")
+    assert len(jobs) == 4 and {status for *_, status, _ in jobs} == {"succeeded"}
+    attempts = {(p, r): tried for p, r, _, tried in jobs}
+    assert attempts[killed_unit] == 2  # the killed try counted
+    tries = query(
+        url,
+        "select point_index, repetition, host_id, outcome, reason from unit_tries order by at",
+    )
+    abandoned = [t for t in tries if t[3] == "abandoned"]
+    assert [t[:3] for t in abandoned] == [(*killed_unit, "first")]
+    assert "stopped renewing its lease" in abandoned[0][4]
+    stored = [(p, r, host) for p, r, host, outcome, _ in tries if outcome == "stored"]
+    assert len(stored) == 4 and (*killed_unit, "second") in stored
     measured = query(url, "select point_index, repetition, status from measurements order by 1, 2")
     assert measured == [(0, 0, "ok"), (0, 1, "ok"), (1, 0, "ok"), (1, 1, "ok")]
     assert query(url, "select status from runs") == [("done",)]
-    [(hosts,)] = query(url, "select count(*) from hosts")
-    assert hosts == 1  # both agents ran here
+    assert query(url, "select host_id from hosts order by 1") == [("first",), ("second",)]
 
     listed = run_cli("runs", "--store", url)
     assert listed.returncode == 0, listed.stderr
@@ -151,7 +163,7 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
     assert HOSTS_TITLE in headings(fleet_page) and HOSTS_TITLE not in headings(single_page)
     facts = agent_host_facts()
     assert html.escape(host_class(facts), quote=False) in fleet_page
-    assert "One host class measured every unit, on 1 host(s)" in fleet_page
+    assert "One host class measured every unit, on 1 host(s)" in fleet_page  # one host name
     assert "measured by agents on 1 host class(es)" in fleet_page
     compared = run_cli("compare", run_id, single_id, "--store", url, tmpdir=lab_tmp)
     assert compared.returncode == 0, compared.stderr
@@ -178,61 +190,133 @@ def _unit_measurement(point: int, repetition: int, status: str = "ok") -> Measur
                        0.0, 1.0, 1.0, None, 100.0, 1.0, 0.1, {})  # fmt: skip
 
 
-def _queued_run(url: str, hosts: str = "spread", units=((0, 0), (1, 0))) -> tuple:
+def _queued_run(url: str, units=((0, 0), (1, 0)), max_tries: int = 2, **fleet) -> tuple:
     store = PostgresResultStore(url)
     points = [SimpleNamespace(index=i, label=f"p{i}", swept={}, workload={}, settings={})
               for i in (0, 1)]  # fmt: skip
     run_id = store.create_run("q", "q.toml", "", {}, {}, points)
-    UnitQueue(store).enqueue(run_id, list(units), hosts, max_tries=2)
+    UnitQueue(store).enqueue(run_id, list(units), fleet.pop("hosts", "spread"), max_tries, **fleet)
     return store, run_id
 
 
-def _expire_leases(store) -> None:
-    store.db.execute("update units set lease_until = now() - interval '1 second'")
+def _agent(store, host: str, host_class: str = "class", lease_s: float = 60.0) -> UnitQueue:
+    queue = UnitQueue(store, host, host)
+    queue.register(host_class, {}, lease_s, 1)
+    return queue
 
 
-def test_a_unit_stored_by_a_dead_agent_is_never_measured_again(store_server):
-    store, run_id = _queued_run(new_database(store_server, "stored"))
-    dead = UnitQueue(store, "host-a", "host-a:1:dead")
-    unit = dead.claim("class", 60)
-    store.record_measurement(run_id, _unit_measurement(unit.point_index, unit.repetition))
-    _expire_leases(store)  # died between storing its row and marking its unit done
-    other = UnitQueue(store, "host-b", "host-b:2:live")
-    next_unit = other.claim("class", 60)
-    assert (next_unit.point_index, next_unit.repetition) == (1, 0)
-    states = store.db.execute("select point_index, state from units order by 1").fetchall()
-    assert states == [(0, "done"), (1, "leased")]
-    assert other.record(next_unit, _unit_measurement(1, 0), 2)
-    assert store.run(run_id).status == "done"  # the last unit finished the run
-    # the dead agent coming back to store it again is refused: the unit is done
-    assert not dead.record(unit, _unit_measurement(0, 0), 2)
+def _stall(store, queue: UnitQueue) -> None:
+    """The agent stops renewing its heartbeat for longer than its lease (killed, cut off)."""
+    store.db.execute(
+        "update procrastinate_workers set last_heartbeat = now() - interval '1 hour' where id = %s",
+        (queue.worker_id,),
+    )
+
+
+def _statuses(store) -> list[tuple]:
+    return store.db.execute(f"select {UNIT}, status from procrastinate_jobs order by id").fetchall()
+
+
+def test_a_measurement_whose_lease_was_lost_is_discarded_never_stored(store_server):
+    store, run_id = _queued_run(new_database(store_server, "lost"))
+    cut_off = _agent(store, "host-a")
+    unit = cut_off.claim("class")
+    assert (unit.point_index, unit.repetition, unit.tries) == (0, 0, 1)
+    _stall(store, cut_off)  # its heartbeat connection was lost for longer than its lease
+    other = _agent(store, "host-b")
+    assert [line.split(":")[0] for line in other.recover_stalled(60)] == [f"unit {unit.key}"]
+    taken = other.claim("class")
+    assert (taken.key, taken.tries) == (unit.key, 2)  # back first: the lowest in the order
+    assert other.record(taken, _unit_measurement(0, 0), 2).stored
+    # The first agent finishes its measurement: refused, logged, the stored one untouched.
+    late = cut_off.record(unit, _unit_measurement(0, 0, "ok"), 2)
+    assert not late.stored and "lease was lost" in late.reason
+    outcomes = store.db.execute(
+        "select host_id, outcome from unit_tries where job_id = %s order by at", (unit.job_id,)
+    ).fetchall()
+    assert outcomes == [("host-a", "abandoned"), ("host-b", "stored"), ("host-a", "discarded")]
+    assert store.db.execute("select count(*) from measurements").fetchone() == (1,)
+    # the answer to a commit lost with the connection: recording again is not a second row
+    assert other.record(taken, _unit_measurement(0, 0), 2).stored
+    assert store.db.execute("select count(*) from measurements").fetchone() == (1,)
+    store.close()
+
+
+def test_a_succeeded_measurement_is_never_replaced(store_server):
+    store, run_id = _queued_run(new_database(store_server, "once"))
+    assert store.record_measurement_once(run_id, _unit_measurement(0, 0, "failed"))
+    assert store.record_measurement_once(run_id, _unit_measurement(0, 0))  # a failed try: replaced
+    assert not store.record_measurement_once(run_id, _unit_measurement(0, 0))
+    assert not store.record_measurement_once(run_id, _unit_measurement(0, 0, "failed"))
+    assert store.db.execute("select status from measurements").fetchall() == [("ok",)]
     store.close()
 
 
 def test_a_unit_stops_after_its_tries_with_their_reasons(store_server):
     store, run_id = _queued_run(new_database(store_server, "tries"), units=((0, 0),))
-    queue = UnitQueue(store, "host-a", "host-a:1:x")
-    first = queue.claim("class", 60)
-    assert queue.record(first, _unit_measurement(0, 0, "failed"), 2)
-    second = queue.claim("class", 60)
+    queue = _agent(store, "host-a")
+    first = queue.claim("class")
+    assert queue.record(first, _unit_measurement(0, 0, "failed"), 2).stored
+    second = queue.claim("class")
     assert second.tries == 2
-    _expire_leases(store)  # killed on its last try: given up, not claimed a third time
-    assert queue.claim("class", 60) is None
-    [(state, tries, reason)] = store.db.execute(
-        "select state, tries, last_reason from units"
-    ).fetchall()
-    assert (state, tries) == ("failed", 2) and "stopped renewing its lease" in reason
+    _stall(store, queue)  # killed on its last try: given up, not taken a third time
+    [line] = _agent(store, "host-b").recover_stalled(60)
+    assert "given up after 2 tries" in line and "stopped renewing its lease" in line
+    assert queue.claim("class") is None
+    assert _statuses(store) == [(0, 0, "failed")]
     [(status, why)] = store.db.execute("select status, reason from measurements").fetchall()
     assert (status, why) == ("failed", "it broke")
     assert store.run(run_id).status == "done"
+    # queue retry: the given-up unit is queued again, with its tries from the start
+    assert queue.retry(run_id, 0, 0) == "failed"
+    assert store.run(run_id).status == "queued"
+    again = _agent(store, "host-c").claim("class")
+    assert again is not None and again.tries == 1
+    with pytest.raises(LookupError, match="it is leased, not failed"):
+        queue.retry(run_id, 0, 0)
     store.close()
 
 
 def test_hosts_same_keeps_a_run_on_the_class_that_started_it(store_server):
-    store, _ = _queued_run(new_database(store_server, "same"), hosts="same")
-    first = UnitQueue(store, "host-a", "a").claim("class A", 60)
-    assert first is not None
-    assert UnitQueue(store, "host-b", "b").claim("class B", 60) is None  # another class
-    assert UnitQueue(store, "host-b", "b").leased("class B") == 0  # nothing to wait for
-    assert UnitQueue(store, "host-c", "c").claim("class A", 60) is not None
+    store, run_id = _queued_run(new_database(store_server, "same"), hosts="same")
+    a, b, c = _agent(store, "a", "class A"), _agent(store, "b", "class B"), _agent(store, "c")
+    assert a.pin_next_same_run("class A") == run_id
+    assert b.pin_next_same_run("class B") is None
+    assert a.claim("class A") is not None
+    assert b.claim("class B") is None  # another class
+    assert b.held_by_others("class B") == 0  # nothing to wait for
+    assert b.waiting_elsewhere("class B") == [(run_id, "class A", 1)]
+    assert c.claim("class A") is not None
+    store.close()
+
+
+def test_units_go_to_the_class_named_or_spread_over_the_classes_listed(store_server):
+    url = new_database(store_server, "classes")
+    units = ((0, 0), (1, 0), (0, 1), (1, 1))
+    store, pinned = _queued_run(url, units, hosts="same", host_class="X")
+    second_store, spread = _queued_run(url, units, classes=("X", "Y"))
+    second_store.close()
+    x, y = _agent(store, "x", "X"), _agent(store, "y", "Y")
+    assert y.pin_next_same_run("Y") is None  # a run named for X is never pinned to Y
+    taken_by_y = [y.claim("Y") for _ in range(3)]
+    assert [(u.run_id, u.repetition) for u in taken_by_y if u] == [(spread, 1), (spread, 1)]
+    taken_by_x = [x.claim("X") for _ in range(7)]
+    assert [(u.run_id, u.repetition) for u in taken_by_x if u] == [
+        (pinned, 0), (pinned, 0), (pinned, 1), (pinned, 1), (spread, 0), (spread, 0)
+    ]  # fmt: skip
+    store.close()
+
+
+def test_a_cancelled_run_stops_its_units_and_discards_the_one_being_measured(store_server):
+    store, run_id = _queued_run(new_database(store_server, "cancel"))
+    queue = _agent(store, "host-a")
+    unit = queue.claim("class")
+    assert queue.cancel(run_id) == (1, 1)
+    assert store.run(run_id).status == "cancelled"
+    assert queue.heartbeat(store.db, unit.job_id) == (True, True)  # the agent hears it
+    recorded = queue.record(unit, _unit_measurement(0, 0), 2)
+    assert not recorded.stored and "cancelled" in recorded.reason
+    assert _statuses(store) == [(0, 0, "aborted"), (1, 0, "cancelled")]
+    assert store.db.execute("select count(*) from measurements").fetchone() == (0,)
+    assert queue.claim("class") is None
     store.close()

@@ -1,5 +1,6 @@
-"""The fleet's pure parts (issue 21): the hand-out order of a queued run, what a claim does with
-a waiting unit, host classes, a run's figures by class, and what `compare` and `runs` say."""
+"""The fleet's pure parts (issues 21, 38): the hand-out order of a queued run, the queue each
+unit waits in, host identities and classes, a run's figures by class, and what `compare` and
+`runs` say."""
 
 from dataclasses import replace
 
@@ -8,55 +9,67 @@ from test_compare_pure import run, side
 
 from pgcachelab.analysis.compare import compare_runs
 from pgcachelab.analysis.hosts import classes_text, host_class, host_split
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.fleet import host_identity
 from pgcachelab.experiments.spec.plan import schedule
 from pgcachelab.report.tables import fleet_line
 from pgcachelab.store.queue import (
-    ALREADY_MEASURED,
-    CLAIM,
-    GIVE_UP,
-    after_failure,
-    claim_decision,
-    units_in_order,
+    ANY_QUEUE,
+    UNPINNED_QUEUE,
+    after_try,
+    class_queue,
+    unit_key,
+    unit_queues,
 )
 
 SMALL = {"cpu_model": "Xeon", "cores": 2, "memory_total_bytes": 8 << 30, "kernel": "6.1"}
 BIG = {**SMALL, "cores": 16, "memory_total_bytes": 64 << 30}
+INTERLEAVED = [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]  # 3 points x 2
 
 
-def test_units_are_handed_out_in_the_runs_planned_order_round_by_round():
-    planned = [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]  # interleaved, 3 points x 2
-    units = units_in_order(planned)
-    assert [(u.point_index, u.repetition) for u in units] == planned
-    assert [u.seq for u in units] == list(range(6))
-    # every unit of round 0 goes out before any of round 1: drift on a host cannot line up
-    # with a point
-    rounds = [u.round for u in units]
-    assert rounds == sorted(rounds)
-
-
-def test_a_random_order_is_kept_as_planned():
+def test_units_are_queued_in_the_runs_planned_order_round_by_round():
+    queued = unit_queues(INTERLEAVED, "spread", None, ())
+    assert [(p, r) for p, r, _ in queued] == INTERLEAVED  # job ids follow this order
+    assert {queue for *_, queue in queued} == {ANY_QUEUE}
     planned = schedule(4, 3, "random", seed=7)
-    assert [(u.point_index, u.repetition) for u in units_in_order(planned)] == planned
+    assert [(p, r) for p, r, _ in unit_queues(planned, "spread", None, ())] == planned
 
 
-@pytest.mark.parametrize(
-    ("expired", "tries", "measured", "decision"),
-    [
-        (False, 0, False, CLAIM),  # a fresh unit
-        (False, 1, False, CLAIM),  # queued again after a failed try
-        (True, 1, False, CLAIM),  # its agent died on the first of 3 tries
-        (True, 3, False, GIVE_UP),  # died on the last try: given up, not a fourth time
-        (True, 1, True, ALREADY_MEASURED),  # died after storing it: never measured twice
-        (False, 3, True, ALREADY_MEASURED),
-    ],
-)
-def test_a_waiting_unit_is_claimed_given_up_or_found_done(expired, tries, measured, decision):
-    assert claim_decision(expired, tries, 3, measured) == decision
+def test_each_unit_waits_in_the_queue_of_the_classes_that_may_take_it():
+    same = unit_queues(INTERLEAVED, "same", None, ())
+    assert {queue for *_, queue in same} == {UNPINNED_QUEUE}  # the first class to come pins it
+    named = unit_queues(INTERLEAVED, "same", "big box", ())
+    assert {queue for *_, queue in named} == {class_queue("big box")}
+    spread = unit_queues(INTERLEAVED, "spread", None, ("X", "Y"))
+    by_class = {(p, r): queue for p, r, queue in spread}
+    # every point on every class, each as often: point and class never line up
+    for point in range(3):
+        assert [by_class[(point, r)] for r in (0, 1)] == [class_queue("X"), class_queue("Y")]
 
 
-def test_a_failed_try_queues_the_unit_again_until_the_last():
-    assert [after_failure(tries, 3) for tries in (1, 2, 3)] == ["queued", "queued", "failed"]
-    assert after_failure(1, 1) == "failed"
+def test_a_class_queue_name_fits_procrastinate_whatever_the_class():
+    long = "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz x96, 768GB, Linux 6.1" * 3
+    assert len(class_queue(long)) <= 128
+    assert class_queue("a") != class_queue("b") and class_queue("a") == class_queue("a")
+    assert unit_key("20261127-abc", 3, 1) == "20261127-abc/3/1"
+
+
+def test_a_failed_or_abandoned_try_queues_the_unit_again_until_the_last():
+    assert [after_try(tries, 3) for tries in (1, 2, 3)] == ["todo", "todo", "failed"]
+    assert after_try(1, 1) == "failed"
+
+
+def test_a_host_is_its_machine_id_or_the_identity_given(tmp_path):
+    machine_id = tmp_path / "machine-id"
+    machine_id.write_text("0123abcd\n")
+    assert host_identity(None, machine_id) == "0123abcd"
+    assert host_identity("rack-3.node-7", machine_id) == "rack-3.node-7"
+    for bad in ("", "two words", "-dash", "x" * 101, "a/b"):
+        with pytest.raises(UserError, match="--host-id: invalid value"):
+            host_identity(bad, machine_id)
+    machine_id.write_text("")
+    with pytest.raises(UserError, match="no .*machine-id to tell it from others"):
+        host_identity(None, machine_id)
 
 
 def test_host_classes_tell_hardware_apart_not_hostnames():
@@ -114,4 +127,6 @@ def test_compare_says_when_the_hosts_differ():
 
 def test_runs_lists_a_queued_runs_units_by_state_and_host():
     units = {("done", "a"): 2, ("done", "b"): 1, ("leased", "b"): 1, ("queued", None): 3}
-    assert fleet_line(units) == "3 done (a 2, b 1), 1 leased (b 1), 3 queued, 0 failed"
+    assert fleet_line(units) == (
+        "3 done (a 2, b 1), 1 leased (b 1), 3 queued, 0 failed, 0 cancelled"
+    )

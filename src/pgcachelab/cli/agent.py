@@ -9,6 +9,7 @@ from pgcachelab.cli.stores import location_of, writable_store
 from pgcachelab.errors import UserError
 
 MIN_LEASE_S = 3.0  # the heartbeat renews every third of the lease: a second at least
+MAX_CLASS_LENGTH = 200  # as [fleet] host_class
 
 
 def parse_lease(text: str) -> float:
@@ -27,6 +28,15 @@ def parse_lease(text: str) -> float:
     return seconds
 
 
+def parse_class(text: str | None) -> str | None:
+    if text is not None and not (0 < len(text.strip()) == len(text) <= MAX_CLASS_LENGTH):
+        raise UserError(
+            f"--class: invalid value {text!r}",
+            f"give the class's name, 1-{MAX_CLASS_LENGTH} characters, no surrounding spaces",
+        )
+    return text
+
+
 def agent(
     lab_dir: LabDir = DEFAULT_LAB_DIR,
     store_url: StoreOption = None,
@@ -35,29 +45,61 @@ def agent(
     ] = None,
     once: Annotated[bool, typer.Option(help="Measure one unit, then stop.")] = False,
     wait: Annotated[
-        bool, typer.Option(help="When the queue is empty, wait for new units.")
+        bool,
+        typer.Option(
+            help="When the queue is empty, wait for new units; when another agent holds this"
+            " host, wait for it."
+        ),
     ] = False,
     lease: Annotated[
         str,
         typer.Option(
-            help="How long a unit stays this agent's without a heartbeat; an agent killed"
+            help="How long this agent's units stay its own without a heartbeat; an agent killed"
             " mid-unit gives it back after this."
         ),
     ] = "60s",
+    host_id: Annotated[
+        str | None,
+        typer.Option(
+            "--host-id",
+            help="This host's identity (default: /etc/machine-id): one measuring agent per"
+            " identity at a time.",
+        ),
+    ] = None,
+    class_name: Annotated[
+        str | None,
+        typer.Option(
+            "--class",
+            help="This host's class, as a spec's [fleet] host_class or classes name it"
+            " (default: from its CPU, cores, memory and kernel).",
+        ),
+    ] = None,
 ) -> None:
-    """Claim units of queued runs from the shared PostgreSQL store and measure them here."""
+    """Take units of queued runs from the shared PostgreSQL store and measure them here."""
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.experiments.fleet import Agent, check_queue_location
+    from pgcachelab.experiments.fleet import Agent, check_queue_location, host_identity
 
     if once and wait:
         raise UserError("--once with --wait", "give one: --once stops after one unit")
     lease_s = parse_lease(lease)
+    host_identity(host_id)  # a bad --host-id before the store is opened
+    given_class = parse_class(class_name)
     check_queue_location(*location_of(lab_dir, store_url))
     results = writable_store(lab_dir, store_url)
     if run_id is not None and results.run(run_id) is None:
         raise UserError(
             f"--run: no run {run_id!r} in {results.location}", "list runs with: pgcachelab runs"
         )
-    worker = Agent(results, make_progress(), lease_s, run_id, wait, once)
+    worker = Agent(
+        results,
+        make_progress(),
+        lease_s,
+        run_id,
+        wait,
+        once,
+        host_id=host_id,
+        given_class=given_class,
+        wait_for_host=wait,
+    )
     measured = worker.work()
     typer.echo(f"agent measured {measured} unit(s)", err=True)

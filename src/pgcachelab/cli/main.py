@@ -23,6 +23,7 @@ from pgcachelab.cli import (
     inspect,
     kept,
     pg,
+    queue,
     report,
     reproduce,
     run,
@@ -78,6 +79,9 @@ COMMANDS: dict[str, Callable | Group] = {
     "reproduce": reproduce.reproduce,
     "store": Group(store.HELP, {"copy": store.copy}),
     "agent": agent.agent,
+    "queue": Group(
+        queue.HELP, {"status": queue.status, "cancel": queue.cancel, "retry": queue.retry}
+    ),
 }
 
 

@@ -1,22 +1,28 @@
-"""One experiment on many hosts (issue 21): `run --queue` stores a run's units, and agents on
-each host claim them from the PostgreSQL store and measure each through runner.measure, the
-code path of `run`.
+"""One experiment on many hosts (issues 21, 38): `run --queue` defers a run's units as jobs in
+the PostgreSQL store (store/queue.py, on procrastinate), and an agent on each host takes them
+and measures each through runner.measure, the code path of `run`.
 
-An agent keeps its target (cluster, machine) between units of the same run and closes it when
-it takes a unit of another run or the queue is empty. While it measures a unit a heartbeat
-thread renews the unit's lease; a killed agent stops renewing, the lease expires, and the next
-agent that claims takes the unit again. Its cluster is reaped by the next lab command on its
-host, like any killed lab's (experiments/reaping.py).
+An agent holds its host for its life (experiments/host_lock.py), is a procrastinate worker
+whose heartbeat a thread renews every third of its lease, and keeps its target (cluster,
+machine) between units of the same run. The store may go away (restarted, connections
+terminated): every store operation reconnects with backoff and runs again, and a measurement
+is stored only while its unit is still this agent's (a lease lost meanwhile discards it, with
+the reason logged). A killed agent stops renewing; the next agent that looks finds its unit
+stalled and queues it again, and its cluster is reaped by the next lab command on its host
+(experiments/reaping.py).
 """
 
+import contextlib
 import os
 import platform
+import re
 import tempfile
 import threading
 import time
-import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import psycopg
 
@@ -25,6 +31,7 @@ from pgcachelab.clusters import installs
 from pgcachelab.clusters.target import Target
 from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import runner
+from pgcachelab.experiments.host_lock import HostBusy, HostLock
 from pgcachelab.experiments.reaping import reap_everything
 from pgcachelab.experiments.spec import ExperimentSpec
 from pgcachelab.failures import store_error_line
@@ -32,12 +39,18 @@ from pgcachelab.machine.storage_probe import describe_probe, probe_storage
 from pgcachelab.probes.environment import host_facts
 from pgcachelab.progress import Progress
 from pgcachelab.store.postgresql import PostgresResultStore
-from pgcachelab.store.queue import Unit, UnitQueue
+from pgcachelab.store.queue import Recorded, Unit, UnitQueue, classes_of
 from pgcachelab.store.records import Measurement
 
 QUEUE_NEEDS_POSTGRESQL = "a queue needs the shared PostgreSQL store: --store postgresql://..."
 DEFAULT_LEASE_S = 60.0
 POLL_S = 5.0  # --wait: how often an idle agent looks for new units
+RECONNECT_FOR_S = 600.0  # how long an agent keeps trying a store that went away
+BACKOFF_S = (0.5, 15.0)  # first and longest wait between reconnection attempts
+MACHINE_ID = Path("/etc/machine-id")
+HOST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,99}")
+
+T = TypeVar("T")
 
 
 def agent_host_facts() -> dict:
@@ -51,6 +64,28 @@ def agent_host_facts() -> dict:
     facts["storage"] = storage
     facts["postgresql"] = [f"{k.version} ({k.source})" for k in installs.installed()]
     return facts
+
+
+def host_identity(given: str | None, machine_id: Path = MACHINE_ID) -> str:
+    """The host's stable identity: the operator's --host-id, else the machine-id (a host name
+    is not one: two machines or namespaces can share it)."""
+    if given is not None:
+        if not HOST_ID.fullmatch(given):
+            raise UserError(
+                f"--host-id: invalid value {given!r}",
+                "give 1-100 letters, digits or . _ : @ - (starting with a letter or digit)",
+            )
+        return given
+    try:
+        found = machine_id.read_text().strip()
+    except OSError:
+        found = ""
+    if not found:
+        raise UserError(
+            f"agent: this host has no {machine_id} to tell it from others",
+            "give each host its own identity: --host-id NAME",
+        )
+    return found
 
 
 def check_queue_location(location, option: str) -> None:
@@ -74,68 +109,148 @@ def queue_run(spec: ExperimentSpec, target: Target, store, progress: Progress) -
         )
     if target.kind != "managed":
         raise UserError("--queue with --dsn: each agent runs its own clusters", "drop --dsn")
+    earlier = queue.waiting_runs_of_spec(spec.text)
     run_id = runner.record_run(spec, target, store, progress, measured_here=False)
-    queue.enqueue(run_id, runner.planned_schedule(spec), spec.fleet_hosts, spec.fleet_max_tries)
+    queue.enqueue(
+        run_id,
+        runner.planned_schedule(spec),
+        spec.fleet_hosts,
+        spec.fleet_max_tries,
+        spec.fleet_host_class,
+        spec.fleet_classes,
+    )
+    if earlier:
+        progress.note(
+            f"warning: {spec.path} is queued already, as run {', '.join(earlier)} with units"
+            f" still waiting; run {run_id} measures it again (queue cancel RUN drops one)"
+        )
     return run_id
 
 
-class UnitStore:
-    """The store as runner.measure sees it from an agent: a measurement is stored together
-    with its unit's state (store/queue.py), and the cluster's directory is this agent's, not
-    the run's (a killed agent's is reaped through the owned-resource registry)."""
+class StoreGone(RunFailed):
+    """The store stayed away for RECONNECT_FOR_S: the agent stops."""
 
-    def __init__(self, store: PostgresResultStore, queue: UnitQueue, max_tries: int):
-        self._store, self._queue, self.max_tries = store, queue, max_tries
+
+class StoreKeeper:
+    """Runs store operations again after a lost connection: reconnects with backoff for up to
+    RECONNECT_FOR_S, then gives up with the store's reason. `after_reconnect` restores what
+    a session held (the host's advisory lock, units fetched whose answer was lost)."""
+
+    def __init__(self, store: PostgresResultStore, application_name: str, note):
+        self.store, self.application_name, self.note = store, application_name, note
+        self.after_reconnect: Callable[[], None] = lambda: None
+
+    def run(self, operation: Callable[[], T]) -> T:
+        deadline = None
+        delay = BACKOFF_S[0]
+        while True:
+            try:
+                return operation()
+            except psycopg.OperationalError as error:
+                if not (self.store.db.closed or self.store.db.broken):
+                    raise  # the statement failed, not the connection
+                if deadline is None:
+                    deadline = time.monotonic() + RECONNECT_FOR_S
+                    message, _ = store_error_line(error, self.store.location)
+                    self.note(f"{message}: reconnecting")
+                self._reconnect(deadline, delay, error)
+                delay = min(delay * 2, BACKOFF_S[1])
+
+    def _reconnect(self, deadline: float, delay: float, error: Exception) -> None:
+        while True:
+            if time.monotonic() > deadline:
+                message, hint = store_error_line(error, self.store.location)
+                raise StoreGone(
+                    f"{message} (for {RECONNECT_FOR_S:g} s)",
+                    f"{hint}; a unit this agent held goes back when its lease expires",
+                ) from None
+            time.sleep(delay)
+            try:
+                self.store.reconnect(self.application_name)
+                self.after_reconnect()
+            except psycopg.OperationalError as again:
+                error = again
+                delay = min(delay * 2, BACKOFF_S[1])
+                continue
+            self.note("the store is back")
+            return
+
+
+class UnitStore:
+    """The store as runner.measure sees it from an agent: every call survives a lost
+    connection (StoreKeeper), a measurement is stored together with its unit's state
+    (store/queue.py), and the cluster's directory is this agent's, not the run's (a killed
+    agent's is reaped through the owned-resource registry)."""
+
+    def __init__(self, store: PostgresResultStore, queue: UnitQueue, keeper: StoreKeeper):
+        self._store, self._queue, self._keeper = store, queue, keeper
+        self.max_tries = 1
         self.unit: Unit | None = None
         self.fleet: dict = {}  # what each measurement says about who measured it
-        self.dropped = False
+        self.recorded: Recorded | None = None
 
     def __getattr__(self, name):
-        return getattr(self._store, name)
+        found = getattr(self._store, name)
+        if not callable(found):
+            return found
+        return lambda *args, **kwargs: self._keeper.run(lambda: found(*args, **kwargs))
 
     def set_work_dir(self, run_id: str, work_dir: str | None) -> None:
         return None
 
     def record_measurement(self, run_id: str, m: Measurement) -> None:
         m.metrics["fleet"] = self.fleet
-        assert self.unit is not None  # the agent sets it before measuring
-        self.dropped = not self._queue.record(self.unit, m, self.max_tries)
+        unit = self.unit
+        assert unit is not None  # the agent sets it before measuring
+        self.recorded = self._keeper.run(lambda: self._queue.record(unit, m, self.max_tries))
 
     def record_snapshots(self, run_id: str, point_index: int, repetition: int, snapshots):
-        """The snapshots of the measurement just stored; none when another agent's was."""
-        if not self.dropped:
-            self._store.record_snapshots(run_id, point_index, repetition, snapshots)
+        """The snapshots of the measurement just stored; none when it was not."""
+        if self.recorded is not None and self.recorded.stored:
+            self._keeper.run(
+                lambda: self._store.record_snapshots(run_id, point_index, repetition, snapshots)
+            )
 
 
 class Heartbeat:
-    """Renews a unit's lease every third of it, on a connection of its own, while the unit is
-    measured."""
+    """Renews the agent's heartbeat every third of its lease, on a connection of its own,
+    for the agent's life; a lost connection is made again at the next beat. It also hears
+    that the unit being measured was cancelled."""
 
-    def __init__(self, store: PostgresResultStore, queue: UnitQueue, unit: Unit, lease_s: float):
-        self.store, self.queue, self.unit, self.lease_s = store, queue, unit, lease_s
+    def __init__(self, store: PostgresResultStore, queue: UnitQueue, lease_s: float, name: str):
+        self.store, self.queue, self.lease_s, self.name = store, queue, lease_s, name
+        self.job_id: int | None = None  # the unit being measured
+        self.unregistered = False  # the worker was pruned: the agent registers again
         self.stopped = threading.Event()
-        self.lost = False
-        self.thread = threading.Thread(target=self._beat, name="lease heartbeat", daemon=True)
+        self.thread = threading.Thread(target=self._beat, name="agent heartbeat", daemon=True)
+        self.db: psycopg.Connection | None = None
 
     def __enter__(self):
-        self.db = self.store.another_connection()
         self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.stopped.set()
         self.thread.join()
-        self.db.close()
+        self._close()
 
     def _beat(self) -> None:
         while not self.stopped.wait(self.lease_s / 3):
             try:
-                renewed = self.queue.renew(self.unit, self.lease_s, self.db)
-            except Exception:  # noqa: BLE001 - the store is away: the lease may lapse, try again
+                if self.db is None:
+                    self.db = self.store.another_connection(self.name)
+                alive, _ = self.queue.heartbeat(self.db, self.job_id)
+            except psycopg.Error:  # the store is away: a new connection at the next beat
+                self._close()
                 continue
-            if not renewed:
-                self.lost = True
-                return
+            if not alive:
+                self.unregistered = True
+
+    def _close(self) -> None:
+        db, self.db = self.db, None
+        if db is not None:
+            with contextlib.suppress(psycopg.Error):
+                db.close()
 
 
 @dataclass
@@ -146,101 +261,194 @@ class Agent:
     run_id: str | None = None  # --run: only this run's units
     wait: bool = False
     once: bool = False
+    host_id: str | None = None  # --host-id, else the machine-id
+    given_class: str | None = None  # --class, else from the host's facts
+    wait_for_host: bool = False
+    measured: int = field(default=0, init=False)
 
     def __post_init__(self):
         self.facts = agent_host_facts()
-        self.host_class = host_class(self.facts)
-        self.host = self.facts["hostname"] or platform.node()
-        agent = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.queue = UnitQueue(self.store, self.host, agent)
+        self.host_class = self.given_class or host_class(self.facts)
+        self.host_name = self.facts["hostname"] or platform.node()
+        self.host_id = host_identity(self.host_id)
+        self.queue = UnitQueue(self.store, self.host_id, self.host_name)
+        self.keeper = StoreKeeper(self.store, f"pgcachelab agent {self.host_id}", self._note)
+        self.keeper.after_reconnect = self._after_reconnect
+        self.lock = HostLock(self.store, self.host_id, f"pgcachelab host lock {self.host_id}")
+        self.heartbeat: Heartbeat | None = None
         self.context: runner.RunContext | None = None
         self.opened = False  # the context's target
-        self.measured = 0
+        self.holding: Unit | None = None
+
+    def _note(self, line: str) -> None:
+        self.progress.note(line)
 
     def work(self) -> int:
-        """Claim and measure units until none waits (or one, with `once`); returns how many."""
+        """Take and measure units until none waits (or one, with `once`); returns how many."""
         try:
-            return self._work()
-        except psycopg.Error as error:  # the store went away: one line, the unit's lease lapses
+            self.store.reconnect(f"pgcachelab agent {self.host_id}")
+            try:
+                self.lock.acquire(self.wait_for_host, self._note)
+            except HostBusy as busy:
+                raise UserError(
+                    f"agent: {busy}",
+                    "one agent measures on a host at a time: wait for it, or give --wait",
+                ) from None
+            try:
+                return self._work()
+            finally:
+                self._stop()
+        except psycopg.Error as error:  # the store refused (not a lost connection)
             message, hint = store_error_line(error, self.store.location)
             raise RunFailed(
                 message, f"{hint}; the unit this agent held goes back when its lease expires"
             ) from None
 
     def _work(self) -> int:
-        self.queue.record_host(self.host_class, self.facts)
-        self.progress.note(f"agent {self.queue.agent}: host class {self.host_class}")
-        with self.progress:
-            try:
-                while True:
-                    # Another agent on this host may have been killed since the last unit:
-                    # its clusters, mounts and cgroups go before this one starts its own.
-                    reap_everything(self.progress.note)
-                    unit = self.queue.claim(self.host_class, self.lease_s, self.run_id)
-                    if unit is None:
-                        self._close()
-                        leased = self.queue.leased(self.host_class, self.run_id)
-                        if not leased and not self.wait:
-                            break
-                        # A unit another agent holds may come back when its lease expires.
-                        time.sleep(min(POLL_S, self.lease_s / 3) if leased else POLL_S)
-                        continue
-                    self._measure(unit)
-                    if self.once:
+        self.keeper.run(self._register)
+        self._note(
+            f"agent {self.host_name} (host id {self.host_id}, worker {self.queue.worker_id}):"
+            f" host class {self.host_class}"
+        )
+        name = f"pgcachelab heartbeat {self.host_id}"
+        with self.progress, Heartbeat(self.store, self.queue, self.lease_s, name) as beat:
+            self.heartbeat = beat
+            while True:
+                # Another agent on this host may have been killed since the last unit:
+                # its clusters, mounts and cgroups go before this one starts its own.
+                reap_everything(self._note)
+                unit = self.keeper.run(self._next_unit)
+                if unit is None:
+                    self._close()
+                    held = self.keeper.run(
+                        lambda: self.queue.held_by_others(self.host_class, self.run_id)
+                    )
+                    if not held and not self.wait:
                         break
-            finally:
-                self._close()
+                    # A unit another agent holds may come back when its lease lapses.
+                    time.sleep(min(POLL_S, self.lease_s / 3) if held else POLL_S)
+                    continue
+                self._measure(unit)
+                if self.once:
+                    break
+        if self.measured == 0:
+            self._say_why_nothing()
         return self.measured
 
+    def _register(self) -> None:
+        self.queue.register(self.host_class, self.facts, self.lease_s, os.getpid())
+
+    def _next_unit(self) -> Unit | None:
+        pruned = self.heartbeat is not None and self.heartbeat.unregistered
+        if pruned or not self.queue.registered():
+            self._note("this agent's heartbeat lapsed for longer than its lease: registering again")
+            self._register()
+            if self.heartbeat is not None:
+                self.heartbeat.unregistered = False
+        for line in self.queue.recover_stalled(self.lease_s):
+            self._note(line)
+        pinned = self.queue.pin_next_same_run(self.host_class)
+        if pinned is not None:
+            self._note(f'run {pinned}: hosts = "same": its units are this host class\'s now')
+        return self.queue.claim(self.host_class, self.run_id)
+
+    def _after_reconnect(self) -> None:
+        try:
+            self.lock.retake_in_store()
+        except HostBusy as busy:
+            raise RunFailed(f"agent: {busy}", "stop one of the agents") from None
+        if self.queue.worker_id is not None and self.queue.registered():
+            holding = self.holding.job_id if self.holding is not None else None
+            self.queue.release_own_strays(holding)
+
     def _measure(self, unit: Unit) -> None:
+        self.holding = unit
         try:
             ctx = self._context_for(unit.run_id)
-        except BaseException:
-            self.queue.release(unit)  # this host cannot measure the run: not the unit's fault
+        except BaseException as error:
+            reason = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
+            self.keeper.run(lambda: self.queue.release(unit, f"cannot measure here: {reason}"))
+            self.holding = None
             raise
         store = ctx.store
         assert isinstance(store, UnitStore)  # _context_for made it
-        store.unit = unit
+        store.unit, store.recorded = unit, None
         point = ctx.spec.points()[unit.point_index]
-        label = f"run {unit.run_id}: {point.label} #{unit.repetition + 1}"
+        label = f"unit {unit.key} ({point.label} #{unit.repetition + 1}, try {unit.tries})"
+        assert self.heartbeat is not None
+        self.heartbeat.job_id = unit.job_id
         try:
-            with Heartbeat(self.store, self.queue, unit, self.lease_s) as heartbeat:
-                if not self.opened:
-                    runner.open_target(ctx)
-                    self.opened = True
-                runner.measure(ctx, point, unit.repetition)
+            if not self.opened:
+                runner.open_target(ctx)
+                self.opened = True
+            runner.measure(ctx, point, unit.repetition)
         except KeyboardInterrupt:
-            self.queue.release(unit)
+            self.keeper.run(lambda: self.queue.release(unit, "the agent was interrupted"))
             raise
+        except StoreGone:
+            raise  # the unit comes back when the lease lapses
         except Exception as error:  # noqa: BLE001 - the try fails with its reason, the agent goes on
             reason = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
-            self.queue.fail(unit, reason, store.max_tries)
-            self.progress.note(f"{label}: {reason}")
+            self.keeper.run(lambda: self.queue.fail(unit, reason, store.max_tries))
+            self._note(f"{label}: {reason}")
             self._close()  # the next unit starts on a new cluster
             return
-        if heartbeat.lost or store.dropped:
-            self.progress.note(f"{label}: its lease expired and another agent stored it first")
-        else:
+        finally:
+            self.heartbeat.job_id = None
+            self.holding = None
+        recorded = store.recorded
+        if recorded is not None and recorded.stored:
             self.measured += 1
+        elif recorded is not None:
+            self._note(f"{label}: measured but not stored: {recorded.reason}")
 
     def _context_for(self, run_id: str) -> runner.RunContext:
         """The run's context on this host, kept for the run's next unit here."""
         if self.context is not None and self.context.run_id == run_id:
             return self.context
         self._close()
-        run = self.store.run(run_id)
+        run = self.keeper.run(lambda: self.store.run(run_id))
         assert run is not None  # the queue's units are of stored runs
         spec, target = runner.target_for_run(run, self.progress)
-        unit_store = UnitStore(self.store, self.queue, self.queue.max_tries(run_id))
-        unit_store.fleet = {"host": self.host, "host_class": self.host_class, "facts": self.facts}
+        unit_store = UnitStore(self.store, self.queue, self.keeper)
+        unit_store.max_tries, _ = self.keeper.run(lambda: self.queue.run_settings(run_id))
+        unit_store.fleet = {
+            "host": self.host_name,
+            "host_id": self.host_id,
+            "host_class": self.host_class,
+            "facts": self.facts,
+        }
         self.context = runner.RunContext(spec, target, unit_store, run_id, self.progress)
-        waiting = self.queue.waiting(run_id)
+        waiting = self.keeper.run(lambda: self.queue.waiting(run_id))
         self.progress.start(waiting, 0)
-        self.progress.note(f"run {run_id}: {spec.name}: {waiting} unit(s) to measure")
+        self._note(f"run {run_id}: {spec.name}: {waiting} unit(s) to measure")
         return self.context
+
+    def _say_why_nothing(self) -> None:
+        """An agent that took nothing says what waits for other classes."""
+        elsewhere = self.keeper.run(lambda: self.queue.waiting_elsewhere(self.host_class))
+        if not elsewhere:
+            self._note("no queued unit waits for this agent")
+            return
+        for run_id, classes, count in elsewhere:
+            wanted = ", ".join(classes_of(classes)) if classes.startswith("[") else classes
+            self._note(
+                f"run {run_id}: {count} unit(s) wait for host class {wanted!r}; this agent is"
+                f" {self.host_class!r} (an agent of that class takes them: --class names it)"
+            )
 
     def _close(self) -> None:
         """Stop and remove the run's cluster: a unit is never resumed, so nothing is kept."""
         context, self.context, opened, self.opened = self.context, None, self.opened, False
         if context is not None and opened:
             context.target.close(finished=True)
+
+    def _stop(self) -> None:
+        """Give the worker and the host back; the store may be away (then the lease lapses)."""
+        try:
+            self._close()
+        finally:
+            with contextlib.suppress(psycopg.Error, RunFailed):
+                if not (self.store.db.closed or self.store.db.broken):
+                    self.queue.unregister()
+            self.lock.release()

@@ -19,6 +19,7 @@ import psycopg
 from pgcachelab.clusters.managed import reap_stale
 from pgcachelab.clusters.targets import kept_data_path
 from pgcachelab.errors import UserError
+from pgcachelab.experiments.host_lock import reap_lock_file
 from pgcachelab.machine import fusedisk, host_settings, hugepages, owned
 from pgcachelab.machine.cgroup import reap_stale_cgroups, remove_cgroup_dir
 from pgcachelab.progress import Progress
@@ -136,6 +137,7 @@ REAPERS: dict[str, Callable[[owned.Entry], str | None]] = {
     "cgroup": _reap_cgroup,
     "run": _reap_run,
     "host": host_settings.reap_entry,
+    "agent-lock": reap_lock_file,
 }
 
 

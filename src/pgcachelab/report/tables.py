@@ -49,7 +49,7 @@ def runs_table(store: ResultStore) -> str:
     return "\n".join([table, "", "queued runs, units by state and host:", *lines])
 
 
-UNIT_STATES = ("done", "leased", "queued", "failed")
+UNIT_STATES = ("done", "leased", "queued", "failed", "cancelled")
 
 
 def fleet_line(units: dict[tuple[str, str | None], int]) -> str:

@@ -10,10 +10,15 @@ Schema history (schema_version.version):
   2 - cache_snapshots.
   3 - fleet_runs, units, hosts: the queue of a run measured by agents (store/queue.py); only
       here, not in SQLite: a queue is shared by hosts, a SQLite file is not.
+  4 - the queue on procrastinate (issue 38): its schema (jobs, workers, events and their SQL
+      functions) in this schema; units still waiting become jobs and `units` goes; agents,
+      unit_tries; hosts keyed by a host identity, not a host name.
 """
 
+import contextlib
 import functools
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -129,11 +134,72 @@ _VERSION_3 = [
     )""",
 ]
 
+
+# The migration step that runs procrastinate's own schema script (store/queue.py).
+ENGINE_SCHEMA = "procrastinate's schema"
+
+
+# The queue on procrastinate (store/queue.py): job queue names and the task name are the lab's
+# (QUEUE_* there); units waiting in a version 3 queue are deferred as jobs in their order.
+_VERSION_4 = [
+    ENGINE_SCHEMA,
+    "alter table {schema}.fleet_runs add column classes text,"
+    " add column cancelled_at double precision",
+    """create table {schema}.agents (
+        worker_id bigint primary key,
+        host_id text not null,
+        host_name text not null,
+        host_class text not null,
+        pid integer not null,
+        lease_s double precision not null,
+        started_at double precision not null,
+        stopped_at double precision
+    )""",
+    """create table {schema}.unit_tries (
+        job_id bigint not null,
+        run_id text not null,
+        point_index integer not null,
+        repetition integer not null,
+        try integer not null,
+        worker_id bigint,
+        host_id text,
+        host_name text,
+        outcome text not null,
+        reason text,
+        at timestamptz not null default now()
+    )""",
+    "create index on {schema}.unit_tries (run_id, point_index, repetition)",
+    """select {schema}.procrastinate_defer_jobs_v1(array(
+        select row(
+            case when f.host_class is not null
+                 then 'pgcachelab/class/' || left(md5(f.host_class), 16)
+                 when f.hosts = 'same' then 'pgcachelab/unpinned'
+                 else 'pgcachelab/any' end,
+            'pgcachelab.measure_unit', 0, null,
+            u.run_id || '/' || u.point_index || '/' || u.repetition,
+            jsonb_build_object(
+                'run_id', u.run_id, 'point_index', u.point_index, 'repetition', u.repetition),
+            null)::{schema}.procrastinate_job_to_defer_v1
+        from {schema}.units u join {schema}.fleet_runs f using (run_id)
+        where u.state in ('queued', 'leased')
+        order by f.queued_at, u.seq))""",
+    "drop table {schema}.units",
+    "drop table {schema}.hosts",
+    """create table {schema}.hosts (
+        host_id text primary key,
+        host_name text not null,
+        host_class text not null,
+        facts text not null,
+        last_seen double precision not null
+    )""",
+]
+
 # (version, what it does, statements): applied in order, each in the transaction that records it.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "runs, points, measurements, point_server_settings", _VERSION_1),
     (2, "cache_snapshots: the cache snapshots taken during each measurement", _VERSION_2),
     (3, "fleet_runs, units, hosts: runs queued for agents on many hosts", _VERSION_3),
+    (4, "the queue on procrastinate 3.10.0: jobs, workers, agents, unit_tries", _VERSION_4),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -195,11 +261,25 @@ class PostgresResultStore(SqlResultStore):
     def close(self) -> None:
         self.db.close()
 
-    def another_connection(self) -> psycopg.Connection:
-        """A second autocommit connection to the store's schema (for another thread)."""
-        db = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
-        db.execute(sql.SQL("set search_path to {}").format(sql.Identifier(self.schema)))
+    def another_connection(self, application_name: str | None = None) -> psycopg.Connection:
+        """A second autocommit connection to the store's schema (for another thread); the
+        server's pg_stat_activity names it `application_name` when given."""
+        named: dict[str, Any] = {"application_name": application_name} if application_name else {}
+        db = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, **named)
+        try:
+            db.execute(sql.SQL("set search_path to {}").format(sql.Identifier(self.schema)))
+        except BaseException:
+            db.close()
+            raise
         return db
+
+    def reconnect(self, application_name: str | None = None) -> None:
+        """A new main connection after the old one was lost (the store restarted, the
+        backend was terminated): raises psycopg.OperationalError while it stays away."""
+        new = self.another_connection(application_name)
+        old, self.db = self.db, new
+        with contextlib.suppress(psycopg.Error):
+            old.close()
 
     def _sql(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(schema=sql.Identifier(self.schema))
@@ -235,13 +315,25 @@ class PostgresResultStore(SqlResultStore):
                 if version <= current:
                     continue
                 for statement in statements:
-                    self.db.execute(self._sql(statement))
+                    if statement == ENGINE_SCHEMA:
+                        self._apply_engine_schema()
+                    else:
+                        self.db.execute(self._sql(statement))
                 self.db.execute(
                     self._sql(
                         "insert into {schema}.schema_version (version, description) values (%s, %s)"
                     ),
                     (version, description),
                 )
+
+    def _apply_engine_schema(self) -> None:
+        """procrastinate's objects in this store's schema: the functions name tables and types
+        without a schema, so every connection that uses them sets this search_path (they all
+        do: __init__, another_connection, reconnect)."""
+        from procrastinate.schema import SchemaManager
+
+        self.db.execute(sql.SQL("set local search_path to {}").format(sql.Identifier(self.schema)))
+        self.db.execute(sql.SQL(SchemaManager.get_schema()))
 
     def schema_version(self) -> int:
         return one_row(

@@ -1,296 +1,630 @@
-"""The queue of a run measured by agents on many hosts (issue 21), in the PostgreSQL store.
+"""The queue of a run measured by agents on many hosts (issues 21, 38): procrastinate's jobs in
+the PostgreSQL store, driven by the lab's agent (experiments/fleet.py).
 
-A unit is one (point, repetition) of a queued run, one row of `units`; an agent leases it with
-`select ... for update skip locked` and renews the lease from a heartbeat thread. No job library
-or broker: the store already is a PostgreSQL database every host reaches, and a lease is one
-row, so the queue is three tables and a handful of statements (schema version 3,
-store/postgresql.py). Lease times are the database's `now()`: hosts' clocks never disagree.
-
-Units are handed out in their run's planned order (`seq`), so the interleaved or random order of
-a run holds across the fleet: a round's units all go out before the next round's.
+procrastinate (store schema version 4) owns the jobs and their life: deferring, fetching with
+`for update skip locked`, workers and their heartbeats, retries, cancel and abort, and the
+history of every job (procrastinate_events); its own admin tools read the same tables. This
+module calls its SQL functions and queries, on the lab's connection and inside the lab's
+transactions, and keeps what is the lab's own:
+- the planned order: a run's units are deferred in the order the run measures them, and a fetch
+  takes the lowest job id, so a round's units all go out before the next round's;
+- host classes as queues: a unit waits in the queue of the class that may measure it (QUEUE_*);
+- a lease per agent: an agent whose heartbeat is older than its own lease is stalled, its unit
+  goes back (or is given up after max_tries) and its worker row goes;
+- exactly once: a measurement is written in the transaction that holds its job row (`for update`)
+  and finishes the job, only while the job is still this worker's and not aborted, and a
+  succeeded measurement is never replaced (store/sql_store.py record_measurement_once);
+- unit_tries: every try's outcome, host and reason.
+Times are the database's `now()`: hosts whose clocks disagree still agree on a lease.
 """
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from procrastinate.sql import queries
+from psycopg.types.json import Jsonb
+
 from pgcachelab.clusters.client import one_row
 from pgcachelab.store.postgresql import PostgresResultStore
-from pgcachelab.store.records import Measurement, to_json
+from pgcachelab.store.records import Measurement, from_json, to_json
 
-# What a claimed row becomes (see claim_decision).
-CLAIM, ALREADY_MEASURED, GIVE_UP = "claim", "already measured", "give up"
+TASK = "pgcachelab.measure_unit"
+QUEUE_PREFIX = "pgcachelab/"
+ANY_QUEUE = "pgcachelab/any"  # any class takes it
+UNPINNED_QUEUE = "pgcachelab/unpinned"  # hosts = "same": waits for the first class to take it
+
+# unit_tries.outcome
+STORED, FAILED, DISCARDED, ABANDONED, RELEASED = (
+    "stored", "failed", "discarded", "abandoned", "released"
+)  # fmt: skip
+
+# A job's status as the lab names a unit's state.
+UNIT_STATE = {
+    "todo": "queued",
+    "doing": "leased",
+    "succeeded": "done",
+    "failed": "failed",
+    "cancelled": "cancelled",
+    "aborted": "cancelled",
+}
+
+
+def class_queue(host_class: str) -> str:
+    """The queue of one host class (queue names are at most 128 characters; classes are not)."""
+    return f"{QUEUE_PREFIX}class/{hashlib.md5(host_class.encode()).hexdigest()[:16]}"
+
+
+def unit_key(run_id: str, point_index: int, repetition: int) -> str:
+    """How people and procrastinate's queueing lock name a unit: RUN/POINT/REPETITION."""
+    return f"{run_id}/{point_index}/{repetition}"
+
+
+def unit_queues(
+    planned: Sequence[tuple[int, int]], hosts: str, host_class: str | None, classes: Sequence[str]
+) -> list[tuple[int, int, str]]:
+    """(point, repetition, queue) of each planned unit, in the order they are handed out: all in
+    the required class's queue; with hosts = "same" waiting for the first class; with classes
+    listed, repetition r of every point on classes[r % n], so every point sees every class in
+    the same proportion; otherwise any class takes any unit."""
+    if host_class is not None:
+        return [(p, r, class_queue(host_class)) for p, r in planned]
+    if hosts == "same":
+        return [(p, r, UNPINNED_QUEUE) for p, r in planned]
+    if classes:
+        return [(p, r, class_queue(classes[r % len(classes)])) for p, r in planned]
+    return [(p, r, ANY_QUEUE) for p, r in planned]
+
+
+def after_try(tries: int, max_tries: int) -> str:
+    """What becomes of a unit whose `tries`-th try failed or was abandoned."""
+    return "failed" if tries >= max_tries else "todo"
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One (point, repetition) of a queued run, as an agent holds it."""
+    """One (point, repetition) of a queued run, as an agent holds it: a procrastinate job."""
 
+    job_id: int
     run_id: str
     point_index: int
     repetition: int
     tries: int  # with this one
 
+    @property
+    def key(self) -> str:
+        return unit_key(self.run_id, self.point_index, self.repetition)
+
 
 @dataclass(frozen=True)
-class QueuedUnit:
-    """A unit row as it is queued: its place in the run's planned order."""
+class Recorded:
+    """What recording a measurement did: stored it, or why not."""
 
-    point_index: int
-    repetition: int
-    seq: int
-    round: int
+    stored: bool
+    reason: str | None = None
 
 
-def units_in_order(planned: Sequence[tuple[int, int]]) -> list[QueuedUnit]:
-    """The queue rows of a planned schedule ((point, repetition) pairs in the order they run):
-    `seq` is the hand-out order, `round` the repetition the pair belongs to."""
-    return [
-        QueuedUnit(point, repetition, seq, repetition)
-        for seq, (point, repetition) in enumerate(planned)
-    ]
-
-
-def claim_decision(expired_lease: bool, tries: int, max_tries: int, measured: bool) -> str:
-    """What to do with a unit found waiting (queued, or leased by an agent whose lease expired).
-
-    A unit whose measurement is stored already (its agent died after storing it) is done, never
-    measured twice; an expired lease counts as a failed try (the agent may have died of the unit,
-    e.g. the OOM killer), and the unit stops after `max_tries` of them."""
-    if measured:
-        return ALREADY_MEASURED
-    if expired_lease and tries >= max_tries:
-        return GIVE_UP
-    return CLAIM
-
-
-def after_failure(tries: int, max_tries: int) -> str:
-    """The state of a unit whose measurement failed on its `tries`-th try."""
-    return "failed" if tries >= max_tries else "queued"
-
-
-# The units this host may take: of the run asked for, if any, and with hosts = "same" only
-# those of a run its class measures (or that nobody has started).
-_MAY_TAKE = """(%(run_id)s::text is null or u.run_id = %(run_id)s)
-      and (f.hosts <> 'same' or f.host_class is null or f.host_class = %(host_class)s)"""
-_CANDIDATE = f"""
-    select u.run_id, u.point_index, u.repetition, u.state = 'leased', u.tries, f.max_tries,
-           u.host, f.hosts, f.host_class
-    from units u join fleet_runs f using (run_id)
-    where (u.state = 'queued' or (u.state = 'leased' and u.lease_until < now()))
-      and {_MAY_TAKE}
-    order by f.queued_at, u.seq
-    limit 1
-    for update of u skip locked
+_JOB_OF_UNIT = """
+    select j.id, j.status from procrastinate_jobs j
+    where j.task_name = %s and j.args->>'run_id' = %s
+      and (j.args->>'point_index')::int = %s and (j.args->>'repetition')::int = %s
+    order by j.id desc limit 1
 """
-_LEASED_ELSEWHERE = f"""
-    select count(*) from units u join fleet_runs f using (run_id)
-    where u.state = 'leased' and {_MAY_TAKE}
+
+# procrastinate's fetch_job (same columns, same order, same locking) restricted to one run's
+# units (agent --run): its function cannot filter on a job's arguments.
+_FETCH_OF_RUN = """
+    update procrastinate_jobs set status = 'doing', worker_id = %(worker_id)s
+    where id = (select id from procrastinate_jobs
+                where status = 'todo' and queue_name = any(%(queues)s::varchar[])
+                  and args->>'run_id' = %(run_id)s
+                  and (scheduled_at is null or scheduled_at <= now())
+                order by priority desc, id limit 1 for update skip locked)
+    returning id, status, task_name, priority, lock, queueing_lock, args, scheduled_at,
+              queue_name, attempts, worker_id
 """
-_UNIT_KEY = "run_id = %s and point_index = %s and repetition = %s"
+
+# Doing jobs of the lab whose worker is gone, or whose heartbeat is older than its agent's lease.
+_STALLED = """
+    select j.id, j.attempts, f.max_tries, j.args, a.host_id, a.host_name, j.worker_id
+    from procrastinate_jobs j
+    join fleet_runs f on f.run_id = j.args->>'run_id'
+    left join procrastinate_workers w on w.id = j.worker_id
+    left join agents a on a.worker_id = j.worker_id
+    where j.status = 'doing' and j.task_name = %s
+      and (w.id is null
+           or w.last_heartbeat < now() - make_interval(secs => coalesce(a.lease_s, %s)))
+    order by j.id
+    for update of j skip locked
+"""
 
 
 class UnitQueue:
-    """The queue's statements, on the PostgreSQL store's connection (its search_path names the
-    store's schema). One agent, one queue: `agent` names it in the rows it leases."""
+    """The queue's statements on the PostgreSQL store's connection (its search_path names the
+    store's schema, where procrastinate's objects are). One agent, one queue: its worker id
+    names the jobs it holds."""
 
-    def __init__(self, store: PostgresResultStore, host: str = "", agent: str = ""):
-        self.store, self.db, self.host, self.agent = store, store.db, host, agent
+    def __init__(self, store: PostgresResultStore, host_id: str = "", host_name: str = ""):
+        self.store, self.host_id, self.host_name = store, host_id, host_name
+        self.worker_id: int | None = None
+
+    @property
+    def db(self):
+        return self.store.db  # replaced when the store reconnects
 
     # -- queueing ----------------------------------------------------------------------------
 
     def enqueue(
-        self, run_id: str, planned: Sequence[tuple[int, int]], hosts: str, max_tries: int
+        self,
+        run_id: str,
+        planned: Sequence[tuple[int, int]],
+        hosts: str,
+        max_tries: int,
+        host_class: str | None = None,
+        classes: Sequence[str] = (),
     ) -> None:
-        """Record a created run's units, in the order they are to be handed out, and mark the
-        run queued: nobody measures it until agents claim its units."""
+        """Record a created run's units as jobs, in the order they are to be handed out, and mark
+        the run queued: nobody measures it until agents take its units."""
+        jobs = [
+            (
+                queue,
+                TASK,
+                0,
+                None,
+                unit_key(run_id, point, repetition),  # procrastinate's queueing lock
+                Jsonb({"run_id": run_id, "point_index": point, "repetition": repetition}),
+                None,
+            )
+            for point, repetition, queue in unit_queues(planned, hosts, host_class, classes)
+        ]
         with self.db.transaction():
             self.db.execute(
-                "insert into fleet_runs (run_id, hosts, host_class, max_tries, queued_at)"
-                " values (%s, %s, null, %s, %s)",
-                (run_id, hosts, max_tries, time.time()),
+                "insert into fleet_runs (run_id, hosts, host_class, classes, max_tries, queued_at)"
+                " values (%s, %s, %s, %s, %s, %s)",
+                (run_id, hosts, host_class, to_json(list(classes)), max_tries, time.time()),
             )
-            with self.db.cursor() as cursor:
-                cursor.executemany(
-                    "insert into units (run_id, point_index, repetition, seq, round, state)"
-                    " values (%s, %s, %s, %s, %s, 'queued')",
-                    [
-                        (run_id, u.point_index, u.repetition, u.seq, u.round)
-                        for u in units_in_order(planned)
-                    ],
-                )
+            self.db.execute(queries["defer_jobs"], {"jobs": jobs})
             self.db.execute("update runs set status = 'queued' where run_id = %s", (run_id,))
 
-    # -- hosts -------------------------------------------------------------------------------
+    def waiting_runs_of_spec(self, spec_text: str) -> list[str]:
+        """Queued runs of the same spec text that still have units to measure."""
+        rows = self.db.execute(
+            "select r.run_id from runs r join fleet_runs f using (run_id)"
+            " where r.spec_text = %s and r.status = 'queued' and f.cancelled_at is null"
+            " order by f.queued_at",
+            (spec_text,),
+        ).fetchall()
+        return [run_id for (run_id,) in rows]
 
-    def record_host(self, host_class: str, facts: dict) -> None:
-        self.db.execute(
-            "insert into hosts (host, host_class, facts, last_seen) values (%s, %s, %s, %s)"
-            " on conflict (host) do update set host_class = excluded.host_class,"
-            " facts = excluded.facts, last_seen = excluded.last_seen",
-            (self.host, host_class, to_json(facts), time.time()),
-        )
+    # -- agents ------------------------------------------------------------------------------
 
-    # -- claiming ----------------------------------------------------------------------------
-
-    def claim(self, host_class: str, lease_s: float, run_id: str | None = None) -> Unit | None:
-        """Lease the next waiting unit (of `run_id`, or of any queued run) for `lease_s`, or
-        None when no unit waits that this host may take."""
-        while True:
-            with self.db.transaction():
-                row = self.db.execute(
-                    _CANDIDATE, {"run_id": run_id, "host_class": host_class}
-                ).fetchone()
-                if row is None:
-                    return None
-                run, point, repetition, expired, tries, max_tries, last_host, hosts, pinned = row
-                key = (run, point, repetition)
-                if hosts == "same" and pinned is None and not self._pin_class(run, host_class):
-                    continue  # another class took the run's first unit meanwhile
-                measured = self._measured(key)
-                decision = claim_decision(expired, tries, max_tries, measured)
-                if decision == ALREADY_MEASURED:
-                    self._set_state(key, "done", None)
-                elif decision == GIVE_UP:
-                    reason = f"the agent on {last_host} stopped renewing its lease (killed?)"
-                    self._set_state(key, "failed", reason)
-                else:
-                    self.db.execute(
-                        "update units set state = 'leased', host = %s, agent = %s,"
-                        " lease_until = now() + make_interval(secs => %s), heartbeat_at = now(),"
-                        f" tries = tries + 1 where {_UNIT_KEY}",
-                        (self.host, self.agent, lease_s, *key),
-                    )
-                    return Unit(run, point, repetition, tries + 1)
-            self._finish_run_if_drained(run)
-
-    def leased(self, host_class: str, run_id: str | None = None) -> int:
-        """Units this host may take that other agents hold: each is done, or comes back
-        when its lease expires (its agent was killed)."""
-        return one_row(
-            self.db.execute(_LEASED_ELSEWHERE, {"run_id": run_id, "host_class": host_class})
-        )[0]
-
-    def _pin_class(self, run_id: str, host_class: str) -> bool:
-        """With hosts = "same": the run's class becomes this host's; False if another class
-        pinned it first (the update waits for that transaction, then sees its class)."""
-        self.db.execute(
-            "update fleet_runs set host_class = %s where run_id = %s and host_class is null",
-            (host_class, run_id),
-        )
-        pinned = one_row(
-            self.db.execute("select host_class from fleet_runs where run_id = %s", (run_id,))
-        )[0]
-        return pinned == host_class
-
-    def _measured(self, key: tuple) -> bool:
-        return (
+    def register(self, host_class: str, facts: dict, lease_s: float, pid: int) -> int:
+        """A new procrastinate worker for this agent, and its host's facts."""
+        with self.db.transaction():
+            [worker_id] = one_row(self.db.execute(queries["register_worker"]))
             self.db.execute(
-                f"select 1 from measurements where status = 'ok' and {_UNIT_KEY}", key
+                "insert into agents (worker_id, host_id, host_name, host_class, pid, lease_s,"
+                " started_at) values (%s, %s, %s, %s, %s, %s, %s)",
+                (worker_id, self.host_id, self.host_name, host_class, pid, lease_s, time.time()),
+            )
+            self.db.execute(
+                "insert into hosts (host_id, host_name, host_class, facts, last_seen)"
+                " values (%s, %s, %s, %s, %s) on conflict (host_id) do update set"
+                " host_name = excluded.host_name, host_class = excluded.host_class,"
+                " facts = excluded.facts, last_seen = excluded.last_seen",
+                (self.host_id, self.host_name, host_class, to_json(facts), time.time()),
+            )
+        self.worker_id = worker_id
+        return worker_id
+
+    def registered(self) -> bool:
+        """False when this agent's worker was pruned (its heartbeat stopped for a lease)."""
+        return (
+            self.worker_id is not None
+            and self.db.execute(
+                "select 1 from procrastinate_workers where id = %s", (self.worker_id,)
             ).fetchone()
             is not None
         )
 
-    def _set_state(self, key: tuple, state: str, reason: str | None) -> None:
-        self.db.execute(
-            "update units set state = %s, lease_until = null,"
-            f" last_reason = coalesce(%s, last_reason) where {_UNIT_KEY}",
-            (state, reason, *key),
-        )
+    def unregister(self) -> None:
+        if self.worker_id is None:
+            return
+        with self.db.transaction():
+            self.db.execute(queries["unregister_worker"], {"worker_id": self.worker_id})
+            self.db.execute(
+                "update agents set stopped_at = %s where worker_id = %s",
+                (time.time(), self.worker_id),
+            )
+        self.worker_id = None
 
-    def renew(self, unit: Unit, lease_s: float, db=None) -> bool:
-        """Extend this agent's lease (from the heartbeat, on its own connection `db`);
-        False if the unit is not leased by this agent any more."""
-        found = (db or self.db).execute(
-            "update units set lease_until = now() + make_interval(secs => %s),"
-            f" heartbeat_at = now() where {_UNIT_KEY} and state = 'leased' and agent = %s",
-            (lease_s, unit.run_id, unit.point_index, unit.repetition, self.agent),
+    def heartbeat(self, db, job_id: int | None) -> tuple[bool, bool]:
+        """Renew this agent's heartbeat on `db` (the heartbeat thread's own connection):
+        (still registered, abort requested for `job_id`)."""
+        db.execute(queries["update_heartbeat"], {"worker_id": self.worker_id})
+        alive = (
+            db.execute(
+                "select 1 from procrastinate_workers where id = %s", (self.worker_id,)
+            ).fetchone()
+            is not None
         )
-        return found.rowcount == 1
+        abort = job_id is not None and bool(
+            one_row(
+                db.execute(
+                    "select coalesce(bool_or(abort_requested), false) from procrastinate_jobs"
+                    " where id = %s",
+                    (job_id,),
+                )
+            )[0]
+        )
+        return alive, abort
+
+    # -- claiming ----------------------------------------------------------------------------
+
+    def recover_stalled(self, default_lease_s: float) -> list[str]:
+        """Units held by agents that stopped renewing their lease (killed, or cut off for
+        longer than it): back to the queue, or given up after max_tries; the stalled agents'
+        workers go. Returns one line per unit."""
+        lines = []
+        with self.db.transaction():
+            rows = self.db.execute(_STALLED, (TASK, default_lease_s)).fetchall()
+            for job_id, attempts, max_tries, args, host_id, host_name, worker_id in rows:
+                tries = attempts + 1
+                reason = f"the agent on {host_name or host_id or '?'} stopped renewing its lease"
+                self._log_try(job_id, args, tries, worker_id, host_id, host_name, ABANDONED, reason)
+                key = unit_key(args["run_id"], args["point_index"], args["repetition"])
+                if after_try(tries, max_tries) == "failed":
+                    self.db.execute(
+                        "select procrastinate_finish_job_v1(%s, 'failed', false)", (job_id,)
+                    )
+                    lines.append(f"unit {key}: given up after {tries} tries: {reason}")
+                else:
+                    self._retry(job_id)
+                    lines.append(f"unit {key}: queued again: {reason}")
+            self.db.execute(
+                "delete from procrastinate_workers w using agents a where a.worker_id = w.id"
+                " and w.last_heartbeat < now() - make_interval(secs => a.lease_s)"
+            )
+        for run_id in {args["run_id"] for _, _, _, args, *_ in rows}:
+            self._finish_run_if_drained(run_id)
+        return lines
+
+    def release_own_strays(self, holding: int | None) -> None:
+        """Jobs this worker holds but does not know of (a fetch whose answer was lost with the
+        connection): back to the queue, the try not counted."""
+        rows = self.db.execute(
+            "select id from procrastinate_jobs where status = 'doing' and worker_id = %s"
+            " and id is distinct from %s",
+            (self.worker_id, holding),
+        ).fetchall()
+        for (job_id,) in rows:
+            with self.db.transaction():
+                self._retry(job_id, count=False)
+
+    def pin_next_same_run(self, host_class: str) -> str | None:
+        """A hosts = "same" run nobody has taken yet, queued before anything this class can
+        take: it becomes this class's, all its units move to the class's queue. None if none."""
+        mine = class_queue(host_class)
+        with self.db.transaction():
+            row = self.db.execute(
+                """select f.run_id from fleet_runs f
+                where f.hosts = 'same' and f.host_class is null and f.cancelled_at is null
+                  and exists (select 1 from procrastinate_jobs j where j.queue_name = %(unpinned)s
+                              and j.args->>'run_id' = f.run_id and j.status = 'todo'
+                              and j.id < coalesce((select min(id) from procrastinate_jobs
+                                  where status = 'todo' and queue_name = any(%(mine)s)),
+                                  9223372036854775807))
+                order by f.queued_at limit 1
+                for update of f skip locked""",
+                {"unpinned": UNPINNED_QUEUE, "mine": [mine, ANY_QUEUE]},
+            ).fetchone()
+            if row is None:
+                return None
+            [run_id] = row
+            self.db.execute(
+                "update fleet_runs set host_class = %s where run_id = %s", (host_class, run_id)
+            )
+            self.db.execute(
+                "update procrastinate_jobs set queue_name = %s where queue_name = %s"
+                " and args->>'run_id' = %s and status = 'todo'",
+                (mine, UNPINNED_QUEUE, run_id),
+            )
+        return run_id
+
+    def claim(self, host_class: str, run_id: str | None = None) -> Unit | None:
+        """Fetch the next unit this class may take (of `run_id` only, if given), or None."""
+        queues = [class_queue(host_class), ANY_QUEUE]
+        params = {"queues": queues, "worker_id": self.worker_id, "run_id": run_id}
+        with self.db.transaction():
+            row = self.db.execute(
+                queries["fetch_job"] if run_id is None else _FETCH_OF_RUN, params
+            ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        job_id, args, attempts = row[0], row[6], row[9]
+        return Unit(job_id, args["run_id"], args["point_index"], args["repetition"], attempts + 1)
 
     # -- finishing ---------------------------------------------------------------------------
 
-    def record(self, unit: Unit, measurement: Measurement, max_tries: int) -> bool:
-        """Store the unit's measurement and its unit's new state in one transaction, so that a
-        unit is done exactly when its measurement is stored. False (nothing written) if another
-        agent stored it first: this agent's lease had expired and the unit was measured again.
-        """
-        key = (unit.run_id, unit.point_index, unit.repetition)
+    def record(self, unit: Unit, measurement: Measurement, max_tries: int) -> Recorded:
+        """Store the unit's measurement and finish its job in one transaction, only while the
+        job is this worker's and not aborted: a unit is done exactly when its measurement is
+        stored, and a measurement whose lease was lost is discarded."""
         with self.db.transaction():
-            [state] = one_row(
-                self.db.execute(f"select state from units where {_UNIT_KEY} for update", key)
-            )
-            if state in ("done", "failed"):
-                return False
-            self.store.record_measurement(unit.run_id, measurement)
+            lost = self._lost(unit)
+            if lost == "stored":  # this very measurement, whose commit answer was lost
+                return Recorded(True)
+            if lost is not None:
+                self._log(unit, DISCARDED, lost)
+                return Recorded(False, lost)
+            if not self.store.record_measurement_once(unit.run_id, measurement):
+                reason = "a succeeded measurement of this unit is stored already"
+                self._log(unit, DISCARDED, reason)
+                self.db.execute(
+                    "select procrastinate_finish_job_v1(%s, 'succeeded', false)", (unit.job_id,)
+                )
+                return Recorded(False, reason)
             if measurement.status == "ok":
-                self._finish(key, "done", None)
+                self.db.execute(
+                    "select procrastinate_finish_job_v1(%s, 'succeeded', false)", (unit.job_id,)
+                )
+                self._log(unit, STORED, None)
             else:
-                self._finish(key, after_failure(unit.tries, max_tries), measurement.reason)
+                self._end_try(unit, max_tries)
+                self._log(unit, FAILED, measurement.reason)
         self._finish_run_if_drained(unit.run_id)
-        return True
+        return Recorded(True)
 
     def fail(self, unit: Unit, reason: str, max_tries: int) -> None:
         """A try that ended in an error before a measurement could be stored."""
-        key = (unit.run_id, unit.point_index, unit.repetition)
         with self.db.transaction():
-            self._finish(key, after_failure(unit.tries, max_tries), reason)
+            if self._lost(unit) is not None:
+                return
+            self._end_try(unit, max_tries)
+            self._log(unit, FAILED, reason)
         self._finish_run_if_drained(unit.run_id)
 
-    def release(self, unit: Unit) -> None:
-        """Give an unfinished unit back (the agent was interrupted): the try does not count."""
-        self.db.execute(
-            "update units set state = 'queued', lease_until = null, tries = tries - 1"
-            f" where {_UNIT_KEY} and state = 'leased' and agent = %s",
-            (unit.run_id, unit.point_index, unit.repetition, self.agent),
+    def release(self, unit: Unit, reason: str) -> None:
+        """Give an unfinished unit back (the agent was interrupted, or cannot open the run's
+        target): the try does not count."""
+        with self.db.transaction():
+            if self._lost(unit) is not None:
+                return
+            self._retry(unit.job_id, count=False)
+            self._log(unit, RELEASED, reason)
+
+    def _lost(self, unit: Unit) -> str | None:
+        """None while the unit's job is this worker's to finish (locked until the transaction
+        ends); "stored" if this worker stored it already; otherwise why it is not."""
+        row = self.db.execute(
+            "select status, worker_id, abort_requested from procrastinate_jobs"
+            " where id = %s for update",
+            (unit.job_id,),
+        ).fetchone()
+        if row is None:
+            return "its job was deleted from the queue"
+        status, worker_id, abort = row
+        if status == "succeeded" and worker_id == self.worker_id and self._stored_by_me(unit):
+            return "stored"
+        if status != "doing" or worker_id != self.worker_id:
+            return (
+                "its lease was lost (this agent's heartbeat stopped for longer than its lease)"
+                " and the unit went back to the queue"
+            )
+        if abort:
+            self.db.execute(
+                "select procrastinate_finish_job_v1(%s, 'aborted', false)", (unit.job_id,)
+            )
+            return "its run was cancelled (queue cancel)"
+        return None
+
+    def _stored_by_me(self, unit: Unit) -> bool:
+        return (
+            self.db.execute(
+                "select 1 from unit_tries where job_id = %s and worker_id = %s and outcome = %s",
+                (unit.job_id, self.worker_id, STORED),
+            ).fetchone()
+            is not None
         )
 
-    def _finish(self, key: tuple, state: str, reason: str | None) -> None:
+    def _end_try(self, unit: Unit, max_tries: int) -> None:
+        if after_try(unit.tries, max_tries) == "failed":
+            self.db.execute(
+                "select procrastinate_finish_job_v1(%s, 'failed', false)", (unit.job_id,)
+            )
+        else:
+            self._retry(unit.job_id)
+
+    def _retry(self, job_id: int, count: bool = True) -> None:
+        """Back to the queue (procrastinate counts it as an attempt; `count` False undoes that)."""
+        self.db.execute("select procrastinate_retry_job_v2(%s, null, null, null, null)", (job_id,))
+        if not count:
+            self.db.execute(
+                "update procrastinate_jobs set attempts = attempts - 1 where id = %s", (job_id,)
+            )
+
+    def _log(self, unit: Unit, outcome: str, reason: str | None) -> None:
+        self._log_try(
+            unit.job_id,
+            {"run_id": unit.run_id, "point_index": unit.point_index, "repetition": unit.repetition},
+            unit.tries,
+            self.worker_id,
+            self.host_id,
+            self.host_name,
+            outcome,
+            reason,
+        )
+
+    def _log_try(self, job_id, args, tries, worker_id, host_id, host_name, outcome, reason):
         self.db.execute(
-            "update units set state = %s, lease_until = null, host = %s, agent = %s,"
-            f" last_reason = coalesce(%s, last_reason) where {_UNIT_KEY}",
-            (state, self.host, self.agent, reason, *key),
+            "insert into unit_tries (job_id, run_id, point_index, repetition, try, worker_id,"
+            " host_id, host_name, outcome, reason) values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                job_id,
+                args["run_id"],
+                args["point_index"],
+                args["repetition"],
+                tries,
+                worker_id,
+                host_id,
+                host_name,
+                outcome,
+                reason,
+            ),
         )
 
     def _finish_run_if_drained(self, run_id: str) -> None:
         """The last unit of a run done or given up: the run is done."""
-        waiting = self.db.execute(
-            "select 1 from units where run_id = %s and state in ('queued', 'leased') limit 1",
-            (run_id,),
-        ).fetchone()
-        if waiting is None:
+        if self._jobs_waiting(run_id) == 0:
             self.db.execute(
                 "update runs set status = 'done', finished_at = %s, lab_pid = null"
                 " where run_id = %s and status = 'queued'",
                 (time.time(), run_id),
             )
 
-    # -- reading -----------------------------------------------------------------------------
-
-    def max_tries(self, run_id: str) -> int:
-        return one_row(
-            self.db.execute("select max_tries from fleet_runs where run_id = %s", (run_id,))
-        )[0]
-
-    def waiting(self, run_id: str) -> int:
-        """Units of the run still to measure (queued or leased)."""
+    def _jobs_waiting(self, run_id: str) -> int:
         return one_row(
             self.db.execute(
-                "select count(*) from units where run_id = %s and state in ('queued', 'leased')",
-                (run_id,),
+                "select count(*) from procrastinate_jobs where task_name = %s"
+                " and args->>'run_id' = %s and status in ('todo', 'doing')",
+                (TASK, run_id),
             )
         )[0]
 
+    # -- operating ---------------------------------------------------------------------------
+
+    def cancel(self, run_id: str) -> tuple[int, int]:
+        """Cancel a queued run: its waiting units are cancelled, those being measured are
+        aborted (their agent discards the measurement). Returns (cancelled, aborting)."""
+        with self.db.transaction():
+            rows = self.db.execute(
+                "select id, status from procrastinate_jobs where task_name = %s"
+                " and args->>'run_id' = %s and status in ('todo', 'doing') for update",
+                (TASK, run_id),
+            ).fetchall()
+            for job_id, _ in rows:
+                self.db.execute("select procrastinate_cancel_job_v1(%s, true, false)", (job_id,))
+            self.db.execute(
+                "update fleet_runs set cancelled_at = %s where run_id = %s", (time.time(), run_id)
+            )
+            self.db.execute(
+                "update runs set status = 'cancelled', finished_at = %s, lab_pid = null"
+                " where run_id = %s and status = 'queued'",
+                (time.time(), run_id),
+            )
+        doing = sum(1 for _, status in rows if status == "doing")
+        return len(rows) - doing, doing
+
+    def retry(self, run_id: str, point_index: int, repetition: int) -> str:
+        """Queue a given-up (failed) unit again; returns its state before, or raises
+        LookupError with the reason it cannot be."""
+        with self.db.transaction():
+            row = self.db.execute(
+                _JOB_OF_UNIT + " for update", (TASK, run_id, point_index, repetition)
+            ).fetchone()
+            if row is None:
+                raise LookupError("no such unit in the queue")
+            job_id, status = row
+            if status != "failed":
+                raise LookupError(f"it is {UNIT_STATE.get(status, status)}, not failed")
+            self.db.execute(
+                "select procrastinate_retry_job_v2(%s, null, null, null, null)", (job_id,)
+            )
+            self.db.execute("update procrastinate_jobs set attempts = 0 where id = %s", (job_id,))
+            self.db.execute(
+                "update runs set status = 'queued', finished_at = null where run_id = %s"
+                " and status = 'done'",
+                (run_id,),
+            )
+        return status
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def run_settings(self, run_id: str) -> tuple[int, bool]:
+        """(max_tries, cancelled) of a queued run."""
+        max_tries, cancelled_at = one_row(
+            self.db.execute(
+                "select max_tries, cancelled_at from fleet_runs where run_id = %s", (run_id,)
+            )
+        )
+        return max_tries, cancelled_at is not None
+
+    def waiting(self, run_id: str) -> int:
+        """Units of the run still to measure (queued or leased)."""
+        return self._jobs_waiting(run_id)
+
+    def held_by_others(self, host_class: str, run_id: str | None = None) -> int:
+        """Units this class may take that other agents hold: each is done, or comes back when
+        its agent's lease lapses."""
+        return one_row(
+            self.db.execute(
+                "select count(*) from procrastinate_jobs where task_name = %s and status = 'doing'"
+                " and queue_name = any(%s) and (%s::text is null or args->>'run_id' = %s)"
+                " and worker_id is distinct from %s",
+                (TASK, [class_queue(host_class), ANY_QUEUE], run_id, run_id, self.worker_id),
+            )
+        )[0]
+
+    def waiting_elsewhere(self, host_class: str) -> list[tuple[str, str, int]]:
+        """(run, class, units) waiting for other classes than `host_class`: why an agent
+        took nothing."""
+        rows = self.db.execute(
+            """select f.run_id, coalesce(f.host_class, f.classes), count(*)
+            from procrastinate_jobs j join fleet_runs f on f.run_id = j.args->>'run_id'
+            where j.task_name = %s and j.status = 'todo' and not j.queue_name = any(%s)
+              and j.queue_name <> %s
+            group by 1, 2 order by 1""",
+            (TASK, [class_queue(host_class), ANY_QUEUE], UNPINNED_QUEUE),
+        ).fetchall()
+        return [(run_id, str(classes), count) for run_id, classes, count in rows]
+
     def progress(self) -> dict[str, dict[tuple[str, str | None], int]]:
-        """run id -> {(state, host): units} of every queued run."""
+        """run id -> {(state, host): units} of every queued run; a unit's host is the one of
+        its last try."""
         found: dict[str, dict] = {}
         rows = self.db.execute(
-            "select run_id, state, host, count(*) from units group by run_id, state, host"
-            " order by run_id, state, host"
+            """select j.args->>'run_id', j.status::text,
+                coalesce(a.host_name, (select t.host_name from unit_tries t where t.job_id = j.id
+                                       order by t.at desc limit 1)),
+                count(*)
+            from procrastinate_jobs j left join agents a on a.worker_id = j.worker_id
+            where j.task_name = %s
+            group by 1, 2, 3 order by 1, 2, 3""",
+            (TASK,),
         ).fetchall()
-        for run_id, state, host, count in rows:
-            found.setdefault(run_id, {})[(state, host)] = count
+        for run_id, status, host, count in rows:
+            state = UNIT_STATE.get(status, status)
+            units = found.setdefault(run_id, {})
+            units[(state, host)] = units.get((state, host), 0) + count
         return found
+
+    def agents(self) -> list[tuple]:
+        """Agents running now: (worker, host id, host name, class, pid, heartbeat age s,
+        lease s, unit held or None)."""
+        return self.db.execute(
+            """select a.worker_id, a.host_id, a.host_name, a.host_class, a.pid,
+                extract(epoch from now() - w.last_heartbeat), a.lease_s,
+                (select j.args->>'run_id' || '/' || (j.args->>'point_index') || '/'
+                        || (j.args->>'repetition')
+                 from procrastinate_jobs j where j.worker_id = a.worker_id and j.status = 'doing'
+                 limit 1)
+            from agents a join procrastinate_workers w on w.id = a.worker_id
+            where a.stopped_at is null order by a.host_id, a.worker_id"""
+        ).fetchall()
+
+    def tries(self, run_id: str) -> list[tuple]:
+        """A run's tries that did not store a measurement: (unit, try, host, outcome, reason)."""
+        return self.db.execute(
+            "select run_id || '/' || point_index || '/' || repetition, try, host_name, outcome,"
+            " reason from unit_tries where run_id = %s and outcome <> %s order by at",
+            (run_id, STORED),
+        ).fetchall()
+
+
+def classes_of(text: str | None) -> list[str]:
+    """fleet_runs.classes as stored (a JSON list)."""
+    return list(from_json(text) or []) if text else []
 
 
 def unit_progress(store) -> dict[str, dict[tuple[str, str | None], int]]:

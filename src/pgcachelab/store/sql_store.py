@@ -181,6 +181,16 @@ class SqlResultStore:
         """Insert or replace: a retried repetition is present exactly once."""
         self._execute(_INSERT_MEASUREMENT, (run_id, *_values(m, MEASUREMENT_COLUMNS[1:])))
 
+    def record_measurement_once(self, run_id: str, m: Measurement) -> bool:
+        """Store a measurement unless a succeeded one of its (point, repetition) is there
+        already: a failed try's row is replaced, a succeeded one never (the fleet's guarantee,
+        store/queue.py). False when nothing was written."""
+        found = self._execute(
+            _INSERT_MEASUREMENT + " where measurements.status <> 'ok'",
+            (run_id, *_values(m, MEASUREMENT_COLUMNS[1:])),
+        )
+        return found.rowcount == 1
+
     def record_server_settings(self, run_id: str, point_index: int, settings: dict) -> None:
         self._execute(_INSERT_SERVER_SETTINGS, (run_id, point_index, to_json(settings)))
 

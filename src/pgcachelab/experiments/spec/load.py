@@ -118,6 +118,8 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         store=file.store,
         fleet_hosts=file.fleet.hosts,
         fleet_max_tries=file.fleet.max_tries,
+        fleet_host_class=file.fleet.host_class,
+        fleet_classes=tuple(file.fleet.classes),
     )
 
 

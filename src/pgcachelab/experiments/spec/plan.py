@@ -85,6 +85,8 @@ class ExperimentSpec:
     store: str | None = None  # where the run is stored: a postgresql:// URL or a SQLite path
     fleet_hosts: str = "spread"  # queued runs: "same" host class for every unit, or "spread"
     fleet_max_tries: int = 3  # queued runs: a unit is given up after this many failed tries
+    fleet_host_class: str | None = None  # queued runs: only agents of this class measure it
+    fleet_classes: tuple[str, ...] = ()  # queued runs, "spread": each point over these classes
     warmup_repetitions: int = 0  # run first at every point, stored, left out of every figure
     auto_repetitions: bool = False
     target_ci: float | None = None  # auto: the relative half-width of the median's 95% interval

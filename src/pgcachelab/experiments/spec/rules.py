@@ -271,6 +271,41 @@ def blocks_order(spec: "SpecFile") -> None:
         )
 
 
+def fleet_classes(spec: "SpecFile") -> None:
+    """A run's units go to one named class, or are spread evenly over listed classes."""
+    fleet = spec.fleet
+    if fleet.host_class is not None and fleet.classes:
+        raise refuse(
+            "fleet.classes",
+            "a run pinned to host_class cannot also be spread over classes",
+            "give host_class (every unit on that class) or classes (every point on each)",
+        )
+    if fleet.host_class is not None and fleet.hosts != "same":
+        raise refuse(
+            "fleet.host_class",
+            f'host_class keeps every unit on one class: hosts must be "same", not "{fleet.hosts}"',
+            'set hosts = "same" or remove host_class',
+        )
+    if not fleet.classes:
+        return
+    if fleet.hosts != "spread":
+        raise refuse(
+            "fleet.classes",
+            'classes spread every point over several classes: hosts must be "spread"',
+            'set hosts = "spread", or name one class with host_class',
+        )
+    if len(set(fleet.classes)) != len(fleet.classes):
+        raise refuse("fleet.classes", "a class is listed twice", "list each class once")
+    n = len(fleet.classes)
+    if isinstance(spec.repetitions, int) and spec.repetitions % n:
+        raise refuse(
+            "repetitions",
+            f"invalid value {spec.repetitions}: {n} classes each measure every point equally"
+            " often only with a multiple of that many repetitions",
+            f"set repetitions = {n * max(1, spec.repetitions // n)} or list fewer classes",
+        )
+
+
 RULES = (
     workload_tables,
     sweepable_keys,
@@ -284,4 +319,5 @@ RULES = (
     control_of_a_version_sweep,
     scale_or_scale_class,
     blocks_order,
+    fleet_classes,
 )

@@ -24,6 +24,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    StringConstraints,
     model_validator,
 )
 
@@ -529,15 +530,33 @@ FLEET_HOSTS: tuple[str, ...] = get_args(FleetHosts)
 DEFAULT_MAX_TRIES = 3
 
 
+HostClassName = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=200)]
+
+
 class FleetTable(Table):
-    """How agents share a queued run (issue 21): "same" keeps every unit on the host class
-    that measured its first one (a comparison of points); "spread" takes any host."""
+    """How agents share a queued run (issues 21, 38): "same" keeps every unit on one host class
+    (the one named, or the one that takes the first unit); "spread" takes any host, or spreads
+    every point over the classes listed."""
 
     hosts: FleetHosts = Field(
         "spread",
         description=(
             '"spread": any host class takes any unit; "same": every unit on the class '
             "that took the first one."
+        ),
+    )
+    host_class: HostClassName | None = Field(
+        None,
+        description=(
+            "Only agents of this host class measure the run (an agent's class: its --class, or"
+            " the one `pgcachelab agent` prints from its CPU, cores, memory and kernel)."
+        ),
+    )
+    classes: list[HostClassName] = Field(
+        [],
+        description=(
+            'With hosts = "spread": repetition r of every point goes to classes[r % n], so every'
+            " point sees every class in the same proportion (repetitions a multiple of n)."
         ),
     )
     # A unit that fails (or whose agent dies) this many times is given up, with its reasons.
