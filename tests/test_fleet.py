@@ -170,6 +170,70 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
     assert "host classes" not in compared.stdout and "host" not in context_lines(compared.stdout)
 
 
+def test_an_agent_holds_its_host_and_outlives_a_store_restart(
+    store_server, tmp_path, lab_tmp, quick_figures
+):
+    url = new_database(store_server, "faults")
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY_SWEEP)
+    lab_dir = tmp_path / "lab"
+    queued = run_cli("run", spec, "--queue", "--store", url, "--lab-dir", lab_dir, tmpdir=lab_tmp)
+    assert queued.returncode == 0, queued.stderr
+    again = run_cli("run", spec, "--queue", "--store", url, "--lab-dir", lab_dir, tmpdir=lab_tmp)
+    assert again.returncode == 0 and "is queued already, as run" in again.stderr
+    [(run_id,), (twice,)] = query(url, "select run_id from runs order by created_at")
+    cancelled = run_cli("queue", "cancel", twice, "--store", url, tmpdir=lab_tmp)
+    assert cancelled.returncode == 0 and "4 waiting unit(s) cancelled" in cancelled.stderr
+
+    agent = ["agent", "--store", url, "--lab-dir", lab_dir, "--lease", "5s", "--host-id", "h"]
+    first_out, second_out = tmp_path / "first", tmp_path / "second"
+    first_out.mkdir()
+    second_out.mkdir()
+    with lab_process(agent, first_out, lab_tmp) as first:
+        wait_for(
+            lambda: (
+                query(url, "select count(*) from procrastinate_jobs where status = 'doing'")
+                == [(1,)]
+            ),
+            what="the agent measuring",
+        )
+        # A second agent on the same host would measure the first one's noise: refused.
+        with lab_process(agent, second_out, lab_tmp) as second:
+            assert second.wait(timeout=60) == 2
+        busy = lab_stderr(second_out)
+        assert f"host 'h' is busy: agent pid {first.pid} measures there" in busy
+        assert "Traceback" not in busy
+        # The heartbeat's connection terminated, then the whole store restarted.
+        wait_for(
+            lambda: (
+                query(
+                    url,
+                    "select count(pg_terminate_backend(pid)) from pg_stat_activity"
+                    " where application_name = 'pgcachelab heartbeat h'",
+                )
+                == [(1,)]
+            ),
+            what="the heartbeat's connection",
+        )
+        store_server.restart()
+        assert first.wait(timeout=300) == 0, lab_stderr(first_out)
+    said = lab_stderr(first_out)
+    assert "reconnecting" in said and "the store is back" in said and "Traceback" not in said
+    measured = query(url, "select point_index, repetition, status from measurements order by 1, 2")
+    assert measured == [(0, 0, "ok"), (0, 1, "ok"), (1, 0, "ok"), (1, 1, "ok")]
+    assert query(url, "select status::text, count(*) from procrastinate_jobs group by 1 order by 1") == [
+        ("cancelled", 4), ("succeeded", 4)
+    ]  # fmt: skip
+    assert query(url, "select status from runs order by created_at") == [
+        ("done",), ("cancelled",)
+    ]  # fmt: skip
+    shown = run_cli("queue", "status", "--store", url, tmpdir=lab_tmp)
+    assert shown.returncode == 0, shown.stderr
+    assert f"{run_id} (fleet-tiny, done):" in shown.stdout and "4 done (" in shown.stdout
+    assert "no agent is running" in shown.stdout
+    assert not list(lab_tmp.glob("pgcachelab-*"))  # its clusters gone, and its host lock
+
+
 def report_page(url: str, run_id: str, out_dir, lab_tmp) -> str:
     made = run_cli("report", run_id, "--store", url, "--output", out_dir, tmpdir=lab_tmp)
     assert made.returncode == 0, made.stderr
