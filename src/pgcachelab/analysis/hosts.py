@@ -4,13 +4,18 @@ Pure: the facts come from each measurement's "fleet" metrics (experiments/fleet.
 Hosts of one class measure alike: same CPU model and count, memory and kernel. The hostname is
 not part of the class (two identical instances are one class) and neither is the storage probe
 (its figures move from one probe to the next); both are shown beside the class.
+
+When classes measured points unevenly, point and host class are confounded (issue 38): a
+difference between points may be a difference between machines (point_class_confounding).
 """
 
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from pgcachelab.analysis.run_data import RunData
+from pgcachelab.analysis.statistics import StabilityWarning
 from pgcachelab.units import format_bytes
 
 # The facts a class is made of, and how the report names them.
@@ -103,3 +108,155 @@ def run_host_split(data: RunData) -> HostSplit:
         for result in data.points
         for m in result.measurements
     )
+
+
+# -- point and host class confounded (issue 38) ------------------------------------------------
+
+# What to do about it, in the spec's words.
+CONFOUNDING_REMEDY = (
+    '[fleet] host_class = "..." (every point on one class) or [fleet] classes = [...] (every'
+    " point spread over every class listed)"
+)
+POINTS_NAMED = 4  # in a finding's text; the others are counted
+
+
+@dataclass(frozen=True)
+class Confounding:
+    """Host classes measured the points unevenly: a difference between points may be one
+    between machines.
+
+    A blocked design's view, the host class as the block: a point's effect is free of the
+    class's only when every point saw the classes in the same proportions. Points that share
+    no class with the others (groups > 1) are completely confounded with their classes: no
+    measurement of the run tells them apart from the machines. Otherwise the mixes differ
+    (partly confounded): each point's median weighs the classes differently.
+    """
+
+    # point label -> host class -> succeeded measurements, both in the order they first measured
+    counts: dict[str, dict[str, int]]
+    # the points linked by a shared class, with their classes; one group per set of machines
+    groups: list[tuple[list[str], list[str]]]
+
+    @property
+    def complete(self) -> bool:
+        return len(self.groups) > 1
+
+    @property
+    def classes(self) -> list[str]:
+        return list(dict.fromkeys(name for by_class in self.counts.values() for name in by_class))
+
+    def shares(self) -> dict[str, dict[str, float]]:
+        """Point -> each class's share of its succeeded measurements (0 for a class it lacks)."""
+        return {
+            label: {name: by_class.get(name, 0) / sum(by_class.values()) for name in self.classes}
+            for label, by_class in self.counts.items()
+        }
+
+    def largest_gap(self) -> float:
+        """The largest difference between two points' shares of one class (0..1)."""
+        shares = self.shares().values()
+        return max(
+            max(share[name] for share in shares) - min(share[name] for share in shares)
+            for name in self.classes
+        )
+
+    def measured_text(self) -> str:
+        """Each point's succeeded measurements by class: "clients=1: 3 on A; clients=2: 3 on B"."""
+        return "; ".join(
+            f"{label}: " + " and ".join(f"{n} on {name}" for name, n in by_class.items())
+            for label, by_class in self.counts.items()
+        )
+
+    def text(self) -> str:
+        """What is confounded, with which classes, in one sentence (no stop)."""
+        if self.complete:
+            lined_up = "; ".join(
+                f"{_named(points)} only on {' and '.join(names)}" for points, names in self.groups
+            )
+            return (
+                f"point and host class are completely confounded: {lined_up}; a difference "
+                "between points measured on different classes may be one between the machines, "
+                "and no measurement of the run can tell which"
+            )
+        shares = self.shares()
+        mixes = [
+            f"{label}: "
+            + " and ".join(
+                f"{share:.0%} on {name}" for name, share in shares[label].items() if share
+            )
+            for label in shares
+        ]
+        more = len(mixes) - POINTS_NAMED
+        return (
+            "point and host class are partly confounded: the classes' shares of the points'"
+            f" measurements differ by up to {self.largest_gap() * 100:.0f} percentage points ("
+            + "; ".join(mixes[:POINTS_NAMED])
+            + (f"; and {more} more point(s)" if more > 0 else "")
+            + "); each point's median weighs the machines differently, so part of a difference"
+            " between points may be one between the machines"
+        )
+
+
+def _named(points: list[str]) -> str:
+    more = len(points) - POINTS_NAMED
+    return ", ".join(points[:POINTS_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
+def point_class_confounding(
+    measured: Iterable[tuple[str, str, str | None]],
+) -> Confounding | None:
+    """(point label, status, host class) of each measurement -> how point and host class are
+    confounded; None when they are not: one class measured everything, or every point saw the
+    classes in the same proportions. Failed measurements, and those without a host class
+    (measured by `run`), are left out."""
+    counts: dict[str, dict[str, int]] = {}
+    for label, status, name in measured:
+        if status == "ok" and name:
+            by_class = counts.setdefault(label, {})
+            by_class[name] = by_class.get(name, 0) + 1
+    totals = {label: sum(by_class.values()) for label, by_class in counts.items()}
+    pooled: dict[str, int] = {}
+    for by_class in counts.values():
+        for name, n in by_class.items():
+            pooled[name] = pooled.get(name, 0) + n
+    everything = sum(pooled.values())
+    # balanced: each point's share of each class is the run's (exactly: counts, not floats)
+    if all(
+        Fraction(by_class.get(name, 0), totals[label]) == Fraction(n, everything)
+        for label, by_class in counts.items()
+        for name, n in pooled.items()
+    ):
+        return None
+    return Confounding(counts, _linked_groups(counts))
+
+
+def _linked_groups(counts: dict[str, dict[str, int]]) -> list[tuple[list[str], list[str]]]:
+    """The points joined by the classes they share (the design's connected parts), in the order
+    the points and classes first measured."""
+    groups: list[tuple[set[str], set[str]]] = []
+    for label, by_class in counts.items():
+        points, classes = {label}, set(by_class)
+        for group in [g for g in groups if g[1] & classes]:
+            groups.remove(group)
+            points, classes = points | group[0], classes | group[1]
+        groups.append((points, classes))
+    point_order = list(counts)
+    class_order = list(dict.fromkeys(name for by_class in counts.values() for name in by_class))
+    found = [
+        (sorted(points, key=point_order.index), sorted(classes, key=class_order.index))
+        for points, classes in groups
+    ]
+    return sorted(found, key=lambda group: point_order.index(group[0][0]))
+
+
+def run_confounding(data: RunData) -> Confounding | None:
+    return point_class_confounding(
+        (result.point.label, m.status, (m.metrics.get("fleet") or {}).get("host_class"))
+        for result in data.points
+        for m in result.measurements
+    )
+
+
+def confounding_warning(confounding: Confounding) -> StabilityWarning:
+    """The run's warning, among the measurement-quality ones."""
+    return StabilityWarning("run", confounding.text(), CONFOUNDING_REMEDY, "hosts")

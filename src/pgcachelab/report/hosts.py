@@ -1,9 +1,16 @@
-"""The report's host-class table: which hosts measured a run queued for agents (issue 21), and
-each point's median by class when more than one class measured it."""
+"""The report's host-class table: which hosts measured a run queued for agents (issue 21), a
+warning when point and host class are confounded (issue 38), and each point's median by class
+when more than one class measured it."""
 
 from markupsafe import Markup
 
-from pgcachelab.analysis.hosts import CLASS_FACTS, HostSplit, run_host_split
+from pgcachelab.analysis.hosts import (
+    CLASS_FACTS,
+    CONFOUNDING_REMEDY,
+    HostSplit,
+    run_confounding,
+    run_host_split,
+)
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section, escaped, table
 from pgcachelab.units import format_bytes
@@ -16,8 +23,22 @@ def host_classes_section(data: RunData) -> Section:
     split = run_host_split(data)
     if not split.classes:
         return Section(TITLE)
-    body = Markup(_summary(split)) + Markup(_classes_table(split)) + _by_class(split)
-    return Section(TITLE, body)
+    body = Markup(_summary(split)) + _confounding(data) + Markup(_classes_table(split))
+    return Section(TITLE, body + _by_class(split))
+
+
+def _confounding(data: RunData) -> Markup:
+    """WARNING when classes measured the points unevenly: the points' medians then compare
+    machines as much as points."""
+    confounding = run_confounding(data)
+    if confounding is None:
+        return Markup("")
+    sentence = confounding.text()
+    text = sentence[:1].upper() + sentence[1:] + "."
+    if not confounding.complete:
+        text += " The medians by class below compare the points on one class at a time."
+    text += f" Measure it again with {CONFOUNDING_REMEDY}."
+    return Markup("<p class='warning'><strong>WARNING</strong>: ") + escaped(text) + Markup("</p>")
 
 
 def _summary(split: HostSplit) -> str:

@@ -5,6 +5,7 @@ folded in a <details> (issue 25: 19 warnings repeating one advice per point went
 import re
 from dataclasses import dataclass
 
+from pgcachelab.analysis.hosts import confounding_warning, run_confounding
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.statistics import MIN_EXACT_95, WIDE_SPREAD_CV, StabilityWarning
 from pgcachelab.report.render import macro, render
@@ -17,6 +18,7 @@ KIND_TITLES = {
     "trend": "tps trends during the measurement (no steady state)",
     "dips": "seconds with tps far below the median",
     "spikes": "seconds with tps far above the median",
+    "hosts": "points and host classes confounded",
 }
 POINTS_NAMED = 4  # on the summary line; the others are counted, and listed in the details
 
@@ -76,12 +78,15 @@ def warning_kind_html(group: WarningKind) -> str:
 
 def quality_html(data: RunData) -> str:
     """The machine's noise, then the warnings by kind, then how they are found."""
-    groups = group_warnings(data.warnings, [r.point.label for r in data.points])
+    confounding = run_confounding(data)  # a run queued for agents on several host classes
+    warnings = [confounding_warning(confounding)] if confounding else []
+    warnings += data.warnings
+    groups = group_warnings(warnings, [r.point.label for r in data.points])
     return render(
         "quality.html.j2",
         noise_by_figure=[(name, n) for name, n in data.noise.items() if n.median_cv is not None],
         settled=data.schedule.get("repetitions") == "auto" and not data.unsettled,
-        warnings=len(data.warnings),
+        warnings=len(warnings),
         groups=[(group, _points_text(group)) for group in groups],
         min_exact=MIN_EXACT_95,
         wide_spread_cv=WIDE_SPREAD_CV,

@@ -7,6 +7,7 @@ advice is its own study's. Adding a study: its package under studies/ and one li
 """
 
 from pgcachelab.analysis.advice import Advice
+from pgcachelab.analysis.hosts import CONFOUNDING_REMEDY, run_confounding
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.studies.big_cache.study import BigCache
 from pgcachelab.studies.cache_wash.study import CacheWash
@@ -58,4 +59,14 @@ def advise(data: RunData) -> list[Advice]:
     if failed:
         for item in advice:
             item.caveats.append(f"{failed} measurements failed and are left out")
+    confounding = run_confounding(data)  # issue 38: a best point may be the best machine
+    if confounding:
+        for item in advice:
+            item.caveats.append(confounding.text())
+    if confounding and confounding.complete:  # said first, not folded beneath each item
+        warning = (
+            f"WARNING: {confounding.text()}: a best value named below may be the best machine's;"
+            f" measure again with {CONFOUNDING_REMEDY}"
+        )
+        advice.insert(0, Advice("hosts", "", warning, confounding.measured_text()))
     return advice
