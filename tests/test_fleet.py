@@ -221,9 +221,8 @@ def test_an_agent_holds_its_host_and_outlives_a_store_restart(
     assert "reconnecting" in said and "the store is back" in said and "Traceback" not in said
     measured = query(url, "select point_index, repetition, status from measurements order by 1, 2")
     assert measured == [(0, 0, "ok"), (0, 1, "ok"), (1, 0, "ok"), (1, 1, "ok")]
-    assert query(url, "select status::text, count(*) from procrastinate_jobs group by 1 order by 1") == [
-        ("cancelled", 4), ("succeeded", 4)
-    ]  # fmt: skip
+    by_status = "select status::text, count(*) from procrastinate_jobs group by 1 order by 1"
+    assert query(url, by_status) == [("cancelled", 4), ("succeeded", 4)]
     assert query(url, "select status from runs order by created_at") == [
         ("done",), ("cancelled",)
     ]  # fmt: skip

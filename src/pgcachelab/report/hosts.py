@@ -50,8 +50,9 @@ def _summary(split: HostSplit) -> str:
         differ = ", ".join(split.differing_facts()) or "their names only"
         text = (
             f"{len(split.classes)} host classes measured this run; they differ in {differ}."
-            " Each point's figures mix them: the medians by class below tell them apart, and"
-            ' [fleet] hosts = "same" keeps a run on one class.'
+            " Each point's figures mix them: the medians by class below tell them apart."
+            ' [fleet] hosts = "same" keeps a run on one class (host_class names it);'
+            " [fleet] classes spreads every point over every class alike."
         )
     return f"<p class='note'>{escaped(text)} {escaped(queued)}</p>"
 
