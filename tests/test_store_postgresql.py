@@ -18,8 +18,9 @@ from test_store_metric_paths import METRICS
 
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import Point
-from pgcachelab.store import sql_store
+from pgcachelab.store import postgresql, sql_store
 from pgcachelab.store.postgresql import SCHEMA, SCHEMA_VERSION, PostgresResultStore
+from pgcachelab.store.queue import ANY_QUEUE, class_queue
 from pgcachelab.store.records import Measurement, StoredSnapshot
 from pgcachelab.store.sqlite import SqliteResultStore
 
@@ -142,6 +143,45 @@ def test_the_postgresql_store_picks_figures_as_the_sqlite_store(store_server, tm
     sqlite_store.close()
 
 
+def test_units_waiting_in_a_version_3_queue_become_jobs_in_their_order(store_server, monkeypatch):
+    url = new_database(store_server, "queue3")
+    with monkeypatch.context() as old_lab:
+        old_lab.setattr(postgresql, "MIGRATIONS", postgresql.MIGRATIONS[:3])
+        old_lab.setattr(postgresql, "SCHEMA_VERSION", 3)
+        PostgresResultStore(url).close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"set search_path to {SCHEMA}")
+        for run_id, hosts, pinned, queued_at in (("b", "spread", None, 2), ("a", "same", "X", 1)):
+            conn.execute(
+                "insert into runs (run_id, name, spec_path, spec_text, target, environment,"
+                " status, created_at) values (%s, 'q', 'q.toml', '', '{}', '{}', 'queued', 0)",
+                (run_id,),
+            )
+            conn.execute(
+                "insert into fleet_runs values (%s, %s, %s, 3, %s)",
+                (run_id, hosts, pinned, queued_at),
+            )
+            for seq, state in enumerate(("done", "leased", "queued")):
+                conn.execute(
+                    "insert into units (run_id, point_index, repetition, seq, round, state)"
+                    " values (%s, %s, 0, %s, 0, %s)",
+                    (run_id, seq, seq, state),
+                )
+    store = PostgresResultStore(url)
+    jobs = store.db.execute(
+        "select args->>'run_id', (args->>'point_index')::int, queue_name, status::text"
+        " from procrastinate_jobs order by id"
+    ).fetchall()
+    assert jobs == [
+        ("a", 1, class_queue("X"), "todo"),
+        ("a", 2, class_queue("X"), "todo"),
+        ("b", 1, ANY_QUEUE, "todo"),
+        ("b", 2, ANY_QUEUE, "todo"),
+    ]  # the oldest run first, each in its order; a done unit stays done (its measurement)
+    assert store.db.execute("select to_regclass('units')").fetchone() == (None,)
+    store.close()
+
+
 def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
     url = new_database(store_server, "migrations")
     PostgresResultStore(url).close()
@@ -151,6 +191,7 @@ def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
             (1,),
             (2,),
             (3,),
+            (4,),
         ]
         conn.execute(f"insert into {SCHEMA}.schema_version values (99, 'from the future')")
     with pytest.raises(UserError, match=r"written by a newer pgcachelab \(schema version 99"):

@@ -215,7 +215,8 @@ METRICS: dict[str, MetricKey] = {
     # -- the fleet (experiments/fleet.py) --
     "fleet": MetricKey(
         "table",
-        "Who measured the point: the agent's host, its host class and the facts it checked.",
+        "Who measured the point: the agent's host name, host id, host class and the facts it"
+        " checked.",
         "the agent's store (pgcachelab agent)",
         "measurements taken by a fleet agent, failed ones too",
     ),
