@@ -214,12 +214,11 @@ class UnitStore:
 
 class Heartbeat:
     """Renews the agent's heartbeat every third of its lease, on a connection of its own,
-    for the agent's life; a lost connection is made again at the next beat. It also hears
-    that the unit being measured was cancelled."""
+    for the agent's life; a lost connection is made again at the next beat. (A unit cancelled
+    meanwhile is found when its measurement is recorded, and discarded.)"""
 
     def __init__(self, store: PostgresResultStore, queue: UnitQueue, lease_s: float, name: str):
         self.store, self.queue, self.lease_s, self.name = store, queue, lease_s, name
-        self.job_id: int | None = None  # the unit being measured
         self.unregistered = False  # the worker was pruned: the agent registers again
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._beat, name="agent heartbeat", daemon=True)
@@ -239,7 +238,7 @@ class Heartbeat:
             try:
                 if self.db is None:
                     self.db = self.store.another_connection(self.name)
-                alive, _ = self.queue.heartbeat(self.db, self.job_id)
+                alive = self.queue.heartbeat(self.db)
             except psycopg.Error:  # the store is away: a new connection at the next beat
                 self._close()
                 continue
@@ -375,8 +374,6 @@ class Agent:
         store.unit, store.recorded = unit, None
         point = ctx.spec.points()[unit.point_index]
         label = f"unit {unit.key} ({point.label} #{unit.repetition + 1}, try {unit.tries})"
-        assert self.heartbeat is not None
-        self.heartbeat.job_id = unit.job_id
         try:
             if not self.opened:
                 runner.open_target(ctx)
@@ -394,7 +391,6 @@ class Agent:
             self._close()  # the next unit starts on a new cluster
             return
         finally:
-            self.heartbeat.job_id = None
             self.holding = None
         recorded = store.recorded
         if recorded is not None and recorded.stored:

@@ -239,26 +239,16 @@ class UnitQueue:
             )
         self.worker_id = None
 
-    def heartbeat(self, db, job_id: int | None) -> tuple[bool, bool]:
-        """Renew this agent's heartbeat on `db` (the heartbeat thread's own connection):
-        (still registered, abort requested for `job_id`)."""
+    def heartbeat(self, db) -> bool:
+        """Renew this agent's heartbeat on `db` (the heartbeat thread's own connection); False
+        when its worker is gone (pruned by another agent: its heartbeat had lapsed)."""
         db.execute(queries["update_heartbeat"], {"worker_id": self.worker_id})
-        alive = (
+        return (
             db.execute(
                 "select 1 from procrastinate_workers where id = %s", (self.worker_id,)
             ).fetchone()
             is not None
         )
-        abort = job_id is not None and bool(
-            one_row(
-                db.execute(
-                    "select coalesce(bool_or(abort_requested), false) from procrastinate_jobs"
-                    " where id = %s",
-                    (job_id,),
-                )
-            )[0]
-        )
-        return alive, abort
 
     # -- claiming ----------------------------------------------------------------------------
 
