@@ -9,7 +9,12 @@ import pytest
 from fix_cli import run_cli
 from test_fleet_logic import BIG, SMALL
 
-from pgcachelab.analysis.hosts import host_class, point_class_confounding
+from pgcachelab.analysis.hosts import (
+    host_class,
+    overlap_warning,
+    overlapping_on_one_host,
+    point_class_confounding,
+)
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
 
 X, Y, Z = "class X", "class Y", "class Z"
@@ -101,10 +106,10 @@ class StoredSweepPoint:
         return ", ".join(f"{key}={value}" for key, value in self.swept.items())
 
 
-def _queued_run(lab_dir, classes_by_point: list[list[dict]]) -> str:
+def _queued_run(lab_dir, classes_by_point: list[list[dict]], at_once: bool = False) -> str:
     """A clients sweep measured by agents, each repetition on the host facts given: stored as
     the agents store it (metrics["fleet"]), clients=2 at twice the tps of clients=1 and the big
-    class at four times the small one's."""
+    class at four times the small one's; one after another (or all `at_once`)."""
     from pgcachelab.store.records import Measurement
     from pgcachelab.store.sqlite import SqliteResultStore
 
@@ -122,10 +127,11 @@ def _queued_run(lab_dir, classes_by_point: list[list[dict]]) -> str:
             tps = 1000.0 * (point.index + 1) * (4 if facts is BIG else 1) + repetition
             host = "big-1" if facts is BIG else "small-1"
             fleet = {"host": host, "host_class": host_class(facts), "facts": facts}
+            start = 0.0 if at_once else 20.0 * (repetition * len(points) + point.index)
             store.record_measurement(
                 run_id,
-                Measurement(point.index, repetition, "ok", None, 0.0, 10.0, 10.0, "restart",
-                            tps, 1.0 / tps, 0.0, {"fleet": fleet}),
+                Measurement(point.index, repetition, "ok", None, start, start + 10.0, 10.0,
+                            "restart", tps, 1.0 / tps, 0.0, {"fleet": fleet}),
             )  # fmt: skip
     store.finish_run(run_id, "done")
     store.close()
@@ -179,6 +185,20 @@ def test_the_report_warns_when_each_point_had_its_own_class(tmp_path, quick_figu
     assert f"    cannot tell: {lined_up}" in [line[: len(lined_up) + 17] for line in lines[best:]]
 
 
+def test_the_report_warns_when_two_agents_measured_on_one_host_at_once(tmp_path, quick_figures):
+    run_id = _queued_run(tmp_path, [[SMALL] * 3, [SMALL] * 3], at_once=True)
+    page = html.unescape(_report(tmp_path, run_id))
+    overlapped = "measurements overlapped others on the same host, so two agents measured there"
+    quality = _between(page, "<h2>Measurement quality</h2>", "<h2>Context</h2>")
+    assert f"<b>two agents on one host at once</b>: {overlapped}" in quality
+    assert "small-1 (6)" in quality
+    hosts = _between(page, f"<h2>{HOSTS_TITLE}</h2>", "<h2>Plots</h2>")
+    assert f"<strong>WARNING</strong>: M{overlapped[1:]}" in hosts
+    assert "overlapped" not in html.unescape(
+        _report(tmp_path, _queued_run(tmp_path, [[SMALL] * 3] * 2))
+    )
+
+
 def test_the_report_warns_of_a_class_mix_that_differs_between_points(tmp_path, quick_figures):
     run_id = _queued_run(tmp_path, [[SMALL, SMALL, BIG], [BIG, BIG, SMALL]])
     page = html.unescape(_report(tmp_path, run_id))
@@ -198,3 +218,19 @@ def test_a_run_measured_by_every_class_alike_has_no_warning(tmp_path, quick_figu
     page = html.unescape(_report(tmp_path, run_id))
     assert "2 host classes measured this run" in page
     assert "confounded" not in page.replace("(point and machine confounded)", "")
+
+
+def test_measurements_that_overlapped_on_one_host_are_flagged():
+    measured = [
+        ("box", "id-1", 0.0, 10.0),
+        ("box", "id-2", 5.0, 15.0),  # a second agent on the same machine, another identity
+        ("box", "id-1", 20.0, 30.0),  # after both: fine
+        ("other", "id-3", 0.0, 30.0),  # another host, at the same time: fine
+        ("ns-a", "same-id", 40.0, 50.0),
+        ("ns-b", "same-id", 45.0, 55.0),  # one identity given to two hosts
+    ]
+    assert overlapping_on_one_host(measured) == {"box": 2, "ns-a": 1, "ns-b": 1}
+    assert overlapping_on_one_host(measured[2:4]) == {}
+    assert overlapping_on_one_host([("box", None, 0.0, 10.0), ("box", None, 10.0, 20.0)]) == {}
+    warning = overlap_warning({"box": 2})
+    assert "two agents measured there at once" in warning.problem and "box (2)" in warning.problem

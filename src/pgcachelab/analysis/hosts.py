@@ -260,3 +260,56 @@ def run_confounding(data: RunData) -> Confounding | None:
 def confounding_warning(confounding: Confounding) -> StabilityWarning:
     """The run's warning, among the measurement-quality ones."""
     return StabilityWarning("run", confounding.text(), CONFOUNDING_REMEDY, "hosts")
+
+
+# -- two agents measuring on one host at once (issue 38) ------------------------------------------
+
+
+def overlapping_on_one_host(
+    measured: Iterable[tuple[str | None, str | None, float, float]],
+) -> dict[str, int]:
+    """host -> how many of its measurements overlapped another on the same host, from each
+    fleet measurement's (host name, host id, start, end): two agents measuring on one machine
+    at once measured each other's load. A host is the same by name or by identity (agents
+    refuse a second agent per identity; an operator can still give one machine two)."""
+    rows = [(name, host_id, start, end) for name, host_id, start, end in measured]
+    flagged: set[int] = set()
+    for key in (0, 1):  # by host name, then by host id
+        by_host: dict[str, list[int]] = {}
+        for index, row in enumerate(rows):
+            if row[key]:
+                by_host.setdefault(str(row[key]), []).append(index)
+        for indexes in by_host.values():
+            indexes.sort(key=lambda i: rows[i][2])
+            latest_end, latest = float("-inf"), -1
+            for i in indexes:
+                if rows[i][2] < latest_end:
+                    flagged.update({i, latest})
+                if rows[i][3] > latest_end:
+                    latest_end, latest = rows[i][3], i
+    counts: dict[str, int] = {}
+    for i in flagged:
+        host = str(rows[i][0] or rows[i][1])
+        counts[host] = counts.get(host, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def run_overlaps(data: RunData) -> dict[str, int]:
+    return overlapping_on_one_host(
+        (fleet.get("host"), fleet.get("host_id"), m.started_at, m.finished_at)
+        for result in data.points
+        for m in result.measurements
+        if (fleet := m.metrics.get("fleet"))
+    )
+
+
+OVERLAP_REMEDY = "one agent per machine (agent refuses a second one per --host-id: give none)"
+
+
+def overlap_warning(overlaps: dict[str, int]) -> StabilityWarning:
+    hosts = ", ".join(f"{host} ({n})" for host, n in overlaps.items())
+    problem = (
+        f"measurements overlapped others on the same host, so two agents measured there at once"
+        f" and each measured the other's load: {hosts}"
+    )
+    return StabilityWarning("run", problem, OVERLAP_REMEDY, "overlap")

@@ -7,9 +7,12 @@ from markupsafe import Markup
 from pgcachelab.analysis.hosts import (
     CLASS_FACTS,
     CONFOUNDING_REMEDY,
+    OVERLAP_REMEDY,
     HostSplit,
+    overlap_warning,
     run_confounding,
     run_host_split,
+    run_overlaps,
 )
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section, escaped, table
@@ -23,7 +26,8 @@ def host_classes_section(data: RunData) -> Section:
     split = run_host_split(data)
     if not split.classes:
         return Section(TITLE)
-    body = Markup(_summary(split)) + _confounding(data) + Markup(_classes_table(split))
+    body = Markup(_summary(split)) + _confounding(data) + _overlaps(data)
+    body += Markup(_classes_table(split))
     return Section(TITLE, body + _by_class(split))
 
 
@@ -38,6 +42,16 @@ def _confounding(data: RunData) -> Markup:
     if not confounding.complete:
         text += " The medians by class below compare the points on one class at a time."
     text += f" Measure it again with {CONFOUNDING_REMEDY}."
+    return Markup("<p class='warning'><strong>WARNING</strong>: ") + escaped(text) + Markup("</p>")
+
+
+def _overlaps(data: RunData) -> Markup:
+    """WARNING when two agents measured on one host at once."""
+    overlaps = run_overlaps(data)
+    if not overlaps:
+        return Markup("")
+    text = overlap_warning(overlaps).problem
+    text = text[:1].upper() + text[1:] + f". Measure it again with {OVERLAP_REMEDY}."
     return Markup("<p class='warning'><strong>WARNING</strong>: ") + escaped(text) + Markup("</p>")
 
 

@@ -5,7 +5,12 @@ folded in a <details> (issue 25: 19 warnings repeating one advice per point went
 import re
 from dataclasses import dataclass
 
-from pgcachelab.analysis.hosts import confounding_warning, run_confounding
+from pgcachelab.analysis.hosts import (
+    confounding_warning,
+    overlap_warning,
+    run_confounding,
+    run_overlaps,
+)
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.statistics import MIN_EXACT_95, WIDE_SPREAD_CV, StabilityWarning
 from pgcachelab.report.render import macro, render
@@ -19,6 +24,7 @@ KIND_TITLES = {
     "dips": "seconds with tps far below the median",
     "spikes": "seconds with tps far above the median",
     "hosts": "points and host classes confounded",
+    "overlap": "two agents on one host at once",
 }
 POINTS_NAMED = 4  # on the summary line; the others are counted, and listed in the details
 
@@ -80,6 +86,8 @@ def quality_html(data: RunData) -> str:
     """The machine's noise, then the warnings by kind, then how they are found."""
     confounding = run_confounding(data)  # a run queued for agents on several host classes
     warnings = [confounding_warning(confounding)] if confounding else []
+    overlaps = run_overlaps(data)  # agents sharing a machine
+    warnings += [overlap_warning(overlaps)] if overlaps else []
     warnings += data.warnings
     groups = group_warnings(warnings, [r.point.label for r in data.points])
     return render(

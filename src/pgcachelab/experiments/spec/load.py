@@ -116,7 +116,7 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         auto_repetitions=auto,
         target_ci=file.target_ci if auto else None,
         store=file.store,
-        fleet_hosts=file.fleet.hosts,
+        fleet_hosts="same" if file.fleet.host_class else file.fleet.hosts,
         fleet_max_tries=file.fleet.max_tries,
         fleet_host_class=file.fleet.host_class,
         fleet_classes=tuple(file.fleet.classes),

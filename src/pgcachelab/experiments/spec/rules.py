@@ -280,11 +280,11 @@ def fleet_classes(spec: "SpecFile") -> None:
             "a run pinned to host_class cannot also be spread over classes",
             "give host_class (every unit on that class) or classes (every point on each)",
         )
-    if fleet.host_class is not None and fleet.hosts != "same":
+    if fleet.host_class is not None and "hosts" in fleet.model_fields_set and fleet.hosts != "same":
         raise refuse(
             "fleet.host_class",
             f'host_class keeps every unit on one class: hosts must be "same", not "{fleet.hosts}"',
-            'set hosts = "same" or remove host_class',
+            'set hosts = "same" (or leave it out) or remove host_class',
         )
     if not fleet.classes:
         return

@@ -549,7 +549,8 @@ class FleetTable(Table):
         None,
         description=(
             "Only agents of this host class measure the run (an agent's class: its --class, or"
-            " the one `pgcachelab agent` prints from its CPU, cores, memory and kernel)."
+            " the one `pgcachelab agent` prints from its CPU, cores, memory and kernel); implies"
+            ' hosts = "same".'
         ),
     )
     classes: list[HostClassName] = Field(
