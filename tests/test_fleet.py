@@ -21,6 +21,7 @@ from test_store_postgresql import new_database
 
 from pgcachelab.analysis.hosts import host_class
 from pgcachelab.experiments.fleet import agent_host_facts
+from pgcachelab.experiments.host_lock import lock_path
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
 from pgcachelab.store.postgresql import SCHEMA, PostgresResultStore
 from pgcachelab.store.queue import UnitQueue
@@ -230,7 +231,8 @@ def test_an_agent_holds_its_host_and_outlives_a_store_restart(
     assert shown.returncode == 0, shown.stderr
     assert f"{run_id} (fleet-tiny, done):" in shown.stdout and "4 done (" in shown.stdout
     assert "no agent is running" in shown.stdout
-    assert not list(lab_tmp.glob("pgcachelab-*"))  # its clusters gone, and its host lock
+    assert not list(lab_tmp.glob("pgcachelab-*"))  # its clusters gone
+    assert not lock_path("h").exists()
 
 
 def report_page(url: str, run_id: str, out_dir, lab_tmp) -> str:

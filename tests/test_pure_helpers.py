@@ -7,7 +7,9 @@ from pgcachelab.analysis.summary import hit_ratio, summarise, t95
 from pgcachelab.clusters.client import PgbenchTarget, pgoptions
 from pgcachelab.experiments.spec import Script, parse_spec
 from pgcachelab.probes.base import delta
-from pgcachelab.workloads.pgbench import default_init_steps, init_args, run_args
+from pgcachelab.workloads.pgbench import default_init_steps, failure_line, init_args, run_args
+
+DATA = Path(__file__).parent / "data"
 
 # The seed's pgbench parameters, typed as a point carries them.
 WORKLOAD = parse_spec(
@@ -63,6 +65,10 @@ def test_custom_scripts_with_weights():
     )
     args = run_args(workload)
     assert args[:5] == ["-f", "/s/a.sql@7", "-f", "/s/b.sql@3", "-n"]
+    assert "-s" not in args  # its own data: no scale to tell it
+    # on pgbench's tables the lab built, :scale is theirs (pgbench says 1 for custom scripts)
+    built = run_args(workload.changed(init_steps="dtGvp", scale=6))
+    assert built[5:7] == ["-s", "6"]
 
 
 def test_init_args_use_server_side_generation_from_13():
@@ -130,4 +136,13 @@ def test_a_run_outcome_counts_points_measured_and_keeps_the_first_failure():
     assert (error.exit_code, error.message) == (
         1,
         "run r: 0 of 1 points measured; first failure: pgbench exited with 2",
+    )
+
+
+def test_an_aborted_run_is_named_by_its_first_server_error():
+    output = (DATA / "pgbench" / "run-aborted-missing-table.txt").read_text()
+    assert output.rstrip().endswith("Run was aborted; the above results are incomplete.")
+    assert failure_line(output) == 'ERROR: relation "pgbench_accounts" does not exist'
+    assert (
+        failure_line("pgbench: error: could not connect\n") == "pgbench: error: could not connect"
     )

@@ -2,7 +2,9 @@
 other's noise, so an agent holds its host for its whole life.
 
 Two locks, both keyed by the host's identity (experiments/fleet.py host_identity):
-- a lock file on the host (flock), which holds while the store is away (restarting);
+- a lock file on the host (flock) in the lab's own 0700 registry directory (machine/owned.py),
+  not in a world-writable one where another user could plant a link or hold the lock; it holds
+  while the store is away (restarting);
 - an advisory lock in the store, on a connection of its own, which catches two machines
   given the same identity (a cloned VM keeps its machine-id).
 The lock file is recorded in the owned-resource registry: a killed agent's is removed by the
@@ -13,13 +15,13 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import psycopg
 
 from pgcachelab.clusters.client import one_row
+from pgcachelab.errors import UserError
 from pgcachelab.machine import owned
 
 POLL_S = 2.0  # --wait: how often a waiting agent tries the host again
@@ -30,21 +32,28 @@ class HostBusy(Exception):
     """Another agent holds the host: the message says which."""
 
 
-def lock_dir() -> Path:
-    """/run/lock where the lab may write there (every user may on Debian), else the temp dir."""
-    run_lock = Path("/run/lock")
-    return run_lock if os.access(run_lock, os.W_OK | os.X_OK) else Path(tempfile.gettempdir())
-
-
 def lock_path(host_id: str) -> Path:
     digest = hashlib.sha256(host_id.encode()).hexdigest()[:16]
-    return lock_dir() / f"pgcachelab-agent-{digest}.lock"
+    return owned.registry_dir() / f"agent-{digest}.lock"
 
 
 def _take_file(path: Path, host_id: str) -> int:
     """The host's lock file, locked and holding this pid; HostBusy if another agent has it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError as error:  # a link planted there (ELOOP), a full or read-only /run
+            raise UserError(
+                f"agent: cannot open the host lock {path}: {error.strerror}",
+                f"check {path.parent} (it should be this user's, 0700)",
+            ) from None
+        if os.fstat(fd).st_uid != os.geteuid():
+            os.close(fd)
+            raise UserError(
+                f"agent: {path} is not this user's: another user made it",
+                f"remove it, and check who may write to {path.parent}",
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -66,8 +75,8 @@ def reap_lock_file(entry: owned.Entry) -> str | None:
     """The reaper of a killed agent's lock file: removed unless a live agent holds it now."""
     path = Path(entry.path)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:  # gone, or not a file the lab made
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -46,6 +46,10 @@ def run_args(
         for script in parameters.scripts:
             args += ["-f", f"{script.file}@{script.weight}"]
         args.append("-n")  # custom scripts need not have pgbench's tables to vacuum
+        if not parameters.brings_own_data:
+            # The lab built pgbench's tables at this scale; pgbench detects it for its builtin
+            # scripts only, and a custom script's :scale would otherwise be 1.
+            args += ["-s", str(parameters.scale)]
     else:
         args += ["-b", BUILTIN_SCRIPTS[parameters.mode]]
     clients = parameters.clients
@@ -120,7 +124,7 @@ def run_pgbench(
     wall_s = time.monotonic() - started
     output = "".join(lines)
     if returncode != 0:
-        raise PgbenchError(f"pgbench exited with {returncode}: {_last_line(output)}")
+        raise PgbenchError(f"pgbench exited with {returncode}: {failure_line(output)}")
     try:
         result = parse_pgbench_output(output)
     except PgbenchOutputError as error:
@@ -142,6 +146,18 @@ def run_pgbench_init(pgbench: Path, args: list[str], target: PgbenchTarget) -> t
     if result.returncode != 0:
         raise PgbenchError(f"pgbench -i exited with {result.returncode}: {_last_line(output)}")
     return output, time.monotonic() - started
+
+
+def failure_line(output: str) -> str:
+    """Why pgbench stopped: its first server error (a client's abort names the command), not
+    its closing "Run was aborted" line, which says only that something went wrong."""
+    for line in output.splitlines():
+        cause = line.strip()
+        while cause.startswith("pgbench: error: "):
+            cause = cause.removeprefix("pgbench: error: ")
+        if "ERROR:" in cause or "FATAL:" in cause or "aborted in command" in cause:
+            return " ".join(cause.split())
+    return _last_line(output)
 
 
 def _last_line(output: str) -> str:
