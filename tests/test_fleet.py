@@ -59,15 +59,21 @@ def query(url: str, sql: str, params=()) -> list[tuple]:
         return conn.execute(sql, params).fetchall()
 
 
-def test_a_killed_agents_unit_is_measured_once_by_another(
-    store_server, tmp_path, lab_tmp, quick_figures
-):
-    url = new_database(store_server, "fleet")
+def queue_tiny_sweep(store_server, name: str, tmp_path, lab_tmp) -> tuple:
+    """TINY_SWEEP queued in a new database: (its URL, the spec, the lab dir, run --queue)."""
+    url = new_database(store_server, name)
     spec = tmp_path / "tiny.toml"
     spec.write_text(TINY_SWEEP)
     lab_dir = tmp_path / "lab"
     queued = run_cli("run", spec, "--queue", "--store", url, "--lab-dir", lab_dir, tmpdir=lab_tmp)
     assert queued.returncode == 0, queued.stderr
+    return url, spec, lab_dir, queued
+
+
+def test_a_killed_agents_unit_is_measured_once_by_another(
+    store_server, tmp_path, lab_tmp, quick_figures
+):
+    url, spec, lab_dir, queued = queue_tiny_sweep(store_server, "fleet", tmp_path, lab_tmp)
     [(run_id, status)] = query(url, "select run_id, status from runs")
     assert status == "queued" and f"run {run_id} queued" in queued.stderr
     assert query(url, "select count(*) from measurements") == [(0,)]  # nothing measured
@@ -174,12 +180,7 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
 def test_an_agent_holds_its_host_and_outlives_a_store_restart(
     store_server, tmp_path, lab_tmp, quick_figures
 ):
-    url = new_database(store_server, "faults")
-    spec = tmp_path / "tiny.toml"
-    spec.write_text(TINY_SWEEP)
-    lab_dir = tmp_path / "lab"
-    queued = run_cli("run", spec, "--queue", "--store", url, "--lab-dir", lab_dir, tmpdir=lab_tmp)
-    assert queued.returncode == 0, queued.stderr
+    url, spec, lab_dir, _ = queue_tiny_sweep(store_server, "faults", tmp_path, lab_tmp)
     again = run_cli("run", spec, "--queue", "--store", url, "--lab-dir", lab_dir, tmpdir=lab_tmp)
     assert again.returncode == 0 and "is queued already, as run" in again.stderr
     [(run_id,), (twice,)] = query(url, "select run_id from runs order by created_at")
