@@ -349,7 +349,14 @@ class Agent:
         pinned = self.queue.pin_next_same_run(self.host_class)
         if pinned is not None:
             self._note(f'run {pinned}: hosts = "same": its units are this host class\'s now')
-        return self.queue.claim(self.host_class, self.run_id)
+        try:
+            return self.queue.claim(self.host_class, self.run_id)
+        except psycopg.errors.ForeignKeyViolation:  # pruned by another agent since registered()
+            self._note(
+                "this agent's worker was pruned while it looked for a unit: registering again"
+            )
+            self._register()
+            return self.queue.claim(self.host_class, self.run_id)
 
     def _after_reconnect(self) -> None:
         try:

@@ -132,7 +132,7 @@ _STALLED = """
     join fleet_runs f on f.run_id = j.args->>'run_id'
     left join procrastinate_workers w on w.id = j.worker_id
     left join agents a on a.worker_id = j.worker_id
-    where j.status = 'doing' and j.task_name = %s
+    where j.status = 'doing' and j.task_name = %s and j.worker_id is distinct from %s
       and (w.id is null
            or w.last_heartbeat < now() - make_interval(secs => coalesce(a.lease_s, %s)))
     order by j.id
@@ -258,7 +258,7 @@ class UnitQueue:
         workers go. Returns one line per unit."""
         lines = []
         with self.db.transaction():
-            rows = self.db.execute(_STALLED, (TASK, default_lease_s)).fetchall()
+            rows = self.db.execute(_STALLED, (TASK, self.worker_id, default_lease_s)).fetchall()
             for job_id, attempts, max_tries, args, host_id, host_name, worker_id in rows:
                 tries = attempts + 1
                 reason = f"the agent on {host_name or host_id or '?'} stopped renewing its lease"
@@ -272,9 +272,12 @@ class UnitQueue:
                 else:
                     self._retry(job_id)
                     lines.append(f"unit {key}: queued again: {reason}")
+            # never this agent's own: it is alive, whatever its heartbeat could not say
             self.db.execute(
                 "delete from procrastinate_workers w using agents a where a.worker_id = w.id"
                 " and w.last_heartbeat < now() - make_interval(secs => a.lease_s)"
+                " and w.id is distinct from %s",
+                (self.worker_id,),
             )
         for run_id in {args["run_id"] for _, _, _, args, *_ in rows}:
             self._finish_run_if_drained(run_id)
