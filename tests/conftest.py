@@ -1,4 +1,4 @@
 """The suite's fixtures and helpers live in plugin files, one per topic (see README.md):
 tests import helpers from the file that defines them (`from fix_cli import run_cli`)."""
 
-pytest_plugins = ["fix_processes", "fix_clusters", "fix_cli", "fix_lab", "fix_reports"]
+pytest_plugins = ["fix_processes", "fix_clusters", "fix_cli", "fix_lab", "fix_reports", "fix_netns"]
