@@ -1,18 +1,26 @@
 """The fleet on two hosts (issue 38): agents in two network namespaces with their own host
 names reach the results store over TCP with scram (fix_netns.py), and claim and measure the
-units of one queued run with their own clusters.
+units of one queued run with their own clusters, through the faults a fleet meets: the store
+restarting, a heartbeat's connection cut, an agent killed mid-unit, a host taken twice.
 
-Single-host fleet tests (a killed agent, the queue's rules) are in test_fleet.py.
+Every test checks the same end: each unit stored exactly once (the store's primary key would
+refuse a second row; unit_tries would show a second "stored"), every job succeeded, nothing left
+running on the hosts. Single-host fleet tests and the queue's rules are in test_fleet.py.
 """
 
 import json
+import signal
+import time
 
 import pytest
+from fix_processes import processes_mentioning, wait_for
 from test_fleet import TINY_SWEEP
 
 pytestmark = pytest.mark.server
 
-UNITS = 4  # TINY_SWEEP: 2 points x 2 repetitions
+UNITS = 4  # TINY_SWEEP: 2 points x 2 repetitions of 2 s
+ALL_OK = [(0, 0, "ok"), (0, 1, "ok"), (1, 0, "ok"), (1, 1, "ok")]
+NEW_AGENT = pytest.mark.skip(reason="needs the agent on procrastinate (issue 38), not on main yet")
 
 
 def queue_run(fleet, spec_dir) -> str:
@@ -26,32 +34,212 @@ def queue_run(fleet, spec_dir) -> str:
     return run_id
 
 
+def agent(fleet, host, *options, host_id: str | None = None) -> list:
+    """`agent` on `host` with a short lease, as the host `host_id` (its own name by default)."""
+    return ["agent", "--store", fleet.url, "--lab-dir", host.lab_dir,
+            "--host-id", host_id or host.name, "--lease", "5s", *options]  # fmt: skip
+
+
 def stored(fleet) -> list[tuple]:
-    """(point, repetition, status, measuring host) of every stored measurement."""
+    """(point, repetition, status, metrics["fleet"]) of every stored measurement."""
     return [
-        (point, repetition, status, json.loads(metrics)["fleet"]["host"])
+        (point, repetition, status, json.loads(metrics)["fleet"])
         for point, repetition, status, metrics in fleet.query(
             "select point_index, repetition, status, metrics from measurements order by 1, 2"
         )
     ]
 
 
+def tries(fleet) -> list[tuple]:
+    """(point, repetition, host id, outcome) of every try, in order."""
+    return fleet.query(
+        "select point_index, repetition, host_id, outcome from unit_tries order by at, job_id"
+    )
+
+
+def measuring(fleet, host_id: str) -> list[tuple]:
+    """(point, repetition) of the units an agent of `host_id` holds."""
+    return fleet.query(
+        "select (j.args->>'point_index')::int, (j.args->>'repetition')::int"
+        " from procrastinate_jobs j join agents a on a.worker_id = j.worker_id"
+        " where j.status = 'doing' and a.host_id = %s",
+        (host_id,),
+    )
+
+
+def sessions(fleet, role: str) -> list[tuple]:
+    """(application_name, client address) of the store's sessions named "pgcachelab ROLE ..."."""
+    return fleet.query(
+        "select application_name, host(client_addr) from pg_stat_activity"
+        " where application_name like %s order by 1, 2",
+        (f"pgcachelab {role} %",),
+    )
+
+
+def alive(process, host) -> bool:
+    if process.poll() is not None:
+        pytest.fail(f"the agent on {host.name} exited with {process.returncode}: {host.stderr()}")
+    return True
+
+
+def assert_stored_once(fleet) -> list[tuple]:
+    """Every unit stored once, ok; every job succeeded; the measurements' fleet facts."""
+    measured = stored(fleet)
+    assert [(p, r, s) for p, r, s, _ in measured] == ALL_OK
+    stores = [(p, r) for p, r, _, outcome in tries(fleet) if outcome == "stored"]
+    assert sorted(stores) == [(p, r) for p, r, _ in ALL_OK]  # no unit stored twice
+    assert fleet.query("select status, count(*) from procrastinate_jobs group by 1") == [
+        ("succeeded", UNITS)
+    ]
+    return measured
+
+
+def assert_quiet(fleet) -> None:
+    """No password in any agent's output, no traceback."""
+    password = fleet.store.password
+    assert password
+    for host in fleet.hosts:
+        for output in host.out_dir.glob("*.std*"):
+            text = output.read_text()
+            assert password not in text and "Traceback" not in text, f"{output}: {text}"
+
+
+@NEW_AGENT
 def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
     fleet = fleet_hosts
-    queue_run(fleet, tmp_path)
-    agents = [
-        ["agent", "--store", fleet.url, "--lab-dir", host.lab_dir, "--lease", "5s"]
-        for host in fleet.hosts
-    ]
+    run_id = queue_run(fleet, tmp_path)
     a, b = fleet.hosts
-    with a.process(agents[0]) as first, b.process(agents[1]) as second:
+    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+        # Each agent's sessions come from its own host's address, named for its host id.
+        wait_for(
+            lambda: alive(first, a) and alive(second, b) and len(sessions(fleet, "agent")) == 2,
+            what="both agents connected",
+        )
+        assert sessions(fleet, "agent") == [
+            (f"pgcachelab agent {a.name}", a.address),
+            (f"pgcachelab agent {b.name}", b.address),
+        ]
         assert first.wait(timeout=300) == 0, a.stderr()
         assert second.wait(timeout=300) == 0, b.stderr()
-    measured = stored(fleet)
-    assert [(p, r, s) for p, r, s, _ in measured] == [
-        (0, 0, "ok"), (0, 1, "ok"), (1, 0, "ok"), (1, 1, "ok")
+    measured = assert_stored_once(fleet)
+    assert {fleet_facts["host_id"] for *_, fleet_facts in measured} == {a.name, b.name}
+    assert all(f["host"] == f["host_id"] for *_, f in measured)  # their UTS host names
+    assert sorted(fleet.query("select host_id, host_name from hosts")) == [
+        (a.name, a.name), (b.name, b.name)
     ]  # fmt: skip
-    assert {host for *_, host in measured} == {a.name, b.name}
-    assert sorted(fleet.query("select host from hosts")) == [(a.name,), (b.name,)]
-    password = fleet.store.password
-    assert password and all(password not in host.stderr() for host in fleet.hosts)
+    status = b.run("queue", "status", "--store", fleet.url)
+    assert status.returncode == 0 and run_id in status.stdout, status.stderr
+    assert_quiet(fleet)
+
+
+@NEW_AGENT
+def test_agents_outlive_a_store_restart(fleet_hosts, tmp_path):
+    fleet = fleet_hosts
+    queue_run(fleet, tmp_path)
+    a, b = fleet.hosts
+    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+        wait_for(
+            lambda: alive(first, a) and alive(second, b)
+            and measuring(fleet, a.name) and measuring(fleet, b.name),
+            what="both agents measuring",
+        )  # fmt: skip
+        # Fast shutdown ends every session; the agents find the store gone for a second.
+        fleet.store.stop()
+        time.sleep(1)
+        fleet.store.start()
+        assert first.wait(timeout=300) == 0, a.stderr()
+        assert second.wait(timeout=300) == 0, b.stderr()
+    assert_stored_once(fleet)
+    assert_quiet(fleet)
+
+
+@NEW_AGENT
+def test_a_terminated_heartbeat_contaminates_nothing(fleet_hosts, tmp_path):
+    fleet = fleet_hosts
+    queue_run(fleet, tmp_path)
+    a, b = fleet.hosts
+    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+        wait_for(
+            lambda: alive(first, a) and alive(second, b)
+            and measuring(fleet, a.name)
+            and (f"pgcachelab heartbeat {a.name}", a.address) in sessions(fleet, "heartbeat"),
+            what="an agent measuring with its heartbeat",
+        )  # fmt: skip
+        held = measuring(fleet, a.name)  # none if it finished its unit meanwhile
+        [(terminated,)] = fleet.query(
+            "select count(pg_terminate_backend(pid)) from pg_stat_activity"
+            " where application_name = %s",
+            (f"pgcachelab heartbeat {a.name}",),
+        )
+        assert terminated == 1
+        assert first.wait(timeout=300) == 0, a.stderr()
+        assert second.wait(timeout=300) == 0, b.stderr()
+    measured = assert_stored_once(fleet)
+    # The unit it held: stored by it, or, if it lost its lease meanwhile, measured again by the
+    # other host and its own late try discarded, not stored beside the new one.
+    by_unit = {(p, r): fleet_facts["host_id"] for p, r, _, fleet_facts in measured}
+    for unit in held:
+        unit_tries = [(host, outcome) for p, r, host, outcome in tries(fleet) if (p, r) == unit]
+        assert by_unit[unit] == a.name or (a.name, "discarded") in unit_tries, unit_tries
+    assert {outcome for *_, outcome in tries(fleet)} <= {"stored", "discarded"}
+    assert_quiet(fleet)
+
+
+@NEW_AGENT
+def test_a_killed_agents_unit_is_measured_once_by_the_other_host(fleet_hosts, tmp_path):
+    fleet = fleet_hosts
+    queue_run(fleet, tmp_path)
+    a, b = fleet.hosts
+    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+        wait_for(
+            lambda: alive(first, a) and alive(second, b) and measuring(fleet, a.name),
+            what="the first host measuring",
+        )
+        # Frozen before its unit is read, so it cannot finish the unit in between.
+        first.send_signal(signal.SIGSTOP)
+        [killed_unit] = measuring(fleet, a.name)
+        clusters = list(a.tmpdir.glob("pgcachelab-*"))
+        assert clusters, "the first host's cluster"
+        first.send_signal(signal.SIGKILL)
+        assert first.wait() == -signal.SIGKILL
+        # the other host finishes the queue, the killed unit once its lease lapses
+        assert second.wait(timeout=300) == 0, b.stderr()
+    measured = assert_stored_once(fleet)
+    by_unit = {(p, r): fleet_facts["host_id"] for p, r, _, fleet_facts in measured}
+    assert by_unit[killed_unit] == b.name
+    assert (*killed_unit, a.name, "abandoned") in tries(fleet)
+    # The dead agent's cluster: stopped with it (its postmaster dies with its parent), its
+    # directory reaped by the next agent on this machine.
+    for work_dir in clusters:
+        assert not work_dir.exists() and processes_mentioning(str(work_dir)) == []
+    assert_quiet(fleet)
+
+
+@NEW_AGENT
+def test_a_host_is_measured_by_one_agent_at_a_time(fleet_hosts):
+    fleet = fleet_hosts
+    a, b = fleet.hosts
+    # Nothing queued: with --wait the first agent holds the host and waits for units.
+    with a.process(agent(fleet, a, "--wait")) as holder:
+        lock = (f"pgcachelab host lock {a.name}", a.address)
+        wait_for(lambda: alive(holder, a) and lock in sessions(fleet, "host lock"),
+                 what="the first agent holding its host")  # fmt: skip
+        # The same host id from the other namespace: refused at once, saying why.
+        refused = b.run(*agent(fleet, b, host_id=a.name))
+        assert refused.returncode == 2, refused.stderr
+        [line, *hint] = refused.stderr.splitlines()
+        assert "busy" in line and a.name in line, refused.stderr
+        # With --wait it waits for the host, and takes it when the first agent is gone.
+        with b.process(agent(fleet, b, "--wait", host_id=a.name), name="waiting") as waiting:
+            time.sleep(2)
+            assert waiting.poll() is None, b.stderr("waiting")
+            assert sessions(fleet, "host lock") == [lock]
+            holder.send_signal(signal.SIGKILL)
+            holder.wait()
+            wait_for(
+                lambda: (
+                    sessions(fleet, "host lock") == [(f"pgcachelab host lock {a.name}", b.address)]
+                ),
+                what="the waiting agent taking the host",
+            )
+    assert_quiet(fleet)
