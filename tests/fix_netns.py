@@ -37,6 +37,9 @@ from fix_cli import CLI_TIMEOUT_S, cli_command, cli_env
 from fix_processes import process_alive, server_reachable_dir
 
 from pgcachelab.clusters.managed import ManagedCluster
+from pgcachelab.experiments.host_lock import lock_path
+from pgcachelab.experiments.reaping import REAPERS
+from pgcachelab.machine import owned
 
 SUBNET_PREFIX = "10.231"  # 10.231.R.0/24, R random and not on any interface or route here
 HOST_SUFFIXES = ("a", "b")
@@ -78,6 +81,7 @@ class Host:
 
     name: str  # the namespace's, the host name and the agent's --host-id
     address: str
+    link: str  # the root namespace's end of its veth pair, on the bridge
     env: dict = field(default_factory=dict)  # what every command here gets besides cli_env
     tmpdir: Path | None = None  # set per test (fleet_hosts): where its clusters live
     lab_dir: Path | None = None
@@ -125,6 +129,24 @@ class Host:
         assert self.out_dir is not None
         return (self.out_dir / f"{name}.stderr").read_text()
 
+    def unplug(self) -> None:
+        """Cut the host off the network (its cable pulled: its packets are dropped, its
+        connections hang rather than fail) until `plug`."""
+        _ip("link", "set", self.link, "down")
+
+    def plug(self) -> None:
+        _ip("link", "set", self.link, "up")
+
+    def running(self, program: str) -> list[list[str]]:
+        """The command lines of this host's processes running `program` (a file name)."""
+        found = []
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+                if argv and Path(argv.split("\0")[0]).name == program:
+                    found.append(argv.rstrip("\0").split("\0"))
+        return found
+
     def pids(self) -> list[int]:
         """What runs in this host's network namespace."""
         listed = _ip("netns", "pids", self.name, check=False).stdout.split()
@@ -160,7 +182,7 @@ class Network:
         return f"pgcl{self.tag}br"
 
     def links(self) -> list[str]:
-        return [self.bridge] + [f"pgcl{self.tag}{suffix}" for suffix in HOST_SUFFIXES]
+        return [self.bridge] + [host.link for host in self.hosts]
 
     def leftovers(self) -> list[str]:
         """Namespaces and links of this network that still exist."""
@@ -173,7 +195,7 @@ def _make_network() -> Network:
     tag = secrets.token_hex(3)
     subnet = free_test_subnet()
     hosts = [
-        Host(f"pgcl-{tag}-{suffix}", str(subnet.network_address + 2 + i))
+        Host(f"pgcl-{tag}-{suffix}", str(subnet.network_address + 2 + i), f"pgcl{tag}{suffix}")
         for i, suffix in enumerate(HOST_SUFFIXES)
     ]
     return Network(tag, subnet, hosts)
@@ -183,10 +205,10 @@ def _build(network: Network) -> None:
     _ip("link", "add", network.bridge, "type", "bridge")
     _ip("addr", "add", f"{network.gateway}/{network.subnet.prefixlen}", "dev", network.bridge)
     _ip("link", "set", network.bridge, "up")
-    for host, link in zip(network.hosts, network.links()[1:], strict=True):
+    for host in network.hosts:
         _ip("netns", "add", host.name)
-        _ip("link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", host.name)
-        _ip("link", "set", link, "master", network.bridge, "up")
+        _ip("link", "add", host.link, "type", "veth", "peer", "name", "eth0", "netns", host.name)
+        _ip("link", "set", host.link, "master", network.bridge, "up")
         _ip("-n", host.name, "addr", "add", f"{host.address}/{network.subnet.prefixlen}",
             "dev", "eth0")  # fmt: skip
         _ip("-n", host.name, "link", "set", "lo", "up")
@@ -304,6 +326,31 @@ def fleet_store(host_network, pg_install, server_os_user) -> Iterator[ManagedClu
             store.destroy()
 
 
+def hosts_leftovers(hosts: list[Host]) -> list[owned.Entry]:
+    """The lab's registry entries (machine/owned.py) of what runs or ran on the hosts: their
+    host locks, and whatever lives under their TMPDIRs."""
+    lock_files = {str(lock_path(host.name)) for host in hosts}
+    roots = tuple(f"{host.tmpdir}/" for host in hosts)
+    return [e for e in owned.entries() if e.path in lock_files or e.path.startswith(roots)]
+
+
+def reap_hosts_leftovers(hosts: list[Host]) -> None:
+    """What the hosts' killed agents left (a test that failed, an agent killed last), reaped
+    as the next lab command on those hosts would; other labs' entries on this machine are
+    left alone (another suite may be watching them)."""
+    with owned.registry_lock():
+        for entry in owned.dead_entries(hosts_leftovers(hosts), owned.Owner.alive):
+            reaper = REAPERS.get(entry.kind)
+            try:
+                if reaper is not None:
+                    reaper(entry)
+            except owned.StillNeeded:
+                continue
+            except OSError:
+                pass
+            owned.forget(entry.file)
+
+
 @pytest.fixture
 def fleet_hosts(host_network, fleet_store, tmp_path) -> Iterator[Fleet]:
     """A fresh store database and, per host, a fresh TMPDIR, lab directory and output
@@ -322,7 +369,12 @@ def fleet_hosts(host_network, fleet_store, tmp_path) -> Iterator[Fleet]:
             yield Fleet(host_network, fleet_store, database)
         finally:
             for host in host_network.hosts:
+                host.plug()  # a test that failed while it was cut off
                 host.kill_everything()
+            reap_hosts_leftovers(host_network.hosts)
+            left = hosts_leftovers(host_network.hosts)
+    assert left == [], "the lab's registry still names the hosts' things"
     for host in host_network.hosts:  # server_reachable_dir reaped them
         assert host.tmpdir is not None and not host.tmpdir.exists()
+        assert not lock_path(host.name).exists()
         host.tmpdir = host.lab_dir = host.out_dir = None

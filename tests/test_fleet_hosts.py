@@ -20,7 +20,6 @@ pytestmark = pytest.mark.server
 
 UNITS = 4  # TINY_SWEEP: 2 points x 2 repetitions of 2 s
 ALL_OK = [(0, 0, "ok"), (0, 1, "ok"), (1, 0, "ok"), (1, 1, "ok")]
-NEW_AGENT = pytest.mark.skip(reason="needs the agent on procrastinate (issue 38), not on main yet")
 
 
 def queue_run(fleet, spec_dir) -> str:
@@ -76,6 +75,12 @@ def sessions(fleet, role: str) -> list[tuple]:
     )
 
 
+def measuring_with_pgbench(fleet, host) -> list[tuple]:
+    """The unit `host` holds while its pgbench measures it (not while it loads the data)."""
+    pgbench = [argv for argv in host.running("pgbench") if "-i" not in argv]
+    return measuring(fleet, host.name) if pgbench else []
+
+
 def alive(process, host) -> bool:
     if process.poll() is not None:
         pytest.fail(f"the agent on {host.name} exited with {process.returncode}: {host.stderr()}")
@@ -104,7 +109,6 @@ def assert_quiet(fleet) -> None:
             assert password not in text and "Traceback" not in text, f"{output}: {text}"
 
 
-@NEW_AGENT
 def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     run_id = queue_run(fleet, tmp_path)
@@ -132,7 +136,6 @@ def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
     assert_quiet(fleet)
 
 
-@NEW_AGENT
 def test_agents_outlive_a_store_restart(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     queue_run(fleet, tmp_path)
@@ -153,7 +156,6 @@ def test_agents_outlive_a_store_restart(fleet_hosts, tmp_path):
     assert_quiet(fleet)
 
 
-@NEW_AGENT
 def test_a_terminated_heartbeat_contaminates_nothing(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     queue_run(fleet, tmp_path)
@@ -167,11 +169,20 @@ def test_a_terminated_heartbeat_contaminates_nothing(fleet_hosts, tmp_path):
         )  # fmt: skip
         held = measuring(fleet, a.name)  # none if it finished its unit meanwhile
         [(terminated,)] = fleet.query(
-            "select count(pg_terminate_backend(pid)) from pg_stat_activity"
-            " where application_name = %s",
+            "select array_agg(pid) filter (where pg_terminate_backend(pid))"
+            " from pg_stat_activity where application_name = %s",
             (f"pgcachelab heartbeat {a.name}",),
         )
-        assert terminated == 1
+        assert len(terminated) == 1
+        # the heartbeat comes back on a new session, from the same host
+        wait_for(
+            lambda: fleet.query(
+                "select host(client_addr) from pg_stat_activity where application_name = %s"
+                " and pid <> %s",
+                (f"pgcachelab heartbeat {a.name}", terminated[0]),
+            ) == [(a.address,)],
+            what="the heartbeat's new session",
+        )  # fmt: skip
         assert first.wait(timeout=300) == 0, a.stderr()
         assert second.wait(timeout=300) == 0, b.stderr()
     measured = assert_stored_once(fleet)
@@ -185,20 +196,51 @@ def test_a_terminated_heartbeat_contaminates_nothing(fleet_hosts, tmp_path):
     assert_quiet(fleet)
 
 
-@NEW_AGENT
+def test_a_host_cut_off_past_its_lease_has_its_measurement_discarded(fleet_hosts, tmp_path):
+    fleet = fleet_hosts
+    queue_run(fleet, tmp_path)
+    a, b = fleet.hosts
+    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+        [held] = wait_for(
+            lambda: alive(first, a) and alive(second, b) and measuring_with_pgbench(fleet, a),
+            what="the first host's pgbench measuring",
+        )
+        # Its cable pulled mid-unit: pgbench goes on (a local socket), its heartbeat and its
+        # store connections hang. The other host finds the lease lapsed and measures the unit.
+        a.unplug()
+        try:
+            wait_for(
+                lambda: alive(first, a)
+                and [host for p, r, host, _ in tries(fleet) if (p, r) == held] == [a.name, b.name],
+                what="the other host storing the cut-off host's unit",
+            )  # fmt: skip
+        finally:
+            a.plug()
+        # Back on the network, its own measurement of the unit is refused, not stored beside.
+        assert first.wait(timeout=300) == 0, a.stderr()
+        assert second.wait(timeout=300) == 0, b.stderr()
+    measured = assert_stored_once(fleet)
+    by_unit = {(p, r): fleet_facts["host_id"] for p, r, _, fleet_facts in measured}
+    assert by_unit[held] == b.name
+    held_tries = [(host, outcome) for p, r, host, outcome in tries(fleet) if (p, r) == held]
+    assert held_tries == [(a.name, "abandoned"), (b.name, "stored"), (a.name, "discarded")]
+    assert "measured but not stored: its lease was lost" in a.stderr()
+    assert_quiet(fleet)
+
+
 def test_a_killed_agents_unit_is_measured_once_by_the_other_host(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     queue_run(fleet, tmp_path)
     a, b = fleet.hosts
     with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
         wait_for(
-            lambda: alive(first, a) and alive(second, b) and measuring(fleet, a.name),
-            what="the first host measuring",
+            lambda: alive(first, a) and alive(second, b) and measuring_with_pgbench(fleet, a),
+            what="the first host's pgbench measuring",
         )
         # Frozen before its unit is read, so it cannot finish the unit in between.
         first.send_signal(signal.SIGSTOP)
         [killed_unit] = measuring(fleet, a.name)
-        clusters = list(a.tmpdir.glob("pgcachelab-*"))
+        clusters = [pid_file.parents[1] for pid_file in a.tmpdir.glob("pgcachelab-*/pgdata/*.pid")]
         assert clusters, "the first host's cluster"
         first.send_signal(signal.SIGKILL)
         assert first.wait() == -signal.SIGKILL
@@ -215,7 +257,6 @@ def test_a_killed_agents_unit_is_measured_once_by_the_other_host(fleet_hosts, tm
     assert_quiet(fleet)
 
 
-@NEW_AGENT
 def test_a_host_is_measured_by_one_agent_at_a_time(fleet_hosts):
     fleet = fleet_hosts
     a, b = fleet.hosts
