@@ -1,7 +1,8 @@
 """Two hosts on this machine, for the fleet's multi-host tests (issue 38): each a network
 namespace joined to a private test subnet through a veth pair and a bridge, with its own host
-name (a UTS namespace), its own TMPDIR and lab directory; and a results store that only they
-reach, over TCP with scram, on the bridge's address.
+name (a UTS namespace), its own /run/lock (a bind mount in a mount namespace: where agents
+keep their host lock files), its own TMPDIR and lab directory; and a results store that only
+they reach, over TCP with scram, on the bridge's address.
 
     10.231.R.1/24  bridge pgcl<hex>br, root namespace: the store listens here (pg_hba: only
                    this subnet over TCP, scram-sha-256)
@@ -10,8 +11,10 @@ reach, over TCP with scram, on the bridge's address.
 
 Commands enter a host with `nsenter --net`, not `ip netns exec`: the latter mounts a fresh
 /sys in its own mount namespace, and /sys/fs/cgroup is then empty (the lab's cgroups and
-probes read it). Both hosts share this machine's pids, files and /etc/machine-id, so agents
-are given distinct host ids (the host names).
+probes read it). Both hosts share this machine's pids, files (but /run/lock) and
+/etc/machine-id, so agents are given distinct host ids (the host names); and the lab's registry
+of what it made (/run/pgcachelab): an agent reaps what a killed agent left on the other host,
+which an agent on another machine would not.
 
 Everything the fixtures make goes when they end, on failure too: what runs in a namespace is
 killed, the clusters under a host's TMPDIR are stopped and removed, then the links and the
@@ -44,8 +47,11 @@ from pgcachelab.machine import owned
 SUBNET_PREFIX = "10.231"  # 10.231.R.0/24, R random and not on any interface or route here
 HOST_SUFFIXES = ("a", "b")
 TOOLS = ("ip", "nsenter", "unshare", "hostname")
-# How the host names itself before the command: `hostname` in a fresh UTS namespace, then exec.
-_AS_HOST = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"']
+# What makes a command the host's, after its network: its host name in a fresh UTS namespace,
+# its /run/lock in a fresh (private) mount namespace, then exec. sh's $0 is the host name, $1
+# the host's lock directory.
+_AS_HOST = ["unshare", "--uts", "--mount", "--", "sh", "-c",
+            'mount --bind "$1" /run/lock && shift && hostname "$0" && exec "$@"']  # fmt: skip
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -89,8 +95,15 @@ class Host:
 
     def command(self, args) -> list[str]:
         """`pgcachelab ARGS` as a process of this host (its network, its host name)."""
+        assert self.tmpdir is not None, "a host's TMPDIR is made per test (fleet_hosts)"
         return ["nsenter", f"--net=/run/netns/{self.name}", *_AS_HOST, self.name,
-                *cli_command(*args)]  # fmt: skip
+                self.run_lock, *cli_command(*args)]  # fmt: skip
+
+    @property
+    def run_lock(self) -> Path:
+        """The host's /run/lock, in its TMPDIR (gone with it)."""
+        assert self.tmpdir is not None
+        return self.tmpdir / "run-lock"
 
     def environment(self) -> dict:
         assert self.tmpdir is not None, "a host's TMPDIR is made per test (fleet_hosts)"
@@ -362,6 +375,7 @@ def fleet_hosts(host_network, fleet_store, tmp_path) -> Iterator[Fleet]:
     with contextlib.ExitStack() as stack:
         for host in host_network.hosts:
             host.tmpdir = stack.enter_context(server_reachable_dir())
+            host.run_lock.mkdir()
             host.lab_dir = tmp_path / host.name / "lab"
             host.out_dir = tmp_path / host.name
             host.out_dir.mkdir()
@@ -376,5 +390,5 @@ def fleet_hosts(host_network, fleet_store, tmp_path) -> Iterator[Fleet]:
     assert left == [], "the lab's registry still names the hosts' things"
     for host in host_network.hosts:  # server_reachable_dir reaped them
         assert host.tmpdir is not None and not host.tmpdir.exists()
-        assert not lock_path(host.name).exists()
+        assert not lock_path(host.name).exists()  # nothing in this machine's /run/lock
         host.tmpdir = host.lab_dir = host.out_dir = None
