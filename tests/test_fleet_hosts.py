@@ -106,14 +106,20 @@ def assert_stored_once(fleet) -> list[tuple]:
     return measured
 
 
-def assert_quiet(fleet) -> None:
-    """No password in any agent's output, no traceback."""
+def assert_clean_end(fleet) -> None:
+    """No password in any agent's output, no traceback; no server left running on the hosts
+    and nothing of the lab's in their TMPDIRs (a killed agent's: reaped by the other)."""
     password = fleet.store.password
     assert password
     for host in fleet.hosts:
         for output in host.out_dir.glob("*.std*"):
             text = output.read_text()
             assert password not in text and "Traceback" not in text, f"{output}: {text}"
+    # A killed agent's postmaster dies with it (a parent-death signal), a moment later.
+    wait_for(lambda: not any(host.running("postgres") for host in fleet.hosts),
+             what="no postgres left on the hosts")  # fmt: skip
+    for host in fleet.hosts:
+        assert [p.name for p in host.tmpdir.iterdir()] == [host.run_lock.name]
 
 
 def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
@@ -140,7 +146,7 @@ def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
     ]  # fmt: skip
     status = b.run("queue", "status", "--store", fleet.url)
     assert status.returncode == 0 and run_id in status.stdout, status.stderr
-    assert_quiet(fleet)
+    assert_clean_end(fleet)
 
 
 def test_agents_outlive_a_store_restart(fleet_hosts, tmp_path):
@@ -162,7 +168,7 @@ def test_agents_outlive_a_store_restart(fleet_hosts, tmp_path):
     assert_stored_once(fleet)
     for host in fleet.hosts:  # each saw it go, and come back
         assert "reconnecting\nthe store is back" in host.stderr(), host.stderr()
-    assert_quiet(fleet)
+    assert_clean_end(fleet)
 
 
 def test_a_terminated_heartbeat_contaminates_nothing(fleet_hosts, tmp_path):
@@ -202,7 +208,49 @@ def test_a_terminated_heartbeat_contaminates_nothing(fleet_hosts, tmp_path):
         unit_tries = [(host, outcome) for p, r, host, outcome in tries(fleet) if (p, r) == unit]
         assert by_unit[unit] == a.name or (a.name, "discarded") in unit_tries, unit_tries
     assert {outcome for *_, outcome in tries(fleet)} <= {"stored", "discarded"}
-    assert_quiet(fleet)
+    assert_clean_end(fleet)
+
+
+# Refuses the store's heartbeat logins (PostgreSQL 17+ login event trigger): the heartbeats stay
+# away while the agents' work connections go on, as when a pooler or firewall drops only them.
+REFUSE_HEARTBEATS = """
+create function public.refuse_heartbeats() returns event_trigger language plpgsql as $$
+begin
+    if current_setting('application_name') like 'pgcachelab heartbeat %%' then
+        raise exception 'heartbeats refused by the test';
+    end if;
+end $$;
+create event trigger refuse_heartbeats on login execute function public.refuse_heartbeats()
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an agent claims with a pruned worker id: store/queue.py:276 recover_stalled deletes"
+    " every stale worker, its own too, and another agent may prune it between"
+    " experiments/fleet.py:342's registered() and :352's claim; procrastinate's fetch then"
+    " fails with a ForeignKeyViolation (procrastinate_jobs_worker_id_fkey) and the agent exits 1",
+)
+def test_agents_whose_heartbeats_stay_away_past_their_lease_go_on(fleet_hosts, tmp_path):
+    fleet = fleet_hosts
+    queue_run(fleet, tmp_path)
+    fleet.execute(REFUSE_HEARTBEATS)
+    a, b = fleet.hosts
+    lease = ["--lease", "3s"]  # the shortest: each agent's first unit outlasts it
+    with a.process(agent(fleet, a, *lease)) as first, b.process(agent(fleet, b, *lease)) as second:
+        # Each agent stalls past its lease on its first unit, unrenewed: the first to look
+        # gives the other's unit back (then finds its own measurement refused in turn).
+        wait_for(
+            lambda: first.poll() is not None or second.poll() is not None
+            or any(outcome == "abandoned" for *_, outcome in tries(fleet)),
+            what="a unit given back",
+        )  # fmt: skip
+        fleet.execute("drop event trigger refuse_heartbeats")
+        assert first.wait(timeout=300) == 0, a.stderr()
+        assert second.wait(timeout=300) == 0, b.stderr()
+    assert_stored_once(fleet)
+    assert {outcome for *_, outcome in tries(fleet)} <= {"stored", "discarded", "abandoned"}
+    assert_clean_end(fleet)
 
 
 def test_a_host_cut_off_past_its_lease_has_its_measurement_discarded(fleet_hosts, tmp_path):
@@ -234,7 +282,7 @@ def test_a_host_cut_off_past_its_lease_has_its_measurement_discarded(fleet_hosts
     held_tries = [(host, outcome) for p, r, host, outcome in tries(fleet) if (p, r) == held]
     assert held_tries == [(a.name, "abandoned"), (b.name, "stored"), (a.name, "discarded")]
     assert "measured but not stored: its lease was lost" in a.stderr()
-    assert_quiet(fleet)
+    assert_clean_end(fleet)
 
 
 def test_a_killed_agents_unit_is_measured_once_by_the_other_host(fleet_hosts, tmp_path):
@@ -263,7 +311,7 @@ def test_a_killed_agents_unit_is_measured_once_by_the_other_host(fleet_hosts, tm
     # directory reaped by the next agent on this machine.
     for work_dir in clusters:
         assert not work_dir.exists() and processes_mentioning(str(work_dir)) == []
-    assert_quiet(fleet)
+    assert_clean_end(fleet)
 
 
 def test_a_host_is_measured_by_one_agent_at_a_time(fleet_hosts):
@@ -297,4 +345,4 @@ def test_a_host_is_measured_by_one_agent_at_a_time(fleet_hosts):
                 and sessions(fleet, "host lock") == [(f"pgcachelab host lock {a.name}", b.address)],
                 what="the waiting agent taking the host",
             )  # fmt: skip
-    assert_quiet(fleet)
+    assert_clean_end(fleet)
