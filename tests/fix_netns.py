@@ -46,7 +46,7 @@ from pgcachelab.machine import owned
 
 SUBNET_PREFIX = "10.231"  # 10.231.R.0/24, R random and not on any interface or route here
 HOST_SUFFIXES = ("a", "b")
-TOOLS = ("ip", "nsenter", "unshare", "hostname")
+TOOLS = ("ip", "nsenter", "unshare", "mount", "hostname")
 # What makes a command the host's, after its network: its host name in a fresh UTS namespace,
 # its /run/lock in a fresh (private) mount namespace, then exec. sh's $0 is the host name, $1
 # the host's lock directory.
@@ -94,7 +94,7 @@ class Host:
     out_dir: Path | None = None  # the stdout/stderr files of its commands
 
     def command(self, args) -> list[str]:
-        """`pgcachelab ARGS` as a process of this host (its network, its host name)."""
+        """`pgcachelab ARGS` as a process of this host (its network, host name, /run/lock)."""
         assert self.tmpdir is not None, "a host's TMPDIR is made per test (fleet_hosts)"
         return ["nsenter", f"--net=/run/netns/{self.name}", *_AS_HOST, self.name,
                 self.run_lock, *cli_command(*args)]  # fmt: skip
@@ -245,7 +245,7 @@ def _tear_down(network: Network) -> None:
 
 def skip_without_namespaces() -> None:
     if os.geteuid() != 0:
-        pytest.skip("emulated hosts need root (network and UTS namespaces, veth links)")
+        pytest.skip("emulated hosts need root (network, UTS and mount namespaces, veth links)")
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"emulated hosts need {', '.join(missing)} (iproute2, util-linux)")
