@@ -1,8 +1,8 @@
 """Two hosts on this machine, for the fleet's multi-host tests (issue 38): each a network
 namespace joined to a private test subnet through a veth pair and a bridge, with its own host
-name (a UTS namespace), its own /run/lock (a bind mount in a mount namespace: where agents
-keep their host lock files), its own TMPDIR and lab directory; and a results store that only
-they reach, over TCP with scram, on the bridge's address.
+name (a UTS namespace), its own /run/pgcachelab (a bind mount in a mount namespace: the lab's
+registry of what it made, its agents' host locks), its own TMPDIR and lab directory; and a
+results store that only they reach, over TCP with scram, on the bridge's address.
 
     10.231.R.1/24  bridge pgcl<hex>br, root namespace: the store listens here (pg_hba: only
                    this subnet over TCP, scram-sha-256)
@@ -11,10 +11,10 @@ they reach, over TCP with scram, on the bridge's address.
 
 Commands enter a host with `nsenter --net`, not `ip netns exec`: the latter mounts a fresh
 /sys in its own mount namespace, and /sys/fs/cgroup is then empty (the lab's cgroups and
-probes read it). Both hosts share this machine's pids, files (but /run/lock) and
-/etc/machine-id, so agents are given distinct host ids (the host names); and the lab's registry
-of what it made (/run/pgcachelab): an agent reaps what a killed agent left on the other host,
-which an agent on another machine would not.
+probes read it). Both hosts share this machine's pids, its files but /run/pgcachelab, and
+/etc/machine-id, so agents are given distinct host ids (the host names). With a registry each,
+what a killed agent left is reaped by the next lab command on its own host, as on separate
+machines, and never another suite's leftovers on this machine.
 
 Everything the fixtures make goes when they end, on failure too: what runs in a namespace is
 killed, the clusters under a host's TMPDIR are stopped and removed, then the links and the
@@ -40,18 +40,16 @@ from fix_cli import CLI_TIMEOUT_S, cli_command, cli_env
 from fix_processes import process_alive, server_reachable_dir
 
 from pgcachelab.clusters.managed import ManagedCluster
-from pgcachelab.experiments.host_lock import lock_path
-from pgcachelab.experiments.reaping import REAPERS
 from pgcachelab.machine import owned
 
 SUBNET_PREFIX = "10.231"  # 10.231.R.0/24, R random and not on any interface or route here
 HOST_SUFFIXES = ("a", "b")
 TOOLS = ("ip", "nsenter", "unshare", "mount", "hostname")
 # What makes a command the host's, after its network: its host name in a fresh UTS namespace,
-# its /run/lock in a fresh (private) mount namespace, then exec. sh's $0 is the host name, $1
-# the host's lock directory.
+# its /run/pgcachelab in a fresh (private) mount namespace, then exec. sh's $0 is the host
+# name, $1 the host's own directory, $2 the mount point.
 _AS_HOST = ["unshare", "--uts", "--mount", "--", "sh", "-c",
-            'mount --bind "$1" /run/lock && shift && hostname "$0" && exec "$@"']  # fmt: skip
+            'mount --bind "$1" "$2" && shift 2 && hostname "$0" && exec "$@"']  # fmt: skip
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -94,16 +92,15 @@ class Host:
     out_dir: Path | None = None  # the stdout/stderr files of its commands
 
     def command(self, args) -> list[str]:
-        """`pgcachelab ARGS` as a process of this host (its network, host name, /run/lock)."""
-        assert self.tmpdir is not None, "a host's TMPDIR is made per test (fleet_hosts)"
+        """`pgcachelab ARGS` as a process of this host (its network, host name, registry)."""
         return ["nsenter", f"--net=/run/netns/{self.name}", *_AS_HOST, self.name,
-                self.run_lock, *cli_command(*args)]  # fmt: skip
+                self.registry, owned.RUN_ROOT, *cli_command(*args)]  # fmt: skip
 
     @property
-    def run_lock(self) -> Path:
-        """The host's /run/lock, in its TMPDIR (gone with it)."""
-        assert self.tmpdir is not None
-        return self.tmpdir / "run-lock"
+    def registry(self) -> Path:
+        """The host's /run/pgcachelab, in its TMPDIR (gone with it)."""
+        assert self.tmpdir is not None, "a host's TMPDIR is made per test (fleet_hosts)"
+        return self.tmpdir / "run-pgcachelab"
 
     def environment(self) -> dict:
         assert self.tmpdir is not None, "a host's TMPDIR is made per test (fleet_hosts)"
@@ -339,43 +336,26 @@ def fleet_store(host_network, pg_install, server_os_user) -> Iterator[ManagedClu
             store.destroy()
 
 
-def hosts_leftovers(hosts: list[Host]) -> list[owned.Entry]:
-    """The lab's registry entries (machine/owned.py) of what runs or ran on the hosts: their
-    host locks, and whatever lives under their TMPDIRs."""
-    lock_files = {str(lock_path(host.name)) for host in hosts}
+def leaked_entries(hosts: list[Host]) -> list[owned.Entry]:
+    """Entries of this machine's registry for things under the hosts' TMPDIRs: none, the
+    hosts' labs record in their own."""
     roots = tuple(f"{host.tmpdir}/" for host in hosts)
-    return [e for e in owned.entries() if e.path in lock_files or e.path.startswith(roots)]
-
-
-def reap_hosts_leftovers(hosts: list[Host]) -> None:
-    """What the hosts' killed agents left (a test that failed, an agent killed last), reaped
-    as the next lab command on those hosts would; other labs' entries on this machine are
-    left alone (another suite may be watching them)."""
-    with owned.registry_lock():
-        for entry in owned.dead_entries(hosts_leftovers(hosts), owned.Owner.alive):
-            reaper = REAPERS.get(entry.kind)
-            try:
-                if reaper is not None:
-                    reaper(entry)
-            except owned.StillNeeded:
-                continue
-            except OSError:
-                pass
-            owned.forget(entry.file)
+    return [entry for entry in owned.entries() if entry.path.startswith(roots)]
 
 
 @pytest.fixture
 def fleet_hosts(host_network, fleet_store, tmp_path) -> Iterator[Fleet]:
-    """A fresh store database and, per host, a fresh TMPDIR, lab directory and output
-    directory; whatever runs on the hosts when the test ends is killed and its clusters
-    removed, and nothing may be left under the hosts' TMPDIRs."""
+    """A fresh store database and, per host, a fresh TMPDIR (with its registry), lab directory
+    and output directory; whatever runs on the hosts when the test ends is killed, and their
+    TMPDIRs are reaped (their clusters stopped and removed) and removed."""
     database = f"fleet_{secrets.token_hex(3)}"
     with fleet_store.connect() as conn:
         conn.execute(f'create database "{database}"')
+    owned.RUN_ROOT.mkdir(exist_ok=True)  # the hosts' registries are mounted there
     with contextlib.ExitStack() as stack:
         for host in host_network.hosts:
             host.tmpdir = stack.enter_context(server_reachable_dir())
-            host.run_lock.mkdir()
+            host.registry.mkdir(mode=0o700)
             host.lab_dir = tmp_path / host.name / "lab"
             host.out_dir = tmp_path / host.name
             host.out_dir.mkdir()
@@ -385,10 +365,8 @@ def fleet_hosts(host_network, fleet_store, tmp_path) -> Iterator[Fleet]:
             for host in host_network.hosts:
                 host.plug()  # a test that failed while it was cut off
                 host.kill_everything()
-            reap_hosts_leftovers(host_network.hosts)
-            left = hosts_leftovers(host_network.hosts)
-    assert left == [], "the lab's registry still names the hosts' things"
+            leaked = leaked_entries(host_network.hosts)
+    assert leaked == [], "the hosts' labs recorded things in this machine's registry"
     for host in host_network.hosts:  # server_reachable_dir reaped them
         assert host.tmpdir is not None and not host.tmpdir.exists()
-        assert not lock_path(host.name).exists()  # nothing in this machine's /run/lock
         host.tmpdir = host.lab_dir = host.out_dir = None

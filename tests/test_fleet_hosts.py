@@ -121,7 +121,7 @@ def assert_clean_end(fleet) -> None:
     wait_for(lambda: not any(host.running("postgres") for host in fleet.hosts),
              what="no postgres left on the hosts")  # fmt: skip
     for host in fleet.hosts:
-        assert [p.name for p in host.tmpdir.iterdir()] == [host.run_lock.name]
+        assert [p.name for p in host.tmpdir.iterdir()] == [host.registry.name]
 
 
 def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
@@ -310,9 +310,13 @@ def test_a_killed_agents_unit_is_measured_once_by_the_other_host(fleet_hosts, tm
     by_unit = {(p, r): fleet_facts["host_id"] for p, r, _, fleet_facts in measured}
     assert by_unit[killed_unit] == b.name
     assert (*killed_unit, a.name, "abandoned") in tries(fleet)
-    # The dead agent's cluster: stopped with it (its postmaster dies with its parent), its
-    # directory reaped by the next agent on this machine.
+    # The dead agent's cluster stopped with it (its postmaster dies with its parent); the other
+    # host's agent leaves its directory alone, the next lab command on its own host reaps it.
+    assert all(work_dir.exists() for work_dir in clusters)
+    status = a.run("queue", "status", "--store", fleet.url)
+    assert status.returncode == 0, status.stderr
     for work_dir in clusters:
+        assert f"removed the cluster {work_dir}" in status.stderr, status.stderr
         assert not work_dir.exists() and processes_mentioning(str(work_dir)) == []
     assert_clean_end(fleet)
 
