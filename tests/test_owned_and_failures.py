@@ -105,6 +105,17 @@ def test_store_errors_name_the_store_and_keep_the_whole_reason():
                           "\tIs the server running locally?")  # fmt: skip
     assert database_reason(two_lines).startswith('connection to server on socket "/s/')
     assert database_reason(two_lines).endswith("Is the server running locally?")
+    # an error inside a SQL function: its CONTEXT quotes the function, which is not the user's
+    in_function = Exception(
+        'insert or update on table "procrastinate_jobs" violates foreign key constraint'
+        ' "procrastinate_jobs_worker_id_fkey"\nDETAIL:  Key (worker_id)=(2) is not present'
+        ' in table "procrastinate_workers".\nCONTEXT:  SQL statement "WITH candidate AS ('
+        + "SELECT jobs.* FROM procrastinate_jobs AS jobs " * 40
+        + ')"'
+    )
+    reason = database_reason(in_function)
+    assert reason.endswith('Key (worker_id)=(2) is not present in table "procrastinate_workers".')
+    assert database_reason(Exception("x" * 1000)) == "x" * 399 + "…"
 
 
 def test_exits_in_words():

@@ -31,10 +31,20 @@ def os_error_line(error: OSError) -> tuple[str, str]:
     return message, _HINTS_BY_ERRNO.get(error.errno, "check the path and the disk")
 
 
+REASON_CHARS = 400  # a server error's CONTEXT can quote a whole function body
+
+
 def database_reason(error: Exception) -> str:
-    """libpq's or SQLite's whole reason on one line: libpq's first line says which socket or
-    host failed, its second why, so neither is dropped."""
-    return " ".join(str(error).split()) or type(error).__name__
+    """libpq's or SQLite's reason on one line: libpq's first line says which socket or host
+    failed, its second why, so neither is dropped; a server error's CONTEXT (where in a
+    function it happened) is not the user's, and the line stays short."""
+    lines = []
+    for line in str(error).splitlines():
+        if line.lstrip().startswith("CONTEXT:"):
+            break
+        lines.append(line)
+    reason = " ".join(" ".join(lines).split()) or type(error).__name__
+    return reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
 
 
 def store_error_line(error: Exception, store_location: str | None) -> tuple[str, str]:
