@@ -13,8 +13,8 @@
     from pgbench). tpmC, tpmTOTAL, pgbench's CPU and the server's CPU (its processes from
     /proc, reaped backends included) per transaction; for the standard mix, then for
     New-Orders alone (the server's CPU per New-Order). No target: the figures are the result.
-(d) Issue 39's leaner New-Order: the line-by-line tpcc.new_order (before) against the
-    set-based candidate tpcc.new_order_set_based (after), swapped by renaming them, alternated
+(d) Issue 39's leaner New-Order: the line-by-line tpcc.new_order_per_line (before) against the
+    set-based tpcc.new_order (after, the default), swapped by renaming them, alternated
     (--mode-pairs of each), in the procedures mode: the server's CPU per New-Order and tpmC,
     for New-Orders alone and for the standard mix.
 
@@ -163,16 +163,16 @@ def compare_modes(target, pgbench, args, progress, label: str, weights: dict) ->
 
 
 def use_new_order(target, version: str) -> None:
-    """Make tpcc.new_order the line-by-line function ("before", the default) or the
-    set-based candidate ("after", loaded as tpcc.new_order_set_based)."""
+    """Make tpcc.new_order the line-by-line function ("before", tpcc.new_order_per_line) or
+    the set-based default ("after"), by renaming them."""
     with target.connect() as conn, conn.transaction():
-        candidate_aside = conn.execute(
-            "select count(*) from pg_proc where proname = 'new_order_set_based'"
+        per_line_aside = conn.execute(
+            "select count(*) from pg_proc where proname = 'new_order_per_line'"
             " and pronamespace = 'tpcc'::regnamespace"
         ).fetchone()[0]
-        if (version == "after") == bool(candidate_aside):
-            aside = "new_order_per_line" if candidate_aside else "new_order_set_based"
-            incoming = "new_order_set_based" if candidate_aside else "new_order_per_line"
+        if (version == "before") == bool(per_line_aside):
+            aside = "new_order_set_based" if per_line_aside else "new_order_per_line"
+            incoming = "new_order_per_line" if per_line_aside else "new_order_set_based"
             conn.execute("alter function tpcc.new_order rename to new_order_swapped")
             conn.execute(f"alter function tpcc.{incoming} rename to new_order")
             conn.execute(f"alter function tpcc.new_order_swapped rename to {aside}")
@@ -201,7 +201,7 @@ def compare_new_orders(target, pgbench, args, progress, label: str, weights: dic
                     f" {'ok' if figures['consistent'] else 'FAILED'}"
                 )
     finally:
-        use_new_order(target, "before")
+        use_new_order(target, "after")
     medians = {
         version: {key: statistics.median(r[key] for r in rs) for key in ("tpmc", "server_ms")}
         for version, rs in runs.items()
