@@ -10,6 +10,7 @@ in the agents' output, no server left running on the hosts and nothing in their 
 Single-host fleet tests and the queue's rules are in test_fleet.py.
 """
 
+import contextlib
 import json
 import re
 import signal
@@ -46,6 +47,17 @@ def agent(fleet, host, *options, host_id: str | None = None) -> list:
     """`agent` on `host` with a short lease, as the host `host_id` (its own name by default)."""
     return ["agent", "--store", fleet.url, "--lab-dir", host.lab_dir,
             "--host-id", host_id or host.name, "--lease", "5s", *options]  # fmt: skip
+
+
+@contextlib.contextmanager
+def agents_on_both(fleet, *options):
+    """An agent on each host, killed if the test leaves it running: (first, second)."""
+    a, b = fleet.hosts
+    with (
+        a.process(agent(fleet, a, *options)) as first,
+        b.process(agent(fleet, b, *options)) as second,
+    ):
+        yield first, second
 
 
 def stored(fleet) -> list[tuple]:
@@ -128,7 +140,7 @@ def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     run_id = queue_run(fleet, tmp_path, from_host=True)
     a, b = fleet.hosts
-    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+    with agents_on_both(fleet) as (first, second):
         # Each agent's sessions come from its own host's address, named for its host id.
         wait_for(
             lambda: alive(first, a) and alive(second, b) and len(sessions(fleet, "agent")) == 2,
@@ -155,7 +167,7 @@ def test_agents_outlive_a_store_restart(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     queue_run(fleet, tmp_path)
     a, b = fleet.hosts
-    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+    with agents_on_both(fleet) as (first, second):
         wait_for(
             lambda: alive(first, a) and alive(second, b)
             and measuring(fleet, a.name) and measuring(fleet, b.name),
@@ -178,7 +190,7 @@ def test_a_terminated_heartbeat_contaminates_nothing(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     queue_run(fleet, tmp_path)
     a, b = fleet.hosts
-    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+    with agents_on_both(fleet) as (first, second):
         wait_for(
             lambda: alive(first, a) and alive(second, b)
             and measuring(fleet, a.name)
@@ -233,7 +245,7 @@ def test_agents_whose_heartbeats_stay_away_past_their_lease_go_on(fleet_hosts, t
     fleet.execute(REFUSE_HEARTBEATS)
     a, b = fleet.hosts
     lease = ["--lease", "3s"]  # the shortest: each agent's first unit outlasts it
-    with a.process(agent(fleet, a, *lease)) as first, b.process(agent(fleet, b, *lease)) as second:
+    with agents_on_both(fleet, *lease) as (first, second):
         # Each agent stalls past its lease on its first unit, unrenewed: the first to look
         # gives the other's unit back (then finds its own measurement refused in turn).
         wait_for(
@@ -257,7 +269,7 @@ def test_a_host_cut_off_past_its_lease_has_its_measurement_discarded(fleet_hosts
     fleet = fleet_hosts
     queue_run(fleet, tmp_path)
     a, b = fleet.hosts
-    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+    with agents_on_both(fleet) as (first, second):
         [held] = wait_for(
             lambda: alive(first, a) and alive(second, b) and measuring_with_pgbench(fleet, a),
             what="the first host's pgbench measuring",
@@ -289,7 +301,7 @@ def test_a_killed_agents_unit_is_measured_once_by_the_other_host(fleet_hosts, tm
     fleet = fleet_hosts
     queue_run(fleet, tmp_path)
     a, b = fleet.hosts
-    with a.process(agent(fleet, a)) as first, b.process(agent(fleet, b)) as second:
+    with agents_on_both(fleet) as (first, second):
         wait_for(
             lambda: alive(first, a) and alive(second, b) and measuring_with_pgbench(fleet, a),
             what="the first host's pgbench measuring",
