@@ -29,22 +29,27 @@ def store_query(lab_dir: Path, sql: str, params=()) -> list[tuple]:
 
 
 @contextlib.contextmanager
-def lab_process(args, tmp_path: Path, lab_tmp: Path):
-    """`pgcachelab ARGS` running in the background; killed if the test leaves it running."""
+def background(command: list, env: dict, out_dir: Path, name: str = "lab"):
+    """`command` running in the background, its output in `name`.stdout/.stderr under
+    `out_dir`; killed if the test leaves it running."""
     with (
-        open(tmp_path / "lab.stdout", "w") as stdout,
-        open(tmp_path / "lab.stderr", "w") as stderr,
+        open(out_dir / f"{name}.stdout", "w") as stdout,
+        open(out_dir / f"{name}.stderr", "w") as stderr,
     ):
         process = subprocess.Popen(
-            cli_command(*args), env=cli_env(lab_tmp), stdin=subprocess.DEVNULL,
-            stdout=stdout, stderr=stderr,
-        )  # fmt: skip
+            command, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr
+        )
         try:
             yield process
         finally:
             if process.poll() is None:
                 process.kill()
             process.wait()
+
+
+def lab_process(args, tmp_path: Path, lab_tmp: Path):
+    """`pgcachelab ARGS` running in the background; killed if the test leaves it running."""
+    return background(cli_command(*args), cli_env(lab_tmp), tmp_path)
 
 
 def lab_stderr(tmp_path: Path) -> str:

@@ -37,6 +37,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from fix_cli import CLI_TIMEOUT_S, cli_command, cli_env
+from fix_lab import background
 from fix_processes import process_alive, server_reachable_dir
 
 from pgcachelab.clusters.managed import ManagedCluster
@@ -113,27 +114,13 @@ class Host:
             capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
         )  # fmt: skip
 
-    @contextlib.contextmanager
-    def process(self, args, name: str = "agent") -> Iterator[subprocess.Popen]:
-        """`pgcachelab ARGS` running on this host in the background (as fix_lab.lab_process:
-        its output in files `name`.stdout/.stderr under out_dir), killed if left running.
+    def process(self, args, name: str = "agent"):
+        """`pgcachelab ARGS` running on this host in the background (fix_lab.background: its
+        output in files `name`.stdout/.stderr under out_dir), killed if left running.
 
         nsenter, unshare and sh each exec the next: the pid is the lab's own."""
         assert self.out_dir is not None
-        with (
-            open(self.out_dir / f"{name}.stdout", "w") as stdout,
-            open(self.out_dir / f"{name}.stderr", "w") as stderr,
-        ):
-            process = subprocess.Popen(
-                self.command(args), env=self.environment(), stdin=subprocess.DEVNULL,
-                stdout=stdout, stderr=stderr,
-            )  # fmt: skip
-            try:
-                yield process
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                process.wait()
+        return background(self.command(args), self.environment(), self.out_dir, name)
 
     def stderr(self, name: str = "agent") -> str:
         assert self.out_dir is not None

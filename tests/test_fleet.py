@@ -351,7 +351,7 @@ def test_hosts_same_keeps_a_run_on_the_class_that_started_it(store_server):
     assert a.claim("class A") is not None
     assert b.claim("class B") is None  # another class
     assert b.held_by_others("class B") == 0  # nothing to wait for
-    assert b.waiting_elsewhere("class B") == [(run_id, "class A", 1)]
+    assert b.waiting_elsewhere("class B") == [(run_id, ["class A"], 1)]
     assert c.claim("class A") is not None
     store.close()
 

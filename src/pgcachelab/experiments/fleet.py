@@ -39,7 +39,7 @@ from pgcachelab.machine.storage_probe import describe_probe, probe_storage
 from pgcachelab.probes.environment import host_facts
 from pgcachelab.progress import Progress
 from pgcachelab.store.postgresql import PostgresResultStore
-from pgcachelab.store.queue import Recorded, Unit, UnitQueue, classes_of
+from pgcachelab.store.queue import Recorded, Unit, UnitQueue
 from pgcachelab.store.records import Measurement
 
 QUEUE_NEEDS_POSTGRESQL = "a queue needs the shared PostgreSQL store: --store postgresql://..."
@@ -414,7 +414,7 @@ class Agent:
         assert run is not None  # the queue's units are of stored runs
         spec, target = runner.target_for_run(run, self.progress)
         unit_store = UnitStore(self.store, self.queue, self.keeper)
-        unit_store.max_tries, _ = self.keeper.run(lambda: self.queue.run_settings(run_id))
+        unit_store.max_tries = self.keeper.run(lambda: self.queue.max_tries(run_id))
         unit_store.fleet = {
             "host": self.host_name,
             "host_id": self.host_id,
@@ -434,7 +434,7 @@ class Agent:
             self._note("no queued unit waits for this agent")
             return
         for run_id, classes, count in elsewhere:
-            wanted = ", ".join(classes_of(classes)) if classes.startswith("[") else classes
+            wanted = ", ".join(classes)
             self._note(
                 f"run {run_id}: {count} unit(s) wait for host class {wanted!r}; this agent is"
                 f" {self.host_class!r} (an agent of that class takes them: --class names it)"

@@ -218,13 +218,13 @@ class UnitQueue:
         self.worker_id = worker_id
         return worker_id
 
-    def registered(self) -> bool:
+    def registered(self, db=None) -> bool:
         """False when this agent's worker was pruned (its heartbeat stopped for a lease)."""
         return (
             self.worker_id is not None
-            and self.db.execute(
-                "select 1 from procrastinate_workers where id = %s", (self.worker_id,)
-            ).fetchone()
+            and (db or self.db)
+            .execute("select 1 from procrastinate_workers where id = %s", (self.worker_id,))
+            .fetchone()
             is not None
         )
 
@@ -243,12 +243,7 @@ class UnitQueue:
         """Renew this agent's heartbeat on `db` (the heartbeat thread's own connection); False
         when its worker is gone (pruned by another agent: its heartbeat had lapsed)."""
         db.execute(queries["update_heartbeat"], {"worker_id": self.worker_id})
-        return (
-            db.execute(
-                "select 1 from procrastinate_workers where id = %s", (self.worker_id,)
-            ).fetchone()
-            is not None
-        )
+        return self.registered(db)
 
     # -- claiming ----------------------------------------------------------------------------
 
@@ -469,21 +464,12 @@ class UnitQueue:
 
     def _finish_run_if_drained(self, run_id: str) -> None:
         """The last unit of a run done or given up: the run is done."""
-        if self._jobs_waiting(run_id) == 0:
+        if self.waiting(run_id) == 0:
             self.db.execute(
                 "update runs set status = 'done', finished_at = %s, lab_pid = null"
                 " where run_id = %s and status = 'queued'",
                 (time.time(), run_id),
             )
-
-    def _jobs_waiting(self, run_id: str) -> int:
-        return one_row(
-            self.db.execute(
-                "select count(*) from procrastinate_jobs where task_name = %s"
-                " and args->>'run_id' = %s and status in ('todo', 'doing')",
-                (TASK, run_id),
-            )
-        )[0]
 
     # -- operating ---------------------------------------------------------------------------
 
@@ -534,18 +520,20 @@ class UnitQueue:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def run_settings(self, run_id: str) -> tuple[int, bool]:
-        """(max_tries, cancelled) of a queued run."""
-        max_tries, cancelled_at = one_row(
-            self.db.execute(
-                "select max_tries, cancelled_at from fleet_runs where run_id = %s", (run_id,)
-            )
-        )
-        return max_tries, cancelled_at is not None
+    def max_tries(self, run_id: str) -> int:
+        return one_row(
+            self.db.execute("select max_tries from fleet_runs where run_id = %s", (run_id,))
+        )[0]
 
     def waiting(self, run_id: str) -> int:
         """Units of the run still to measure (queued or leased)."""
-        return self._jobs_waiting(run_id)
+        return one_row(
+            self.db.execute(
+                "select count(*) from procrastinate_jobs where task_name = %s"
+                " and args->>'run_id' = %s and status in ('todo', 'doing')",
+                (TASK, run_id),
+            )
+        )[0]
 
     def held_by_others(self, host_class: str, run_id: str | None = None) -> int:
         """Units this class may take that other agents hold: each is done, or comes back when
@@ -559,18 +547,28 @@ class UnitQueue:
             )
         )[0]
 
-    def waiting_elsewhere(self, host_class: str) -> list[tuple[str, str, int]]:
-        """(run, class, units) waiting for other classes than `host_class`: why an agent
-        took nothing."""
+    def waiting_elsewhere(self, host_class: str) -> list[tuple[str, list[str], int]]:
+        """(run, the classes it waits for, units) of runs waiting for other classes than
+        `host_class`: why an agent took nothing."""
         rows = self.db.execute(
-            """select f.run_id, coalesce(f.host_class, f.classes), count(*)
+            """select f.run_id, f.host_class, f.classes, count(*)
             from procrastinate_jobs j join fleet_runs f on f.run_id = j.args->>'run_id'
             where j.task_name = %s and j.status = 'todo' and not j.queue_name = any(%s)
               and j.queue_name <> %s
-            group by 1, 2 order by 1""",
+            group by 1, 2, 3 order by 1""",
             (TASK, [class_queue(host_class), ANY_QUEUE], UNPINNED_QUEUE),
         ).fetchall()
-        return [(run_id, str(classes), count) for run_id, classes, count in rows]
+        return [
+            (run_id, [pinned] if pinned else classes_of(classes), count)
+            for run_id, pinned, classes, count in rows
+        ]
+
+    def is_queued(self, run_id: str) -> bool:
+        """Whether `run_id` was queued for agents (not measured by `run`)."""
+        return (
+            self.db.execute("select 1 from fleet_runs where run_id = %s", (run_id,)).fetchone()
+            is not None
+        )
 
     def progress(self) -> dict[str, dict[tuple[str, str | None], int]]:
         """run id -> {(state, host): units} of every queued run; a unit's host is the one of
