@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from pgcachelab.analysis.claims import Verdict, cannot
+from pgcachelab.analysis.claims import BadFigure, Verdict, cannot, noise
 from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.binaries import find_install
@@ -106,7 +106,16 @@ def judge(study: Study, run_id: str | None, store: ResultStore, reason: str) -> 
     if run_id is None:
         return [ClaimResult(claim, cannot(reason)) for claim in study.claims]
     data = load_run(store, run_id)
-    return [ClaimResult(claim, claim.judge(data)) for claim in study.claims]
+    return [ClaimResult(claim, judge_claim(claim, data)) for claim in study.claims]
+
+
+def judge_claim(claim: PublishedClaim, data) -> Verdict:
+    """The claim's verdict; a figure the rules refuse (a failed repetition's ratio of 0, a
+    non-finite value) leaves it undecided with the reason, never judged on what remains."""
+    try:
+        return claim.judge(data)
+    except BadFigure as error:
+        return noise(f"undecided: the figure was refused: {error}")
 
 
 def reproduce_study(

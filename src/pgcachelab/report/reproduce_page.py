@@ -8,7 +8,15 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
+from pgcachelab.analysis.claims import (
+    CANNOT,
+    CONTRADICTED,
+    NOISE,
+    NOT_MEASURED,
+    REPRODUCED,
+    SETUP,
+)
+from pgcachelab.analysis.qualifiers import table_rows
 from pgcachelab.analysis.run_data import load_run
 from pgcachelab.experiments.reproduce import StudyResult
 from pgcachelab.report.render import Row, render, table
@@ -20,8 +28,22 @@ VERDICT_CLASS = {
     CONTRADICTED: "contradicted",
     NOISE: "noise",
     CANNOT: "cannot",
+    NOT_MEASURED: "unmeasured",
+    SETUP: "setup",
 }
-SUMMARY_HEAD = ["study", "claim (the article's words)", "verdict", "our figure", "the article's"]
+SUMMARY_HEAD = [
+    "study",
+    "claim (the article's words)",
+    "verdict",
+    "our figure",
+    "the article's",
+    "class",
+]
+CLASS_WORDS = {"finding": "a finding", "setup": "follows from the setup"}
+
+
+def _class(claim_result) -> str:
+    return CLASS_WORDS[claim_result.claim.class_of(claim_result.verdict)]
 
 
 def _minutes(seconds: float) -> str:
@@ -64,6 +86,7 @@ def summary_rows(results: list[StudyResult]) -> list[list[str]]:
             c.verdict.outcome,
             c.verdict.figure.text() if c.verdict.figure else c.verdict.reason,
             c.claim.article or "-",
+            _class(c),
         ]
         for r in results
         for c in r.claims
@@ -77,8 +100,9 @@ def render_text(results: list[StudyResult]) -> str:
         if busy := busy_warning(r):
             lines.append(f"  {busy}")
         for c in r.claims:
-            lines.append(f"  - {c.verdict.outcome}: {c.claim.words}")
-            lines.append(f"      {c.verdict.text()}")
+            lines.append(f"  - {c.verdict.outcome} ({_class(c)}): {c.claim.words}")
+            lines.append(f"      the article: {c.claim.article or '-'}")
+            lines.append(f"      here: {c.verdict.text()}")
     counts = {outcome: 0 for outcome in VERDICT_CLASS}
     for r in results:
         for c in r.claims:
@@ -111,6 +135,8 @@ def as_dict(results: list[StudyResult], machine: dict) -> dict:
                         "words": c.claim.words,
                         "source": f"{c.claim.seed}: {c.claim.where}",
                         "rule": c.claim.rule,
+                        "qualifier": c.claim.qualifier or None,
+                        "class": c.claim.class_of(c.verdict),
                         "article": c.claim.article,
                         "verdict": c.verdict.outcome,
                         "reason": c.verdict.reason,
@@ -167,6 +193,8 @@ def render_html(
     """The page at out_dir/index.html; the runs' reports are under reports_dir/RUN."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = [Row(cells, VERDICT_CLASS[cells[2]]) for cells in summary_rows(results)]
+    used = {c.claim.qualifier for r in results for c in r.claims if c.claim.qualifier}
+    words = [row for row in table_rows() if row[0] in used]
     studies = []
     for r in results:
         report = reports_dir / (r.run_id or "") / "index.html"
@@ -179,6 +207,7 @@ def render_html(
                     c.verdict.outcome,
                     c.verdict.text(),
                     c.claim.article or "-",
+                    _class(c),
                 ],
                 VERDICT_CLASS[c.verdict.outcome],
             )
@@ -199,9 +228,17 @@ def render_html(
                 "seed_chart": _seed_chart(r, store, out_dir),
                 "claims": Markup(
                     table(
-                        ["claim", "source", "rule", "verdict", "figure", "the article's"],
+                        [
+                            "claim",
+                            "source",
+                            "rule",
+                            "verdict",
+                            "our figure",
+                            "the article's",
+                            "class",
+                        ],
                         claims,
-                        {0, 1, 2, 3, 4, 5},
+                        {0, 1, 2, 3, 4, 5, 6},
                     )
                 ),
             }
@@ -209,7 +246,10 @@ def render_html(
     page = render(
         "reproduce.html.j2",
         machine=machine,
-        summary=Markup(table(SUMMARY_HEAD, rows, {0, 1, 2, 3, 4})),
+        summary=Markup(table(SUMMARY_HEAD, rows, {0, 1, 2, 3, 4, 5})),
+        words=Markup(table(["word", "the articles say", "the rule", "why"], words, {0, 1, 2, 3}))
+        if words
+        else None,
         studies=studies,
     )
     index = out_dir / "index.html"

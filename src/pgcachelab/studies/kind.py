@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.analysis.advice import Advice
-from pgcachelab.analysis.claims import Verdict, cannot
+from pgcachelab.analysis.claims import SETUP, Verdict, cannot
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
+
+FINDING = "finding"
+SETUP_KIND = "setup"
 
 
 def _not_judged(data: RunData) -> Verdict:
@@ -30,6 +33,26 @@ class PublishedClaim:
     rule: str = ""  # the rule with its thresholds, as the verdict states it
     article: str = ""  # the article's own figure, quoted beside ours
     judge: Callable[[RunData], Verdict] = _not_judged
+    # The article's word that sets the rule's threshold (a key of analysis/qualifiers.py's
+    # QUALIFIERS: "greatly", "about", ...); every claim judges through that table.
+    qualifier: str = ""
+    # FINDING: about PostgreSQL or the OS. SETUP: its figure follows from the benchmark's
+    # setup (a rate limit the spec chose, the emulated disk's IOPS): shown, never counted.
+    # A judge may also say SETUP for one run (a claim on the emulated disk is a finding on
+    # real storage).
+    kind: str = "finding"
+
+    def __post_init__(self) -> None:
+        from pgcachelab.analysis.qualifiers import QUALIFIERS
+
+        if self.qualifier and self.qualifier not in QUALIFIERS:
+            raise ValueError(f"claim {self.words[:40]!r}: unknown qualifier {self.qualifier!r}")
+        if self.kind not in (FINDING, SETUP_KIND):
+            raise ValueError(f"claim {self.words[:40]!r}: unknown kind {self.kind!r}")
+
+    def class_of(self, verdict: Verdict) -> str:
+        """The claim's class on this run: a finding, or a consequence of the setup."""
+        return SETUP_KIND if verdict.outcome == SETUP or self.kind == SETUP_KIND else FINDING
 
 
 @dataclass(frozen=True)
