@@ -13,13 +13,23 @@ from fix_cli import run_cli_forked
 from fix_reports import REPORT_RUNS_DIR
 from headless_chromium import chromium_path, headless_chromium, visit
 
-from pgcachelab.analysis.claims import CANNOT
+from pgcachelab.analysis.claims import (
+    CANNOT,
+    NOISE,
+    Figure,
+    at_least,
+    cannot,
+    follows_from_setup,
+    ratio_figure,
+)
+from pgcachelab.analysis.qualifiers import QUALIFIERS
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.experiments.reproduce import (
     FULL,
     QUICK,
     StudyResult,
     judge,
+    judge_claim,
     other_work_pct,
     spec_for,
     spec_path,
@@ -193,3 +203,49 @@ def test_a_run_beside_other_work_is_flagged_on_every_output(fixture_results, tmp
     finally:
         for result in (quiet, busy):
             result.other_work_before_pct = result.other_work_after_pct = None
+
+
+# -- issue 46: refused figures, classes, the article beside us, the words ------------------
+
+
+def _refusing_judge(data: RunData):
+    return at_least(ratio_figure("tps after/before", [0.0, 0.0, 5.0, 5.0]), 1.1, "rule")
+
+
+def test_a_refused_figure_leaves_the_claim_undecided_with_the_reason():
+    claim = PublishedClaim("toy", "nowhere", "a claim", judge=_refusing_judge)
+    verdict = judge_claim(claim, None)
+    assert verdict.outcome == NOISE
+    assert "undecided: the figure was refused" in verdict.reason
+    assert "repetition 1 of 4 gave the ratio 0.0" in verdict.reason
+
+
+def test_a_claim_names_a_known_qualifier_and_class():
+    with pytest.raises(ValueError, match="unknown qualifier"):
+        PublishedClaim("toy", "nowhere", "a claim", qualifier="somewhat maybe")
+    with pytest.raises(ValueError, match="unknown kind"):
+        PublishedClaim("toy", "nowhere", "a claim", kind="opinion")
+    setup = PublishedClaim("toy", "nowhere", "a claim", kind="setup")
+    assert setup.class_of(cannot("x")) == "setup"
+    finding = PublishedClaim("toy", "nowhere", "a claim")
+    reproduced = at_least(Figure("r", 5.0, 4.0, 6.0, 3), 2.0, "rule")
+    assert finding.class_of(reproduced) == "finding"
+    assert finding.class_of(follows_from_setup(reproduced, "the lab's limit")) == "setup"
+
+
+def test_every_claim_says_its_word_and_the_article_figure():
+    claims = [c for study in registry.STUDIES for c in study.claims]
+    assert len(claims) >= 38, "issue 46: every testable finding of the five articles"
+    for claim in claims:
+        assert claim.qualifier in QUALIFIERS, claim.words
+        assert claim.article, claim.words
+
+
+def test_json_and_text_carry_class_word_and_article(fixture_results):
+    results, _ = fixture_results
+    document = as_dict(results, {"host": "h"})
+    claims = [c for s in document["studies"] for c in s["claims"]]
+    assert {c["class"] for c in claims} <= {"finding", "setup"}
+    assert all("qualifier" in c and "article" in c for c in claims)
+    text = render_text(results)
+    assert text.count("      the article: ") == len(claims)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.claims import SETUP, Verdict, cannot
+from pgcachelab.analysis.qualifiers import QUALIFIERS
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
@@ -43,8 +44,6 @@ class PublishedClaim:
     kind: str = "finding"
 
     def __post_init__(self) -> None:
-        from pgcachelab.analysis.qualifiers import QUALIFIERS
-
         if self.qualifier and self.qualifier not in QUALIFIERS:
             raise ValueError(f"claim {self.words[:40]!r}: unknown qualifier {self.qualifier!r}")
         if self.kind not in (FINDING, SETUP_KIND):
