@@ -10,9 +10,11 @@ from pgcachelab.analysis.steps import (
     DISK,
     MEMORY,
     SHARED_BUFFERS,
+    Segment,
     SizePoint,
     find_steps,
     segment,
+    step_ratio,
 )
 
 STEPS_DATA = Path(__file__).parent / "data" / "steps"
@@ -65,6 +67,16 @@ def test_a_drift_and_a_rise_are_not_steps():
 def test_one_repetition_gives_no_interval_and_no_step():
     points = [SizePoint("a", 20 * MIB, (30000.0,)), SizePoint("b", 90 * MIB, (300.0,))]
     assert find_steps(points, 32 * MIB, 1024 * MIB).steps == []
+
+
+def test_equal_repetitions_give_no_interval_and_no_step():
+    # issue 46: a zero-width interval (every repetition equal on both sides) says nothing of
+    # the spread; a ×100 drop made of such repetitions is no step, and its break has no interval
+    before, after = SizePoint("a", 20 * MIB, (30000.0,) * 3), SizePoint("b", 90 * MIB, (300.0,) * 3)
+    finding = find_steps([before, after], 32 * MIB, 1024 * MIB)
+    assert finding.steps == [] and len(finding.segments) == 1
+    ratio, low, high = step_ratio(Segment((before,)), Segment((after,)))
+    assert ratio == pytest.approx(100) and low is None and high is None
 
 
 def test_a_step_far_from_every_boundary_matches_none():

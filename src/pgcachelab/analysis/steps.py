@@ -127,15 +127,26 @@ class StepFinding:
     largest_bytes: float
 
 
+def step_ratio(before: Segment, after: Segment) -> tuple[float, float | None, float | None]:
+    """tps before / after (2.0: half the tps past the break) with its 95% Welch interval on log
+    tps; no interval with one repetition a side, nor when every repetition on both sides was
+    equal: a zero-width interval says nothing of the spread (issue 46) and is never a step."""
+    # welch_from_moments(x, y) is y / x: here before / after
+    ratio, low, high = welch_from_moments(after.log_moments, before.log_moments)
+    if low is not None and low == high:
+        return ratio, None, None
+    return ratio, low, high
+
+
 def _break_score(before: Segment, after: Segment) -> float:
     """How clearly the break between two neighbours is a step: >= 1 when it is one (both its
     interval excludes 1 and it is at least MIN_STEP_RATIO); <= 0 for a rise."""
-    ratio, low, _ = welch_from_moments(after.log_moments, before.log_moments)  # before / after
+    ratio, low, _ = step_ratio(before, after)
     drop = math.log(ratio)
     if low is None:
-        return min(drop, 0.0)  # one repetition a side: no interval, never a step
+        return min(drop, 0.0)  # one repetition a side, or equal ones: never a step
     half_width = drop - math.log(low)
-    by_interval = math.inf if half_width == 0 else drop / half_width
+    by_interval = math.inf if half_width <= 0 else drop / half_width  # rounding only
     return min(by_interval, drop / math.log(MIN_STEP_RATIO))
 
 
@@ -205,10 +216,7 @@ def find_steps(
     segments = segment(measured)
     breaks = []
     for before, after in zip(segments, segments[1:], strict=False):
-        # welch_from_moments(x, y) is y / x: here before / after, so 2.0 means half the tps
-        breaks.append(
-            Step(before, after, *welch_from_moments(after.log_moments, before.log_moments))
-        )
+        breaks.append(Step(before, after, *step_ratio(before, after)))
     significant = [step for step in breaks if step.significant]
     given = {SHARED_BUFFERS: shared_buffers_bytes, MEMORY: memory_bytes}
     expected = {name: size for name, size in given.items() if size}
