@@ -11,7 +11,7 @@ from fix_cli import run_cli, run_cli_forked
 from fix_lab import store_query
 from fix_processes import server_reachable_dir
 
-from pgcachelab.clusters.installs import ZONKY_VERSIONS, normalise_major, resolve
+from pgcachelab.clusters.installs import ZONKY_VERSIONS, major_label, normalise_major, resolve
 from pgcachelab.errors import UserError
 
 
@@ -22,10 +22,48 @@ def test_major_versions(text, major):
     assert major in ZONKY_VERSIONS
 
 
-@pytest.mark.parametrize("text", ["8.4", "nine", "9"])
+@pytest.mark.parametrize("text", ["8.4", "nine", "9", "9.7"])
 def test_unknown_major_versions(text):
     with pytest.raises(UserError, match=f"invalid PostgreSQL major version '{text}'"):
         normalise_major(text)
+
+
+@pytest.mark.parametrize(("text", "major"), [("9.5", "9.5"), ("9.5.25", "9.5"), ("9.0", "9.0"),
+                                              ("9.6.24", "9.6")])  # fmt: skip
+def test_9x_majors_are_two_numbers(text, major):
+    # a Debian postgresql-9.5 is --pg-bin 9.5; the lab cannot install it (no zonky build)
+    assert normalise_major(text) == major
+
+
+@pytest.mark.parametrize(("version", "label"), [("9.5", "9.5"), ("9.6", "9.6"), ("9.4", "9.4"),
+                                                 ("10.23", "10"), ("18.0", "18")])  # fmt: skip
+def test_major_label(version, label):
+    assert major_label(version) == label
+
+
+def test_installed_labels_a_9x_server_by_its_own_major(tmp_path, monkeypatch):
+    # issue 46: every 9.x server was listed as "9.6"
+    from pgcachelab.clusters import installs
+    from pgcachelab.clusters.binaries import PgInstall
+
+    versions = {"9.5.25": "9.5", "9.6.24": "9.6", "13.22.0": "13.22"}
+    for name in versions:
+        (tmp_path / "cache" / name / "bin").mkdir(parents=True)
+        (tmp_path / "cache" / name / "bin" / "postgres").touch()
+    monkeypatch.setenv("PGCACHELAB_PG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(installs, "embedded_bin_dir", lambda: tmp_path / "no-wheel")
+    monkeypatch.setattr(installs, "DEBIAN_ROOT", tmp_path / "no-debian")
+
+    def find_install(bin_dir):
+        version = versions[bin_dir.parent.name]
+        return PgInstall(bin_dir, version, int(version.split(".")[0]), "test")
+
+    monkeypatch.setattr(installs, "find_install", find_install)
+    found = {known.major: known.version for known in installs.installed()}
+    assert found == {"9.5": "9.5", "9.6": "9.6", "13": "13.22"}
+    assert installs.resolve("9.5") == str(tmp_path / "cache" / "9.5.25" / "bin")
+    with pytest.raises(UserError, match="no zonky build is known for 9.5"):
+        installs.install("9.5")
 
 
 def test_pg_bin_directories_pass_through():

@@ -61,12 +61,25 @@ def cache_root() -> Path:
     return Path(base) / "pgcachelab" / "pg"
 
 
+# Before 10 a major version is two numbers (9.6, 9.5, ... 9.0); from 10 on, one.
+FIRST_ONE_NUMBER_MAJOR = 10
+
+
+def major_label(version: str) -> str:
+    """The major version of a server version: '9.5.25' or '9.5' -> '9.5', '16.4' -> '16'."""
+    parts = str(version).split(".")
+    if len(parts) > 1 and parts[0].isdigit() and int(parts[0]) < FIRST_ONE_NUMBER_MAJOR:
+        return f"{int(parts[0])}.{parts[1]}"
+    return parts[0]
+
+
 def normalise_major(text: str) -> str:
-    """'9.6' stays, '16' stays, '16.4' -> '16'; anything else is a UserError."""
+    """'9.6' and '9.5' stay, '16' stays, '16.4' -> '16', '9.6.24' -> '9.6'; anything else
+    is a UserError."""
     parts = str(text).split(".")
-    if parts[0] == "9" and len(parts) > 1 and parts[1] == "6":
-        return "9.6"
-    if parts[0].isdigit() and 10 <= int(parts[0]) <= 99:
+    if parts[0] == "9" and len(parts) > 1 and parts[1].isdigit() and int(parts[1]) <= 6:
+        return f"9.{int(parts[1])}"
+    if parts[0].isdigit() and FIRST_ONE_NUMBER_MAJOR <= int(parts[0]) <= 99:
         return parts[0]
     raise UserError(
         f"invalid PostgreSQL major version {text!r}",
@@ -96,7 +109,7 @@ def installed() -> list[KnownInstall]:
             install = find_install(bin_dir)
         except UserError:
             continue
-        major = "9.6" if install.major == 9 else str(install.major)
+        major = major_label(install.version)  # 9.x is two numbers: 9.5 is not 9.6
         found.append(KnownInstall(major, install.version, bin_dir, source))
     return found
 
