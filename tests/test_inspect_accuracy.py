@@ -8,6 +8,7 @@ from pgcachelab.analysis.inspect_accuracy import (
     counts,
     self_checks,
     trial_error,
+    trial_rounds,
     trials,
 )
 from pgcachelab.store.records import StoredSnapshot
@@ -24,9 +25,11 @@ def data(buffers: dict, total: int = 1000, dirty: int = 0, other: int = 0) -> di
     }
 
 
-def stored(seq, label, payload, point=0, repetition=0) -> StoredSnapshot:
+def stored(seq, label, payload, point=0, repetition=0, elapsed_ms=1.0) -> StoredSnapshot:
     mode = "snapshot" if label == "accuracy-reference" else label.rpartition("-")[2]
-    return StoredSnapshot(point, repetition, seq, seq, label, "extension", mode, 1.0, None, payload)
+    return StoredSnapshot(
+        point, repetition, seq, seq, label, "extension", mode, elapsed_ms, None, payload
+    )
 
 
 def test_a_count_between_its_references_is_no_error_and_outside_it_is():
@@ -112,3 +115,43 @@ def test_the_finding_grades_fast_against_the_seeds_three_percent():
         "stays within the seed's < 3% under this load"
     )  # 10 buffers under b instead of a, of 1,000
     assert "fast goes beyond the seed's < 3%" in accuracy_finding(modes(40))
+
+
+def timed_round(start_seq, times_ms, references_ms, point=0, repetition=0):
+    """One accuracy round: a reference, then each mode and a reference after it."""
+    payload = data({"a": 100})
+    taken = [stored(start_seq, "accuracy-reference", payload, point, repetition,
+                    references_ms[0])]  # fmt: skip
+    for i, (mode, ms) in enumerate(times_ms.items()):
+        seq = start_seq + 2 * i + 1
+        taken += [stored(seq, f"accuracy-{mode}", payload, point, repetition, ms),
+                  stored(seq + 1, "accuracy-reference", payload, point, repetition,
+                         references_ms[i + 1])]  # fmt: skip
+    return taken
+
+
+def test_each_rounds_modes_are_timed_beside_the_references_around_them():
+    modes = {"consistent": 9.0, "semiconsistent": 500.0, "fast": 6.0}
+    taken = timed_round(0, modes, [10.0, 8.0, 9.0, 7.0])
+    taken += timed_round(7, modes, [11.0, 11.0, 11.0, 11.0])
+    rounds = trial_rounds(list(reversed(taken)))
+    assert len(rounds) == 2 and list(rounds[0]) == ["consistent", "semiconsistent", "fast"]
+    fast = rounds[0]["fast"]
+    assert (fast.elapsed_ms, fast.reference_ms) == (6.0, 8.0)  # the references 9 and 7
+    assert rounds[0]["consistent"].reference_ms == 9.0 and rounds[1]["fast"].reference_ms == 11
+
+
+def test_a_round_cut_or_of_another_measurement_starts_a_new_one_and_untimed_trials_drop():
+    modes = {"consistent": 9.0, "semiconsistent": 500.0, "fast": 6.0}
+    taken = timed_round(0, modes, [10.0] * 4) + timed_round(0, modes, [10.0] * 4, repetition=1)
+    untimed = timed_round(0, {"fast": 5.0}, [10.0, 10.0], point=1)
+    untimed[1] = stored(1, "accuracy-fast", data({"a": 100}), point=1, elapsed_ms=None)
+    rounds = trial_rounds(taken + untimed)
+    assert [list(r) for r in rounds] == [["consistent", "semiconsistent", "fast"]] * 2
+    # a round the warm-up cut after its first trial: the next round's trials start afresh
+    cut = timed_round(0, {"consistent": 9.0}, [10.0, 10.0])
+    cut += timed_round(3, modes, [10.0] * 4)
+    assert [list(r) for r in trial_rounds(cut)] == [
+        ["consistent"],
+        ["consistent", "semiconsistent", "fast"],
+    ]

@@ -137,6 +137,42 @@ def trial_error(trial: Trial) -> TrialError:
 
 
 @dataclass(frozen=True)
+class TrialTime:
+    """How long one trial's mode took to read shared_buffers, beside the exact references
+    (snapshot mode: seed 003's consistent read) taken just before and after it under the same
+    load: the seed's "faster" and "slower" compare these."""
+
+    mode: str
+    elapsed_ms: float
+    reference_ms: float  # the mean of the two references' times
+
+
+def trial_rounds(snapshots: list) -> list[dict[str, TrialTime]]:
+    """The accuracy rounds' times, each round (ROUND_MODES back to back, each between two
+    references, the reference after one trial the one before the next) as mode -> TrialTime.
+    A trial without a time, or cut from its round, starts a new round."""
+    ordered = sorted(snapshots, key=lambda s: (s.point_index, s.repetition, s.seq))
+    rounds: list[dict[str, TrialTime]] = []
+    current: dict[str, TrialTime] = {}
+    last_after = None
+    for before, measured, after in zip(ordered, ordered[1:], ordered[2:], strict=False):
+        if not _measured_between_references(before, measured, after):
+            continue
+        times = [s.elapsed_ms for s in (before, measured, after)]
+        if any(t is None for t in times):
+            continue
+        mode = measured.label.removeprefix(MEASURED_PREFIX)
+        if current and (mode in current or before is not last_after):
+            rounds.append(current)
+            current = {}
+        current[mode] = TrialTime(mode, measured.elapsed_ms, (times[0] + times[2]) / 2)
+        last_after = after
+    if current:
+        rounds.append(current)
+    return rounds
+
+
+@dataclass(frozen=True)
 class ModeAccuracy:
     mode: str
     trials: int

@@ -28,6 +28,9 @@ class Sag:
     ratios: Summary  # tps(method) / tps(baseline), per round (or window pair)
     sag_percent: float  # 1 minus the ratios' geometric mean, in percent
     sag_ci_percent: tuple[float, float] | None  # 95%: from the interval on the ratios' logs
+    # Every ratio as measured, a 0 among them: the claims judge these (analysis/claims.py
+    # refuses a 0 rather than leave it out, as the geometric mean above must)
+    values: tuple[float, ...] = ()
 
 
 def paired_sag(baseline: dict[int, float], measured: dict[int, float], method: str) -> Sag | None:
@@ -47,7 +50,7 @@ def sag_of_ratios(values: list[float], method: str) -> Sag | None:
     interval = None
     if effect.ci_low is not None and effect.ci_high is not None:
         interval = ((1 - effect.ci_high) * 100, (1 - effect.ci_low) * 100)
-    return Sag(method, ratios, (1 - effect.ratio) * 100, interval)
+    return Sag(method, ratios, (1 - effect.ratio) * 100, interval, tuple(values))
 
 
 @dataclass(frozen=True)
