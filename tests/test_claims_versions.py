@@ -1,27 +1,45 @@
 """Seed 001's claims (studies/versions/claims.py): each claim's rule on constructed samples for
-every verdict it can give, the SATA RAID disk preset, and the study's judges on the fixture
-store's tiny versions run."""
+every verdict it can give (reproduced, contradicted, noise, not measured, cannot), the figures
+that never decide (one repetition, equal repetitions, a failed measurement), the SATA RAID disk
+preset, and the study's judges on the fixture store's tiny versions run."""
+
+import math
+from pathlib import Path
 
 import pytest
 
-from pgcachelab.analysis.claims import CANNOT, CONTRADICTED, NOISE, REPRODUCED
+from pgcachelab.analysis.claims import (
+    CANNOT,
+    CONTRADICTED,
+    NOISE,
+    NOT_MEASURED,
+    REPRODUCED,
+)
+from pgcachelab.analysis.qualifiers import QUALIFIERS
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.machine.disk_profiles import PRESETS, canonical_disk, resolve_disk
 from pgcachelab.studies.versions.claims import (
+    CLAIMS,
     LARGE_REGRESSION,
+    NOT_IN_QUICK,
     READ_ONLY,
     READ_ONLY_SCALED,
     READ_WRITE,
     READ_WRITE_OUTGREW,
     READ_WRITE_ROSE,
+    READ_WRITE_SMALL,
     SATA_FELL,
     SATA_GROUP_COMMIT,
     SATA_RAID,
+    SATA_SMALLER_GAINS,
+    SMALLER_MACHINE,
     judge,
     ratio_of_ratios,
 )
-from pgcachelab.studies.versions.study import Versions
+from pgcachelab.studies.versions.study import SEED, Versions
+
+SEEDS = Path(__file__).parents[2] / "shared" / "seeds"  # as test_study_registry finds them
 
 
 def cell(mode: str, scale_class: str, clients: int = 16, **more) -> tuple:
@@ -37,43 +55,98 @@ def samples_for(mode, scale_class, by_version, **more) -> dict:
     return {cell(mode, scale_class, **more): {v: list(t) for v, t in by_version.items()}}
 
 
+# -- what the lab cannot install, and what no spec measures ------------------------------------
+
+
 def test_older_versions_cannot_be_shown_here():
     for claim in (READ_ONLY_SCALED, SATA_GROUP_COMMIT):
         verdict = judge(claim, samples_for(READ_ONLY, "medium", {"9.6": reps(100)}))
         assert verdict.outcome == CANNOT and "older than 9.6" in verdict.reason
 
 
+def test_the_smaller_machine_is_not_measured_and_says_what_would():
+    verdict = judge(SMALLER_MACHINE, samples_for(READ_WRITE, "medium", {"9.6": reps(100)}))
+    assert verdict.outcome == NOT_MEASURED
+    assert "4 cores and 8 GB" in verdict.reason and "cpuset" in verdict.reason
+
+
+# -- "about ×2" and "about 52k → 75k": the qualifiers table's "about" ---------------------------
+
+
 @pytest.mark.parametrize(
     ("newest_tps", "spread", "outcome"),
-    [(150, 0.01, REPRODUCED), (70, 0.01, CONTRADICTED), (100, 0.3, NOISE)],
+    [
+        (200, 0.01, REPRODUCED),  # ×2.0: inside ×1.41-2.83
+        (400, 0.01, CONTRADICTED),  # ×4.0 from 9.6 alone: more than the article's whole span
+        (100, 0.30, NOISE),  # the interval reaches across the band
+    ],
 )
-def test_read_write_rose(newest_tps, spread, outcome):
+def test_read_write_rose_about_twice(newest_tps, spread, outcome):
     samples = samples_for(
-        READ_WRITE, "medium", {"9.6": reps(100), "13": reps(120), "18": reps(newest_tps, spread)}
+        READ_WRITE,
+        "medium",
+        {"9.6": reps(100), "11": reps(150), "13": reps(newest_tps, spread), "18": reps(50)},
     )
     verdict = judge(READ_WRITE_ROSE, samples)
     assert verdict.outcome == outcome
-    assert verdict.figure is not None and "18/9.6" in verdict.figure.what
+    # up to 13, the article's newest: 18 must not decide
+    assert verdict.figure is not None and "13/9.6" in verdict.figure.what
+    assert '"about" = the 95% interval within 1.41–2.83' in verdict.reason
     assert "95% CI" in verdict.text()
+
+
+def test_read_write_rose_by_less_than_the_band_is_noise_not_contradicted():
+    # ×1.05 from 9.6: the article's rise may all lie before 9.6, which the lab cannot install
+    samples = samples_for(READ_WRITE, "medium", {"9.6": reps(100), "13": reps(105)})
+    verdict = judge(READ_WRITE_ROSE, samples)
+    assert verdict.figure.ci_high < 1.41  # wholly below the band
+    assert verdict.outcome == NOISE and "before 9.6" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("newest_tps", "outcome"), [(144, REPRODUCED), (250, CONTRADICTED), (101, NOISE)]
+)
+def test_read_write_small_52k_to_75k(newest_tps, outcome):
+    samples = samples_for(READ_WRITE, "small", {"9.6": reps(100), "13": reps(newest_tps)})
+    verdict = judge(READ_WRITE_SMALL, samples)
+    assert verdict.outcome == outcome
+    assert "small" in verdict.figure.what and "within 1.2–1.73" in verdict.reason
 
 
 def test_read_write_rose_at_the_most_clients():
     samples = {
-        **samples_for(READ_WRITE, "medium", {"9.6": reps(100), "18": reps(60)}, clients=1),
-        **samples_for(READ_WRITE, "medium", {"9.6": reps(100), "18": reps(150)}, clients=64),
+        **samples_for(READ_WRITE, "medium", {"9.6": reps(100), "13": reps(60)}, clients=1),
+        **samples_for(READ_WRITE, "medium", {"9.6": reps(100), "13": reps(200)}, clients=64),
     }
     verdict = judge(READ_WRITE_ROSE, samples)
     assert verdict.outcome == REPRODUCED and "64 clients" in verdict.figure.what
 
 
-def test_read_write_rose_cannot_and_one_repetition():
-    only_read_only = samples_for(READ_ONLY, "medium", {"9.6": reps(100), "18": reps(150)})
-    assert judge(READ_WRITE_ROSE, only_read_only).outcome == CANNOT
-    one_version = samples_for(READ_WRITE, "medium", {"18": reps(150)})
-    assert judge(READ_WRITE_ROSE, one_version).outcome == CANNOT
-    single = samples_for(READ_WRITE, "medium", {"9.6": [100.0], "18": [200.0]})
-    verdict = judge(READ_WRITE_ROSE, single)
-    assert verdict.outcome == NOISE and "one repetition" in verdict.reason  # never reproduced
+def test_figures_that_never_decide():
+    one_repetition = samples_for(READ_WRITE, "medium", {"9.6": [100.0], "13": [200.0]})
+    verdict = judge(READ_WRITE_ROSE, one_repetition)
+    assert verdict.outcome == NOISE and "1 repetition(s) cannot decide" in verdict.reason
+    # issue 46: two equal repetitions a version give "×2 (95% CI 2–2)": no spread, no verdict
+    equal = samples_for(READ_WRITE, "medium", {"9.6": [100.0, 100.0], "13": [200.0, 200.0]})
+    verdict = judge(READ_WRITE_ROSE, equal)
+    assert verdict.figure.zero_width
+    assert verdict.outcome == NOISE and "zero width" in verdict.reason
+    # a repetition that measured an infinite rate is refused, not judged around
+    broken = samples_for(READ_WRITE, "medium", {"9.6": reps(100), "13": [200.0, math.inf]})
+    verdict = judge(READ_WRITE_ROSE, broken)
+    assert verdict.outcome == NOISE and "cannot be judged" in verdict.reason
+
+
+def test_what_the_run_did_not_measure():
+    only_read_only = samples_for(READ_ONLY, "medium", {"9.6": reps(100), "13": reps(200)})
+    verdict = judge(READ_WRITE_ROSE, only_read_only)
+    assert verdict.outcome == NOT_MEASURED and "no read-write, medium cell" in verdict.reason
+    after_13 = samples_for(READ_WRITE, "medium", {"15": reps(100), "18": reps(200)})
+    verdict = judge(READ_WRITE_ROSE, after_13)
+    assert verdict.outcome == NOT_MEASURED and "up to 13" in verdict.reason
+
+
+# -- "read-write keeps rising where read-only's gains are behind it": a direction --------------
 
 
 @pytest.mark.parametrize(
@@ -83,17 +156,17 @@ def test_read_write_rose_cannot_and_one_repetition():
 def test_read_write_outgrew_read_only(write_after, read_after, outcome):
     spread = 0.2 if outcome == NOISE else 0.01
     samples = {
-        **samples_for(READ_WRITE, "medium", {"9.6": reps(100), "18": reps(write_after, spread)}),
-        **samples_for(READ_ONLY, "medium", {"9.6": reps(100), "18": reps(read_after, spread)}),
+        **samples_for(READ_WRITE, "medium", {"9.6": reps(100), "13": reps(write_after, spread)}),
+        **samples_for(READ_ONLY, "medium", {"9.6": reps(100), "13": reps(read_after, spread)}),
     }
     verdict = judge(READ_WRITE_OUTGREW, samples)
     assert verdict.outcome == outcome
     assert verdict.figure is not None and verdict.figure.repetitions == 3
 
 
-def test_read_write_outgrew_read_only_cannot_without_both_modes():
-    samples = samples_for(READ_WRITE, "medium", {"9.6": reps(100), "18": reps(150)})
-    assert judge(READ_WRITE_OUTGREW, samples).outcome == CANNOT
+def test_read_write_outgrew_read_only_not_measured_without_both_modes():
+    samples = samples_for(READ_WRITE, "medium", {"9.6": reps(100), "13": reps(150)})
+    assert judge(READ_WRITE_OUTGREW, samples).outcome == NOT_MEASURED
 
 
 def test_ratio_of_ratios():
@@ -105,6 +178,14 @@ def test_ratio_of_ratios():
     assert ratio == pytest.approx(a_ratio / b_ratio)
     assert low < a_low and high > a_high  # b's noise widens the interval
     assert ratio_of_ratios([1.0], [2.0], [1.0, 1.1], [1.0, 1.1])[1] is None
+    # no spread in any sample: no interval, never one of zero width (issue 46)
+    assert ratio_of_ratios([1.0, 1.0], [2.0, 2.0], [1.0, 1.0], [1.0, 1.0])[1:] == (None, None)
+    # one sample without spread still leaves an interval from the others
+    _, low, high = ratio_of_ratios([1.0, 1.0], [2.0, 2.1], [1.0, 1.1], [1.0, 1.1])
+    assert low is not None and low < high
+
+
+# -- the regression between 9.5 and 11 ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -118,13 +199,18 @@ def test_large_read_write_regression_to_11(tps_11, outcome):
     )
     verdict = judge(LARGE_REGRESSION, samples)
     assert verdict.outcome == outcome
-    assert "11/9.6" in verdict.figure.what
+    assert "9.6/11" in verdict.figure.what  # in the article's direction: a fall above ×1
+    if tps_11:
+        assert verdict.figure.value == pytest.approx(100 / tps_11, rel=1e-3)
 
 
 def test_large_read_write_regression_needs_a_version_up_to_11():
     samples = samples_for(READ_WRITE, "large", {"9.6": reps(100), "13": reps(80), "18": reps(70)})
     verdict = judge(LARGE_REGRESSION, samples)
-    assert verdict.outcome == CANNOT and "9.5 and 11" in verdict.reason
+    assert verdict.outcome == NOT_MEASURED and "up to 11" in verdict.reason
+
+
+# -- SATA RAID ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -132,32 +218,71 @@ def test_large_read_write_regression_needs_a_version_up_to_11():
     [(60, 0.01, REPRODUCED), (140, 0.01, CONTRADICTED), (100, 0.4, NOISE)],
 )
 def test_sata_read_only_fell(newest_tps, spread, outcome):
-    by_version = {"9.6": reps(100), "18": reps(newest_tps, spread)}
+    by_version = {"9.6": reps(100), "13": reps(newest_tps, spread)}
     samples = {
         # the NVMe cell rises: only the SATA RAID cell may decide
-        **samples_for(READ_ONLY, "large", {"9.6": reps(100), "18": reps(200)}, disk="nvme"),
+        **samples_for(READ_ONLY, "large", {"9.6": reps(100), "13": reps(200)}, disk="nvme"),
         **samples_for(READ_ONLY, "large", by_version, disk=SATA_RAID),
     }
     verdict = judge(SATA_FELL, samples)
     assert verdict.outcome == outcome
-    assert SATA_RAID in verdict.figure.what
+    assert SATA_RAID in verdict.figure.what and "9.6/13" in verdict.figure.what
 
 
 def test_sata_read_only_fell_on_a_fixed_disk_and_without_it():
-    samples = samples_for(READ_ONLY, "large", {"9.6": reps(100), "18": reps(60)})
+    samples = samples_for(READ_ONLY, "large", {"9.6": reps(100), "13": reps(60)})
     assert judge(SATA_FELL, samples, {"disk": SATA_RAID}).outcome == REPRODUCED
     verdict = judge(SATA_FELL, samples)  # this machine's own disk: not the article's SATA RAID
-    assert verdict.outcome == CANNOT and SATA_RAID in verdict.reason
+    assert verdict.outcome == NOT_MEASURED and NOT_IN_QUICK in verdict.reason
+    assert "root" not in verdict.reason  # the cause is the quick spec's time, not root
+
+
+def sata_gains(small: float, medium: float, large: float, spread: float = 0.01) -> dict:
+    samples = {}
+    for scale_class, after in (("small", small), ("medium", medium), ("large", large)):
+        by_version = {"9.6": reps(100), "11": reps(100), "13": reps(after, spread)}
+        samples |= samples_for(READ_WRITE, scale_class, by_version, disk=SATA_RAID)
+        # on the NVMe preset the medium set gains most: only SATA RAID may decide
+        samples |= samples_for(READ_WRITE, scale_class, {"9.6": reps(100), "13": reps(300)},
+                               disk="nvme")  # fmt: skip
+    return samples
+
+
+@pytest.mark.parametrize(
+    ("gains", "outcome", "said"),
+    [
+        ((300, 150, 120), REPRODUCED, "every part reproduced"),
+        ((120, 150, 200), CONTRADICTED, "every part contradicted"),
+        ((150, 120, 200), NOISE, "the parts disagree"),
+        ((150, 150, 150, 0.3), NOISE, "every part not shown beyond the noise"),
+    ],
+)
+def test_sata_gains_smaller_on_medium_and_large(gains, outcome, said):
+    verdict = judge(SATA_SMALLER_GAINS, sata_gains(*gains))
+    assert verdict.outcome == outcome
+    assert said in verdict.reason
+    assert "medium: " in verdict.reason and "large: " in verdict.reason
+    assert SATA_RAID in verdict.figure.what
+
+
+def test_sata_gains_not_measured_without_the_sata_raid_disk():
+    samples = samples_for(READ_WRITE, "small", {"9.6": reps(100), "13": reps(200)})
+    verdict = judge(SATA_SMALLER_GAINS, samples)
+    assert verdict.outcome == NOT_MEASURED and NOT_IN_QUICK in verdict.reason
+
+
+# -- the A/A control ---------------------------------------------------------------------------
 
 
 def test_an_untrustworthy_control_leaves_only_noise():
-    rising = {"9.6": reps(100), "18": reps(150)}
+    rising = {"9.6": reps(100), "13": reps(200), "18": reps(200)}
     samples = samples_for(READ_WRITE, "medium", rising)
     assert judge(READ_WRITE_ROSE, samples).outcome == REPRODUCED
-    # the A/A twin of 18 differs from 18 by a third in every cell: the run cannot tell versions
+    # the A/A twin of 18 differs from 18 by half in every cell: the run cannot tell versions
     with_control = {key: {**value, "18 control": reps(100)} for key, value in samples.items()}
     verdict = judge(READ_WRITE_ROSE, with_control)
     assert verdict.outcome == NOISE and "A/A control" in verdict.reason
+    assert verdict.figure is not None  # the figure still shown
 
 
 def test_sata_raid_preset_is_three_7200_rpm_disks():
@@ -170,30 +295,51 @@ def test_sata_raid_preset_is_three_7200_rpm_disks():
     assert "seed 001" in raid.source
 
 
+# -- the claims as the study publishes them ----------------------------------------------------
+
+
 @pytest.fixture(scope="module")
 def tiny_versions(tiny_runs) -> RunData:
     return tiny_runs["archaeology-tiny"]
 
 
 def test_the_tiny_runs_verdicts(tiny_versions):
-    verdicts = [claim.judge(tiny_versions) for claim in Versions.claims]
+    published = zip(CLAIMS, Versions.claims, strict=True)
+    verdicts = {claim.key: shown.judge(tiny_versions) for claim, shown in published}
     # tests/data/report-runs/archaeology.toml: 15 and 18, small and medium, 1 and 4 clients,
-    # two 1 s repetitions, no large class, on this machine's disk.
-    assert [v.outcome for v in verdicts] == [
-        CANNOT,  # 9.2 and 9.5: older than 9.6
-        NOISE,  # read-write 18/15 at medium, 4 clients: ×1.00, interval 0.84–1.19 spans 1
-        NOISE,  # read-write over read-only: ×1.11, interval 0.98–1.27 spans 1
-        CANNOT,  # the 9.5 → 11 regression: no large class, no version up to 11
-        CANNOT,  # SATA RAID: the run has no such disk
-        CANNOT,  # 9.1's group commit: older than 9.6
-    ]
-    assert verdicts[1].figure.what == (
-        "read-write tps 18/15 at medium, 4 clients, -M simple, this machine's disk"
-    )
-    assert verdicts[1].figure.repetitions == 2
+    # two 1 s repetitions, no large class, on this machine's disk: no version up to 13, the
+    # article's newest, so no trend is measured
+    assert {key: v.outcome for key, v in verdicts.items()} == {
+        "read-only-9.2-9.5": CANNOT,  # older than 9.6
+        "read-write-rose": NOT_MEASURED,
+        "read-write-small-52k-75k": NOT_MEASURED,
+        "read-write-vs-read-only": NOT_MEASURED,
+        "read-write-large-9.5-11": NOT_MEASURED,  # no large class, no version up to 11
+        "sata-read-only-9.6": NOT_MEASURED,  # no SATA RAID disk
+        "sata-read-write-9.1": CANNOT,  # older than 9.6
+        "sata-read-write-medium-large": NOT_MEASURED,
+        "smaller-machine": NOT_MEASURED,
+    }
+    assert "fewer than two versions up to 13" in verdicts["read-write-rose"].reason
 
 
-def test_every_claim_has_its_figure_rule_and_judge():
+def test_every_claim_has_its_figure_rule_qualifier_and_judge():
+    assert len(Versions.claims) == len(CLAIMS) == 9
     for claim in Versions.claims:
         assert claim.figure and claim.rule and claim.article and claim.words
+        assert claim.qualifier in QUALIFIERS
         assert claim.judge.__name__ != "_not_judged"
+
+
+def test_the_article_figures_are_the_seeds():
+    """Every number the claims quote from the article is in seed 001 (translated from its
+    Polish): 47k → 42k, 52k → 75k, 27k → 63k, 100 → 600, 600 → 6,000; and no figure the article
+    does not give (issue 46: "read-only ×2 to 9.5, then flat" was not in it)."""
+    if not (SEEDS / SEED).is_file():
+        pytest.skip(f"no seed {SEED} beside the repository")
+    text = (SEEDS / SEED).read_text()
+    for quoted in ("47 tys", "42 tys", "52 tys", "75 tys", "27 tys", "63 tys", "100 tps",
+                   "600 tps", "6000 tps", "około 2 razy", "4 rdzeniami i 8 GB"):  # fmt: skip
+        assert quoted in text, quoted
+    for claim in CLAIMS:
+        assert "then flat" not in claim.article and "×2 to 9.5" not in claim.article

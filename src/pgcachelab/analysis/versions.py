@@ -31,7 +31,9 @@ class VersionChange:
 
     @property
     def significant(self) -> bool:
-        if self.ci_low is None or self.ci_high is None:
+        """The interval excludes 1; one of zero width (equal repetitions) says nothing of the
+        spread and is never significant (issue 46)."""
+        if self.ci_low is None or self.ci_high is None or self.ci_low == self.ci_high:
             return False
         return self.ci_high < 1 or self.ci_low > 1
 

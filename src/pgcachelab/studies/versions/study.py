@@ -47,6 +47,7 @@ class Versions(Study):
             rule=claim.rule,
             article=claim.article,
             judge=claim_judge(claim),
+            qualifier=claim.qualifier,
         )
         for claim in CLAIMS
     )
