@@ -66,6 +66,7 @@ def test_a_clear_drop_past_shared_buffers_is_reproduced():
     assert verdict.outcome == REPRODUCED
     assert verdict.figure.value == pytest.approx(2.0, rel=0.02)
     assert verdict.figure.ci_low > 1.2 and verdict.figure.repetitions == 6
+    assert "also clears ×1.2" in verdict.reason
     assert "95% CI" in verdict.text() and "shared_buffers 16MB" in verdict.text()
 
 

@@ -29,6 +29,7 @@ from pgcachelab.analysis.claims import (
     not_measured,
     ratio_figure,
     weakened,
+    with_reason,
 )
 from pgcachelab.analysis.qualifiers import judge
 from pgcachelab.analysis.run_data import RunData
@@ -128,6 +129,11 @@ def judge_step(figure: Figure, boundary: str) -> Verdict:
             f"its interval reaches below ×{STEP_DRIFT:g}, what points minutes apart drift on "
             "this machine with nothing changed (analysis/steps.py): a step this run cannot "
             "tell from drift",
+        )
+    if verdict.outcome == REPRODUCED:
+        return with_reason(
+            verdict,
+            f"its interval also clears ×{STEP_DRIFT:g}, this machine's drift between points",
         )
     return verdict
 
