@@ -227,6 +227,22 @@ def test_nonconsistent_times_scattered_across_the_band_are_noise():
     assert faster_verdict(rounds([10.0, 10.0], [11.0, 11.0])).outcome == NOISE  # zero width
 
 
+def test_the_server_cpu_of_each_read_decides_when_every_trial_has_it():
+    # at the client the reads waited for a CPU among 250 clients: ×1.0; on the CPU ×1.1
+    cpus = [(5.0, 5.5), (5.1, 5.65), (4.9, 5.35), (5.0, 5.52)]
+    walls = [(40.0, 40.0), (41.0, 41.2), (39.0, 38.8), (40.0, 40.3)]
+    found = [
+        {"fast": TrialTime("fast", wall, wall_reference, cpu, reference)}
+        for (wall, wall_reference), (cpu, reference) in zip(walls, cpus, strict=True)
+    ]
+    verdict = faster_verdict(found)
+    assert verdict.outcome == REPRODUCED and verdict.figure.what.startswith("server CPU")
+    found[0]["fast"] = TrialTime("fast", 40.0, 40.0)  # one without it: the client's time
+    verdict = faster_verdict(found)
+    assert verdict.figure.what.startswith("time at the client")
+    assert verdict.outcome == CONTRADICTED  # ×1.0, below the band's ×1.05
+
+
 def test_no_accuracy_rounds_time_nothing():
     assert faster_verdict([]).outcome == NOT_MEASURED
     assert slower_verdict([{"fast": TrialTime("fast", 1.0, 1.0)}]).outcome == NOT_MEASURED

@@ -139,6 +139,15 @@ def test_each_rounds_modes_are_timed_beside_the_references_around_them():
     fast = rounds[0]["fast"]
     assert (fast.elapsed_ms, fast.reference_ms) == (6.0, 8.0)  # the references 9 and 7
     assert rounds[0]["consistent"].reference_ms == 9.0 and rounds[1]["fast"].reference_ms == 11
+    assert fast.cpu_ms is None and fast.reference_cpu_ms is None  # no server CPU stored
+
+
+def test_a_rounds_server_cpu_is_kept_beside_its_time():
+    taken = timed_round(0, {"fast": 6.0}, [10.0, 12.0])
+    for snapshot, cpu_ms in zip(taken, (7.0, 5.0, 9.0), strict=True):
+        snapshot.data = {**snapshot.data, "server_cpu_ms": cpu_ms}
+    (found,) = trial_rounds(taken)
+    assert (found["fast"].cpu_ms, found["fast"].reference_cpu_ms) == (5.0, 8.0)
 
 
 def test_a_round_cut_or_of_another_measurement_starts_a_new_one_and_untimed_trials_drop():
