@@ -51,6 +51,20 @@ class StepSamples:
     description: str = ""
     rate_tpm: float | None = None  # the step's limit on all terminals together; None: no limit
     tpm_total: float | None = None  # median tpmTOTAL of its repetitions (all transaction types)
+    # Transactions per terminal (BenchmarkSQL's runTxnsPerTerminal, pgbench -t); None: timed.
+    transactions: int | None = None
+    # Per successful repetition, in the order of tpmc (experiments/resource_sampler.py's
+    # summary over the measured run): the machine's CPU busy (user + system), waiting for IO
+    # and idle, in % of all its CPUs; empty when the run did not record them.
+    cpu_busy_pct: list[float] = field(default_factory=list)
+    cpu_iowait_pct: list[float] = field(default_factory=list)
+    cpu_idle_pct: list[float] = field(default_factory=list)
+    # The database's size after each repetition, and when each started (Unix time): the
+    # size as loaded is the size before the steps that add many orders.
+    database_bytes: list[float] = field(default_factory=list)
+    started_at: list[float] = field(default_factory=list)
+    warehouses: int | None = None
+    emulated_disk: str | None = None  # the emulated disk's profile, None on real storage
 
 
 @dataclass(frozen=True)

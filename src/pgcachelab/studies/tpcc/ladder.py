@@ -19,6 +19,7 @@ WORKLOAD_KEYS = (
     "weights",
     "mode",
     "terminal_times",
+    "transactions",
 )
 
 
@@ -54,6 +55,37 @@ def median_of(values: list) -> float | None:
     return statistics.median(present) if present else None
 
 
+def _resources_of(result: PointResult, key: str) -> list[float]:
+    """Each successful repetition's figure from its resource summary (cpu_busy_pct: user +
+    system), in the order of tpcc_runs; empty unless every repetition recorded it."""
+    values = []
+    for m in result.ok:
+        if "tpcc" not in m.metrics:
+            continue
+        summary = (m.metrics.get("resources") or {}).get("summary") or {}
+        if key == "cpu_busy_pct":
+            user, system = summary.get("cpu_user_pct"), summary.get("cpu_system_pct")
+            value = None if user is None or system is None else user + system
+        else:
+            value = summary.get(key)
+        if not isinstance(value, int | float):
+            return []
+        values.append(float(value))
+    return values
+
+
+def _emulated_disk(result: PointResult) -> str | None:
+    for m in result.ok:
+        profile = (m.metrics.get("disk") or {}).get("profile")
+        if profile:
+            return str(profile.get("name") if isinstance(profile, dict) else profile)
+    return None
+
+
+def _count(value) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def step_samples(data: RunData) -> list[StepSamples]:
     descriptions = _descriptions(data)
     # workload parameters that some step changes (the rate limit): the rest is the same for all
@@ -64,6 +96,11 @@ def step_samples(data: RunData) -> list[StepSamples]:
     for result in data.points:
         runs = tpcc_runs(result)
         workload = {f"tpcc.{k}": str(result.point.workload.get(k)) for k in varying}
+        sized = [
+            m
+            for m in result.ok
+            if "tpcc" in m.metrics and isinstance(m.metrics.get("database_size_bytes"), int | float)
+        ]
         steps.append(
             StepSamples(
                 name=step_name(result),
@@ -74,6 +111,14 @@ def step_samples(data: RunData) -> list[StepSamples]:
                 description=descriptions.get(step_name(result), ""),
                 rate_tpm=_limit(result.point.workload.get("rate_tpm")),
                 tpm_total=median_of([run.get("tpm_total") for run in runs]),
+                transactions=_count(result.point.workload.get("transactions")),
+                cpu_busy_pct=_resources_of(result, "cpu_busy_pct"),
+                cpu_iowait_pct=_resources_of(result, "cpu_iowait_pct"),
+                cpu_idle_pct=_resources_of(result, "cpu_idle_pct"),
+                database_bytes=[float(m.metrics["database_size_bytes"]) for m in sized],
+                started_at=[m.started_at for m in sized],
+                warehouses=_count(result.point.workload.get("warehouses")),
+                emulated_disk=_emulated_disk(result),
             )
         )
     return steps
