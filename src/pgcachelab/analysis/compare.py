@@ -222,7 +222,8 @@ class PointComparison:
 
     @property
     def significant(self) -> bool:
-        if self.ci_low is None or self.ci_high is None:
+        # a zero-width interval (equal repetitions) says nothing of the spread (issue 46)
+        if self.ci_low is None or self.ci_high is None or self.ci_low >= self.ci_high:
             return False
         return self.ci_low > 1 or self.ci_high < 1
 
