@@ -4,6 +4,7 @@ judges on the fixture store's runs and on constructed runs."""
 
 import math
 import statistics
+from dataclasses import asdict
 
 import pytest
 
@@ -16,7 +17,7 @@ from pgcachelab.analysis.claims import (
     BadFigure,
 )
 from pgcachelab.analysis.inspect_accuracy import TrialError, TrialTime
-from pgcachelab.analysis.inspect_overhead import sag_of_ratios
+from pgcachelab.analysis.inspect_overhead import Windows, covered_windows, sag_of_ratios
 from pgcachelab.analysis.qualifiers import QUALIFIERS
 from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.analysis.statistics import t95
@@ -25,6 +26,7 @@ from pgcachelab.studies.inspect_overhead.claims import (
     approaching_verdict,
     consistent_read_sags,
     consistent_sag_verdict,
+    coverage_caveat,
     fast_error,
     fast_error_verdict,
     fast_not_noticeable,
@@ -445,3 +447,92 @@ def test_the_times_come_from_the_accuracy_rounds_of_the_run():
     assert "shared_buffers=4GB (the seed's: 200GB)" in faster.figure.what
     slower = semiconsistent_slower(data)
     assert slower.outcome == SETUP and slower.figure.repetitions == 3
+
+
+# -- a mode that polled in few of its windows ------------------------------------------------------
+
+
+def test_polled_windows_count_those_a_poll_started_in():
+    windows = Windows(0.0, 6.0, True, "abba")
+    progress = [(float(t), 1000.0) for t in range(1, 49)]
+    polled = [index for index in range(8) if windows.polled(index)]
+    assert covered_windows(progress, windows, [6.0 * polled[0] + 0.5]) == (1, 4)
+    every = [6.0 * index + 0.5 for index in polled] + [6.0 * polled[0] + 2]
+    assert covered_windows(progress, windows, every) == (4, 4)
+
+
+def test_a_caveat_only_below_half_the_polled_windows():
+    assert coverage_caveat({"fast": (8, 8), "semiconsistent": (4, 8), "none": (0, 0)}) == ""
+    caveat = coverage_caveat({"fast": (8, 8), "semiconsistent": (3, 8)})
+    assert caveat.startswith("semiconsistent polled in only 3 of its 8 polled windows")
+
+
+def alternating_run(factors: dict[str, float], polls_in: dict[str, int]):
+    """Two rounds of 48 s runs in 6 s windows: tps falls by the method's factor in the windows
+    it polled in; `polls_in`: how many of its polled windows each method polled in."""
+    windows = Windows(0.0, 6.0, True, "abba")
+    polled = [index for index in range(8) if windows.polled(index)]
+    points, snapshots, settings = [], [], {}
+    for index, (method, factor) in enumerate(factors.items()):
+        taken = polled[: polls_in.get(method, len(polled))] if method != "none" else []
+        measurements = []
+        for repetition in range(2):
+            progress = [
+                {
+                    "elapsed_s": float(t),
+                    "tps": 1000.0
+                    * (1 + 0.01 * ((t * 7 + repetition) % 5 - 2))
+                    * (factor if windows.index(t - 0.5) in taken else 1.0),
+                }
+                for t in range(1, 49)
+            ]
+            metrics = {"inspect_windows": asdict(windows), "pgbench": {"progress": progress}}
+            measurements.append(
+                Measurement(
+                    index, repetition, "ok", None, 0.0, 1.0, 1.0, None, 1e3, 1, 0.1, metrics
+                )
+            )
+            snapshots += [
+                StoredSnapshot(
+                    index,
+                    repetition,
+                    seq,
+                    6.0 * w + 0.5,
+                    "sample",
+                    "extension",
+                    method,
+                    5.0,
+                    None,
+                    {},
+                )  # fmt: skip
+                for seq, w in enumerate(taken)
+            ]
+        swept = {"inspect_method": method, "shared_buffers": "4GB"}
+        point = StoredPoint(index, method, swept, {"mode": "select-only"}, {})
+        points.append(PointResult(point, measurements, None, None, None, None, 4 * 2**30))
+        settings[index] = {"server_version_num": {"normalised": 180000.0}}
+    run = Run("r", "r", "", "", {}, {"cores": 2}, "done", None, None, 0.0, None, None)
+    return RunData(run, points, settings, snapshots=snapshots)
+
+
+def test_a_mode_that_polled_in_few_of_its_windows_decides_nothing():
+    factors = {
+        "none": 1.0,
+        "extension/snapshot": 0.6,
+        "extension/semiconsistent": 0.98,
+        "extension/fast": 0.99,
+    }
+    everywhere = alternating_run(factors, {})
+    assert semiconsistent_approaches_fast(everywhere).outcome == REPRODUCED
+    assert lighter_modes_sag_less(everywhere).outcome == REPRODUCED
+    assert consistent_read_sags(everywhere).outcome == REPRODUCED
+    # semiconsistent's reads outlast what is left of a window: it polled in one of four, and
+    # its "sag" is of windows it never polled in
+    rarely = alternating_run(factors, {"extension/semiconsistent": 1})
+    for judge in (semiconsistent_approaches_fast, lighter_modes_sag_less):
+        verdict = judge(rarely)
+        assert verdict.outcome == NOISE, judge.__name__
+        assert "pg_cachelab semiconsistent polled in only 2 of its 8 polled windows" in (
+            verdict.reason
+        )
+    assert fast_not_noticeable(rarely).outcome == REPRODUCED

@@ -115,6 +115,19 @@ def measurement_window_ratios(metrics: dict) -> list[float]:
     return alternation_ratios(samples, Windows(**windows))
 
 
+def covered_windows(
+    progress: list[tuple[float, float]], windows: Windows, poll_starts: list[float]
+) -> tuple[int, int]:
+    """(polled windows in which a poll started, polled windows with a whole progress sample).
+    A read longer than what is left of its window is skipped by the sampler (it would slow the
+    unpolled neighbour): a slow mode may poll in few of its windows, and its sag then says
+    little of polling with it."""
+    measured = window_tps(progress, windows)
+    started = {windows.index(at) for at in poll_starts}
+    polled = [index for index in measured if windows.polled(index)]
+    return sum(index in started for index in polled), len(polled)
+
+
 def sag_above(larger: Sag, smaller: Sag) -> bool | None:
     """Whether `larger` sags more than `smaller` beyond the noise: their 95% intervals apart.
     None when either has no interval (a single ratio)."""

@@ -54,6 +54,7 @@ from pgcachelab.studies.inspect_overhead.sags import (
     cell_text,
     cells,
     method_sags,
+    poll_coverage,
 )
 from pgcachelab.units import shared_buffers_bytes
 
@@ -243,9 +244,9 @@ def faster_verdict(rounds: list[dict[str, TrialTime]], where: str = "") -> Verdi
 SEMICONSISTENT_DESIGN = (
     "the time is set by the lab's own semiconsistent (extension/pg_cachelab/pg_cachelab.c): it "
     "walks every buffer header once per partition, 128 passes, hashing each tag not yet "
-    "counted; the seed's patch (an attachment) is not in its text, and a read that takes one partition lock "
-    "at a time can be written with one pass (e.g. locking each buffer's own partition), so "
-    "the ratio measures the lab's implementation, not the seed's method"
+    "counted; the seed's patch (an attachment) is not in its text, and a read that takes one "
+    "partition lock at a time can be written with one pass (e.g. locking each buffer's own "
+    "partition), so the ratio measures the lab's implementation, not the seed's method"
 )
 
 
@@ -304,6 +305,37 @@ class ConsistentRead:
     method: str
     name: str
     sag: Sag | None
+    measured: MethodSag
+
+
+# A mode that polled in fewer than half of its polled windows: its sag is mostly of windows it
+# did not poll in, and says little of polling with it.
+MIN_POLLED_SHARE = 0.5
+
+
+def coverage_caveat(coverage: dict[str, tuple[int, int]]) -> str:
+    """Why the sags say little of polling ("" when every mode polled in at least
+    MIN_POLLED_SHARE of its polled windows): mode -> (windows with a poll, polled windows)."""
+    short = [
+        f"{mode} polled in only {covered} of its {polled} polled windows"
+        for mode, (covered, polled) in coverage.items()
+        if polled and covered < MIN_POLLED_SHARE * polled
+    ]
+    if not short:
+        return ""
+    return (
+        "; ".join(short) + " (the sampler skips a read that would run past its window): "
+        "its sag is mostly of windows it did not poll in"
+    )
+
+
+def _checked(verdict: Verdict, data: RunData, measured: Sequence[MethodSag]) -> Verdict:
+    """The verdict, weakened when a mode behind it polled in too few of its windows."""
+    coverage = {
+        METHOD_NAMES.get(m.method, m.method): poll_coverage(data, m.result) for m in measured
+    }
+    caveat = coverage_caveat(coverage)
+    return weakened(verdict, caveat) if caveat else verdict
 
 
 def _version_num(data: RunData, point_index: int) -> float | None:
@@ -325,7 +357,7 @@ def _consistent_reads(data: RunData, sags: list[MethodSag]) -> list[ConsistentRe
             name = f"pg_buffercache on PostgreSQL {major}.{minor // 100}"
         else:
             continue
-        found.append(ConsistentRead(sag.cell, sag.method, name, sag.quoted))
+        found.append(ConsistentRead(sag.cell, sag.method, name, sag.quoted, sag))
     return sorted(found, key=lambda read: -_cell_shared_buffers(read.cell))
 
 
@@ -366,12 +398,13 @@ def consistent_read_sags(data: RunData) -> Verdict:
         )
     read = with_sag[0]
     what = f"tps without / while polling with {read.name}{_at(read.cell)}"
-    return guarded(
+    verdict = guarded(
         what,
         lambda: consistent_sag_verdict(
             slowdown_figure(what, read.sag), _unmeasured(sags), _machine(data)
         ),
     )
+    return _checked(verdict, data, [read.measured])
 
 
 NO_LIGHTER = (
@@ -380,13 +413,13 @@ NO_LIGHTER = (
 )
 
 
-def _beside_consistent(data: RunData) -> tuple[ConsistentRead, dict[str, Sag]] | None:
+def _beside_consistent(data: RunData) -> tuple[ConsistentRead, dict[str, MethodSag]] | None:
     """The largest-shared_buffers consistent read with a sag and a lighter mode beside it."""
     sags = method_sags(data)
     for read in _consistent_reads(data, sags):
-        beside = {s.method: s.quoted for s in sags if s.cell == read.cell and s.quoted}
+        beside = {s.method: s for s in sags if s.cell == read.cell and s.quoted is not None}
         if read.sag is not None and any(method in beside for method in LIGHTER):
-            return read, {method: sag for method, sag in beside.items() if sag is not None}
+            return read, beside
     return None
 
 
@@ -401,20 +434,23 @@ def lighter_modes_sag_less(data: RunData) -> Verdict:
     def rule() -> Verdict:
         ratios: dict[str, Figure | None] = {}
         for method, mode in LIGHTER.items():
-            light = beside.get(method)
+            light = beside[method].quoted if method in beside else None
             what = f"tps while {mode} / while {read.name} polls{_at(read.cell)}"
             ratios[mode] = relative_tps_figure(what, light, consistent) if light else None
         return lighter_verdict(ratios, NO_LIGHTER)
 
-    return guarded("the lighter modes against the consistent read", rule)
+    measured = [read.measured, *(beside[m] for m in LIGHTER if m in beside)]
+    return _checked(guarded("the lighter modes against the consistent read", rule), data, measured)
 
 
-def _largest_with(data: RunData, methods: Sequence[str]) -> tuple[tuple, dict[str, Sag]] | None:
+def _largest_with(
+    data: RunData, methods: Sequence[str]
+) -> tuple[tuple, dict[str, MethodSag]] | None:
     """The largest-shared_buffers cell where every one of `methods` has a sag."""
-    by_cell: dict[tuple, dict[str, Sag]] = {}
+    by_cell: dict[tuple, dict[str, MethodSag]] = {}
     for sag in method_sags(data):
         if sag.quoted is not None:
-            by_cell.setdefault(sag.cell, {})[sag.method] = sag.quoted
+            by_cell.setdefault(sag.cell, {})[sag.method] = sag
     found = [(cell, got) for cell, got in by_cell.items() if all(m in got for m in methods)]
     return max(found, key=lambda item: _cell_shared_buffers(item[0]), default=None)
 
@@ -425,10 +461,12 @@ def fast_not_noticeable(data: RunData) -> Verdict:
     if found is None:
         return not_measured(unmeasured)
     cell, got = found
+    fast = got[FAST_METHOD]
     what = f"tps without / while polling with pg_cachelab fast{_at(cell)}"
-    return guarded(
-        what, lambda: not_noticeable_verdict(slowdown_figure(what, got[FAST_METHOD]), unmeasured)
+    verdict = guarded(
+        what, lambda: not_noticeable_verdict(slowdown_figure(what, fast.quoted), unmeasured)
     )
+    return _checked(verdict, data, [fast])
 
 
 def semiconsistent_approaches_fast(data: RunData) -> Verdict:
@@ -439,17 +477,20 @@ def semiconsistent_approaches_fast(data: RunData) -> Verdict:
             "baseline under the same shared_buffers"
         )
     cell, got = found
+    fast, semiconsistent = got[FAST_METHOD], got[SEMICONSISTENT_METHOD]
+    assert fast.quoted is not None and semiconsistent.quoted is not None
+    fast_sag, semiconsistent_sag = fast.quoted, semiconsistent.quoted
     mode = data.points[0].point.workload.get("mode") if data.points else None
     what = f"tps while fast / while semiconsistent polls{_at(cell)}"
     verdict = guarded(
         what,
-        lambda: approaching_verdict(
-            relative_tps_figure(what, got[FAST_METHOD], got[SEMICONSISTENT_METHOD]), ""
-        ),
+        lambda: approaching_verdict(relative_tps_figure(what, fast_sag, semiconsistent_sag), ""),
     )
     if mode and mode != "select-only":
-        return weakened(verdict, f"the seed's finding is under SELECT-only load, this run's {mode}")
-    return verdict
+        verdict = weakened(
+            verdict, f"the seed's finding is under SELECT-only load, this run's {mode}"
+        )
+    return _checked(verdict, data, [fast, semiconsistent])
 
 
 def _largest_cell_rounds(data: RunData) -> tuple[list[dict[str, TrialTime]], str]:

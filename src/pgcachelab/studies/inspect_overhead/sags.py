@@ -8,6 +8,8 @@ from pgcachelab.analysis.inspect_accuracy import ModeAccuracy, accuracy_by_mode,
 from pgcachelab.analysis.inspect_overhead import (
     BASELINE,
     Sag,
+    Windows,
+    covered_windows,
     measurement_window_ratios,
     paired_sag,
     sag_of_ratios,
@@ -90,6 +92,28 @@ def method_sags(data: RunData) -> list[MethodSag]:
                 within = sag_of_ratios(ratios, method)
             sags.append(MethodSag(cell, method, result, between, within))
     return sags
+
+
+def poll_coverage(data: RunData, result: PointResult) -> tuple[int, int]:
+    """(polled windows in which a poll started, polled windows) over the point's
+    measurements; (0, 0) when the run did not alternate windows."""
+    covered = polled = 0
+    for measurement in result.ok:
+        windows = measurement.metrics.get("inspect_windows")
+        progress = (measurement.metrics.get("pgbench") or {}).get("progress") or []
+        if not windows or not progress:
+            continue
+        starts = [
+            s.taken_at
+            for s in data.snapshots
+            if s.point_index == result.point.point_index
+            and s.repetition == measurement.repetition
+            and s.label == "sample"
+        ]
+        samples = [(sample["elapsed_s"], sample["tps"]) for sample in progress]
+        found = covered_windows(samples, Windows(**windows), starts)
+        covered, polled = covered + found[0], polled + found[1]
+    return covered, polled
 
 
 def cell_accuracy(data: RunData) -> dict[tuple, dict[str, ModeAccuracy]]:
