@@ -128,14 +128,16 @@ QUALIFIERS = {
         ),
         Qualifier(
             "greatly",
-            "greatly, much, badly, heavily, dramatically, huge, significant (not the statistical word)",
+            "greatly, much, badly, heavily, dramatically, huge, significant (not the "
+            "statistical word)",
             f"at least ×{GREAT:g}",
             "half again or more (a third off a rate): more than this machine's 5-15% drift "
             "between points can make, and far more than 'noticeably'",
         ),
         Qualifier(
             "about",
-            "about N×, ~N×, N times, by half (×1.5), N% more; a modest or moderate gain the article gives figures for (52k → 75k) is judged by its figures",
+            "about N×, ~N×, N times, by half (×1.5), N% more; a modest or moderate gain "
+            "the article gives figures for (52k → 75k) is judged by its figures",
             "within N^0.5–N^1.5",
             "the change on a log scale within half of the article's either way (about ×2: "
             "×1.41–×2.83; about +10%: +4.9% to +15.4%): nearer N than 1 or N²",
