@@ -122,20 +122,19 @@ def judge_step(figure: Figure, boundary: str) -> Verdict:
     """The article's "clear step" ("noticeably", ×1.1, by its whole 95% interval), reproduced
     only when the whole interval also clears this machine's drift between points (×1.2)."""
     verdict = judge(figure, STEP_QUALIFIER, step_rule(boundary))
-    assert figure.ci_low is not None or verdict.outcome != REPRODUCED
-    if verdict.outcome == REPRODUCED and (figure.ci_low or 0) < STEP_DRIFT:
+    if verdict.outcome != REPRODUCED:
+        return verdict
+    assert figure.ci_low is not None  # a reproduced figure has its interval
+    if figure.ci_low < STEP_DRIFT:
         return weakened(
             verdict,
             f"its interval reaches below ×{STEP_DRIFT:g}, what points minutes apart drift on "
             "this machine with nothing changed (analysis/steps.py): a step this run cannot "
             "tell from drift",
         )
-    if verdict.outcome == REPRODUCED:
-        return with_reason(
-            verdict,
-            f"its interval also clears ×{STEP_DRIFT:g}, this machine's drift between points",
-        )
-    return verdict
+    return with_reason(
+        verdict, f"its interval also clears ×{STEP_DRIFT:g}, this machine's drift between points"
+    )
 
 
 def step_verdict(finding: StepFinding | None, boundary: str, unspanned: Verdict) -> Verdict:
