@@ -301,6 +301,9 @@ def test_disk_at_the_50000_limit_not_measured_where_the_limit_decides():
     assert verdict.outcome == NOT_MEASURED and "the limit the spec chose" in verdict.reason
     verdict = judge_disk_at_limit(quick_ladder())  # a run from before the resource sampler
     assert verdict.outcome == NOT_MEASURED and "recorded no CPU shares" in verdict.reason
+    partial = at_50000([30, 32, 31], [66, 64, 65])
+    partial[2] = with_(partial[2], cpu_idle_pct=[])  # a summary without its idle share
+    assert judge_disk_at_limit(partial).outcome == NOT_MEASURED
     verdict = judge_disk_at_limit(quick_ladder()[:2])
     assert verdict.outcome == NOT_MEASURED and "50,000" in verdict.reason
     # a repetition where the machine did no work at all cannot be a ratio: refused, not dropped

@@ -401,7 +401,8 @@ def judge_disk_at_limit(steps: list[StepSamples]) -> Verdict:
             f"{bound}: the limit the spec chose, not the server, held it back (a limit the "
             "machine does not reach would let the disk show)"
         )
-    if not step.cpu_busy_pct:
+    shares = (step.cpu_busy_pct, step.cpu_iowait_pct, step.cpu_idle_pct)
+    if not step.cpu_busy_pct or len({len(values) for values in shares}) > 1:
         return _no_resources(step)
     if step.emulated_disk:
         waits = [i + d for i, d in zip(step.cpu_iowait_pct, step.cpu_idle_pct, strict=True)]
