@@ -388,8 +388,9 @@ def judge_disk_at_limit(steps: list[StepSamples]) -> Verdict:
     """At the article's second raised limit (50,000) the server, not the limit, decides, and
     its disk holds it back: "CPU利用率也上来了,但是受限于磁盘,大量的iowait". The figure is the
     machine's CPU time waiting against its time working, per repetition: on real storage
-    iowait / busy; on the emulated disk (FUSE) a process waiting for the disk sleeps in the
-    daemon's request, which the kernel counts as idle, not iowait, so (iowait + idle) / busy."""
+    iowait / busy; on the emulated disk (FUSE) a commit's flush or a write waits for the
+    daemon's answer outside io_schedule(), which the kernel counts as idle, not iowait (only
+    a read through the page cache waits as iowait), so (iowait + idle) / busy."""
     where = rung_steps(steps).get(RAISE_AGAIN.key)
     if where is None:
         return not_measured(f"the spec has no {RAISE_AGAIN.wants} (the article's 50,000)")
@@ -408,8 +409,8 @@ def judge_disk_at_limit(steps: list[StepSamples]) -> Verdict:
         waits = [i + d for i, d in zip(step.cpu_iowait_pct, step.cpu_idle_pct, strict=True)]
         what = f"CPU (iowait + idle) / busy at {step.name}"
         where_disk = (
-            f"the data sat on the emulated disk ({step.emulated_disk}): a wait for it is idle "
-            "time, not iowait (FUSE), so idle counts as waiting"
+            f"the data sat on the emulated disk ({step.emulated_disk}): a flush or write waits "
+            "for its FUSE daemon as idle time, not iowait, so idle counts as waiting"
         )
     else:
         waits = list(step.cpu_iowait_pct)
