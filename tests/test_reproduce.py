@@ -16,6 +16,7 @@ from headless_chromium import chromium_path, headless_chromium, visit
 from pgcachelab.analysis.claims import (
     CANNOT,
     NOISE,
+    NOT_MEASURED,
     Figure,
     at_least,
     cannot,
@@ -29,6 +30,7 @@ from pgcachelab.experiments.reproduce import (
     QUICK,
     StudyResult,
     judge,
+    judge_across,
     judge_claim,
     other_work_pct,
     spec_for,
@@ -249,3 +251,22 @@ def test_json_and_text_carry_class_word_and_article(fixture_results):
     assert all("qualifier" in c and "article" in c for c in claims)
     text = render_text(results)
     assert text.count("      the article: ") == len(claims)
+
+
+def test_a_claim_measured_by_another_studys_run_is_judged_on_it(fixture_results):
+    results, base = fixture_results
+    store = SqliteResultStore(base / "results.sqlite")
+    mine = [StudyResult(r.study, r.spec, r.run_id, claims=list(r.claims)) for r in results[:-1]]
+    judge_across(mine, store, QUICK, root=True)
+    wash = next(r for r in mine if r.study.name == "cache-wash")
+    crossed = [c for r in mine for c in r.claims if c.claim.judged_on]
+    assert crossed, "seed 004's report query is judged on seed 000's run"
+    for found in crossed:
+        assert f"measured by cache-wash's run {wash.run_id}" in found.verdict.reason
+    # without cache-wash in this reproduce and no finished run of its spec in the store
+    alone = [StudyResult(r.study, r.spec, r.run_id, claims=list(r.claims)) for r in mine
+             if r.study.name == "big-cache"]  # fmt: skip
+    judge_across(alone, store, QUICK, root=True)
+    [found] = [c for c in alone[0].claims if c.claim.judged_on]
+    assert found.verdict.outcome == NOT_MEASURED
+    assert "pgcachelab reproduce cache-wash" in found.verdict.reason

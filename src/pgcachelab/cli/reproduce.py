@@ -42,7 +42,7 @@ def reproduce(
     """Run each study's spec here and grade its article's claims: reproduced, contradicted, not
     shown beyond the noise, or cannot be shown here (with the reason)."""
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.experiments.reproduce import FULL, QUICK, reproduce_study
+    from pgcachelab.experiments.reproduce import FULL, QUICK, judge_across, reproduce_study
     from pgcachelab.report.build import build_report
     from pgcachelab.report.reproduce_page import (
         busy_warning,
@@ -71,6 +71,7 @@ def reproduce(
         if busy := busy_warning(result):
             note(f"{head}: {busy}")
         results.append(result)
+    judge_across(results, results_store, mode)
     machine = _machine(mode)
     reports = lab_dir / "reports"
     page = render_html(results, machine, results_store, reports, reports / "reproduce")

@@ -15,7 +15,14 @@ from pathlib import Path
 
 import psutil
 
-from pgcachelab.analysis.claims import BadFigure, Verdict, cannot, noise
+from pgcachelab.analysis.claims import (
+    BadFigure,
+    Verdict,
+    cannot,
+    noise,
+    not_measured,
+    with_reason,
+)
 from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.binaries import find_install
@@ -165,6 +172,57 @@ def reproduce_study(
         study, result.run_id if measured else None, store, result.reason or "nothing measured"
     )
     return result
+
+
+def judge_across(
+    results: list[StudyResult], store: ResultStore, mode: str, root: bool | None = None
+) -> None:
+    """Judge again the claims measured by another study's run (`PublishedClaim.judged_on`):
+    on that study's run in this reproduce, else on the newest finished run of its spec in the
+    store; without either, "not measured" naming the command that measures it."""
+    root = os.geteuid() == 0 if root is None else root
+    by_name = {r.study.name: r for r in results}
+    for result in results:
+        for index, found in enumerate(result.claims):
+            other_name = found.claim.judged_on
+            if not other_name:
+                continue
+            verdict = _judged_on_other(other_name, by_name, store, mode, root, found.claim)
+            result.claims[index] = ClaimResult(found.claim, verdict)
+
+
+def _judged_on_other(
+    name: str,
+    by_name: dict[str, StudyResult],
+    store: ResultStore,
+    mode: str,
+    root: bool,
+    claim: PublishedClaim,
+) -> Verdict:
+    from pgcachelab.studies.registry import STUDIES
+
+    other = by_name.get(name)
+    study = other.study if other else next((s for s in STUDIES if s.name == name), None)
+    if study is None:
+        raise ValueError(f"claim {claim.words[:40]!r} is judged on an unknown study {name!r}")
+    spec_name = spec_for(study, mode, root)
+    run_id = None
+    if other is not None and other.run_id and _measured_anything(store, other.run_id):
+        run_id = other.run_id
+    elif other is not None and other.reason:
+        return cannot(f"measured by {name}'s run ({spec_name}), which did not run: {other.reason}")
+    else:
+        spec = load_spec(spec_path(spec_name))
+        earlier = latest_run_of(store, spec.text, spec.name)
+        if earlier is not None and earlier.status == "done":
+            run_id = earlier.run_id
+    if run_id is None:
+        return not_measured(
+            f"measured by {name}'s run ({spec_name}), which this reproduce did not run and "
+            f"the store has not finished: `pgcachelab reproduce {name}` measures it"
+        )
+    verdict = judge_claim(claim, load_run(store, run_id))
+    return with_reason(verdict, f"measured by {name}'s run {run_id} ({spec_name})")
 
 
 def other_work_pct(seconds: float = OTHER_WORK_SAMPLE_S) -> float | None:

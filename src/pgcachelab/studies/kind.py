@@ -42,6 +42,10 @@ class PublishedClaim:
     # A judge may also say SETUP for one run (a claim on the emulated disk is a finding on
     # real storage).
     kind: str = "finding"
+    # Another study whose run measures this claim ("cache-wash"), "" for the study's own run:
+    # seed 004's report query that washes both caches is what seed 000's scan between two
+    # rounds of lookups measures, on a table larger than the memory limit.
+    judged_on: str = ""
 
     def __post_init__(self) -> None:
         if self.qualifier and self.qualifier not in QUALIFIERS:

@@ -7,6 +7,7 @@ from pgcachelab.analysis.sweep_advice import best_value_advice
 from pgcachelab.studies.big_cache.advice import offered_load_advice, scale_advice
 from pgcachelab.studies.big_cache.claims import (
     STEP_DRIFT,
+    WASH_STUDY,
     disk_decides,
     left_memory,
     left_shared_buffers,
@@ -86,6 +87,7 @@ class BigCache(Study):
             article='seen "more than once at our clients\'"; no figure given',
             judge=report_washes_caches,
             qualifier="greatly",
+            judged_on=WASH_STUDY,
         ),
     )
 
