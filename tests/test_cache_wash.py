@@ -41,7 +41,12 @@ def test_every_phase_keeps_every_sample(tmp_path, lab_tmp):
         # timed on the client: no lookup can read 0 (pgbench's log did), and the samples add
         # up to each phase's wall time but for the loop's overhead
         assert wash["timing"] == "client"
-        for phase in ("idx1", "seq", "idx2"):
+        # idx0: the lookups right after pg_prewarm, before the warm-up (issue 46)
+        assert len(wash["idx0_ms"]) == 10
+        warmed = wash["warmup"]
+        assert warmed["lookups"] > 0 and warmed["seconds"] >= 1  # pgbench's count in its 1 s
+        assert warmed["prewarmed_index_blocks"] == metrics["warm"]["prewarmed"]["index_blocks"]
+        for phase in ("idx0", "idx1", "seq", "idx2"):
             assert min(wash[f"{phase}_ms"]) > 0
             check = wash["cross_check"][phase]
             assert check["samples"] == len(wash[f"{phase}_ms"])

@@ -1,305 +1,390 @@
-"""Seed 000's findings as `reproduce` grades them: the four verdicts of analysis/claims.py from
-the rules of analysis/cache_split_claims.py, which the report's "seed's findings" list shows.
+"""Seed 000's findings as `reproduce` and the report grade them (issue 46).
 
-The report judges "reproduced / not reproduced / could not be shown" per huge pages value; here
-each finding gets one of the four verdicts with the figure that decides it. The mapping keeps
-the report's rule and its figures: a "not reproduced" whose 95% interval lies wholly on the
-other side of the claim's margin is contradicted, one that reaches across it is noise; "could
-not be shown" is noise when a figure exists but no interval decides (one repetition, an interval
-across the margin), and cannot when the run did not measure what the claim needs. The report's
-first finding (the scan washes the index out unless shared_buffers holds it) is two claims
-here, as issue 37 lists them: its two halves can come out differently.
+Each claim's figure is a ratio in the seed's direction (analysis/cache_split_claims.py), judged
+by the seed's own word through the one table of words (analysis/qualifiers.py): "noticeably"
+(заметно) at least ×1.1, "slightly" (незначительно) ×1–×1.25, a bare direction ("falls",
+"slows") above 1, "similar" (похож) within ×1.1 either way. A claim with parts (huge pages on
+and off, every shared_buffers that holds the index) is decided by the one `combine`:
+reproduced only when every part is.
 
-Pure rules over the survival rows and effects (analysis/cache_split.py) that tests feed
-directly, and thin adapters from RunData.
+Pure rules over a WashRun that tests build directly, and one adapter from RunData.
 """
 
-from collections.abc import Callable
+from dataclasses import dataclass
 
-from pgcachelab.analysis.cache_split import (
-    SURVIVAL_TOLERANCE,
-    Repetition,
-    SurvivalRow,
-    huge_pages_effect,
-    point_groups,
-    survival_table,
-)
+from pgcachelab.analysis.cache_split import Repetition
 from pgcachelab.analysis.cache_split_claims import (
-    KEPT_MARGIN,
-    LOOKUP_PHASES,
-    NOT_REPRODUCED,
-    NOT_SHOWN,
-    SEED_HUGE_PAGES_RATIO,
-    Judgement,
-    huge_pages_verdict,
-    seq_scan_verdict,
-)
-from pgcachelab.analysis.cache_split_claims import (
-    REPRODUCED as SPLIT_REPRODUCED,
+    BLOCK_BYTES,
+    SEED_INDEX_PAGES,
+    SEED_WARMUP_LOOKUPS,
+    SEED_WARMUP_PER_INDEX_PAGE,
+    PrewarmRepetition,
+    both_ways,
+    modes,
+    nearest_quarter,
+    on_off_figure,
+    phase_across_sizes,
+    prewarm_figure,
+    sizes,
+    survival_figure,
+    warmup_per_index_page,
+    whole_test_across_sizes,
 )
 from pgcachelab.analysis.claims import (
-    CANNOT,
-    CONTRADICTED,
-    NOISE,
-    REPRODUCED,
-    Figure,
     Verdict,
-    at_least,
-    at_most,
-    cannot,
+    combine,
+    noise,
+    not_measured,
+    weakened,
+    with_reason,
 )
+from pgcachelab.analysis.qualifiers import NOTICEABLE, QUALIFIERS, judge
 from pgcachelab.analysis.run_data import RunData, repetitions
-from pgcachelab.analysis.summary import Effect
-from pgcachelab.analysis.versions import welch_log_ratio
-from pgcachelab.units import format_bytes
+from pgcachelab.units import format_bytes, shared_buffers_bytes
 
-# idx2 beyond 10% of idx1 by its whole 95% interval: the scan washed the index out. The report's
-# survival table's rule (SURVIVAL_TOLERANCE), so the page and the report never disagree; the
-# seed's washed-out lookups were several times slower, far beyond it.
-WASHED_RATIO = SURVIVAL_TOLERANCE
-# idx2 within 30% of idx1 where shared_buffers holds the index (KEPT_MARGIN, issue 31: a lookup
-# of ~0.1 ms on a busy machine is not timed to 10% in a few repetitions).
-KEPT_RATIO = KEPT_MARGIN
+# What each figure is, as the rules state it (the claims' `rule=` is made from the same words).
+WASHED = "idx2/idx1 at the smallest shared_buffers, below the index's size"
+KEPT = "idx2/idx1 at each shared_buffers larger than the index"
+HUGE_PAGES_LOOKUPS = "idx1 at the smallest / at the largest shared_buffers, huge pages on"
+NO_HUGE_PAGES_LOOKUPS = "idx1 at the largest / at the smallest shared_buffers, huge pages off"
+SCAN_LARGE = "seq off/on at the largest shared_buffers measured both ways"
+SCAN_MOST = "seq on/off, paired, at every shared_buffers measured both ways but the largest"
+SCAN_SPEEDS_UP = "seq at the smallest / at the largest shared_buffers"
+QUARTER = "idx1 + seq + idx2 at a quarter of RAM / at the largest shared_buffers"
+PREWARM = "idx0 (right after pg_prewarm) / idx1 (after the warm-up) at the largest shared_buffers"
+
+# The keys of analysis/qualifiers.py each claim is judged by: the seed's words.
+WASHED_WORD = "noticeably"  # "в случае кеша ОС — заметна", the "long repeated lookup"
+KEPT_WORD = "same"  # "становится похож на график ... до последовательного чтения"
+HUGE_PAGES_LOOKUPS_WORD = "slightly"  # "начинает незначительно выигрывать"
+NO_HUGE_PAGES_LOOKUPS_WORD = "direction"  # "Без HugePages скорость ... падает"
+SCAN_LARGE_WORD = "noticeably"  # "выигрыш становится заметен"
+SCAN_MOST_WORD = "direction"  # "использование HugePages замедляет выполнение запроса"
+SCAN_SPEEDS_UP_WORD = "noticeably"  # "заметно ускорение запроса"
+QUARTER_WORD = "noticeably"  # "Со своим кешем он работает заметно лучше"
+PREWARM_WORD = "direction"  # "прогревает недостаточно"
+
 NO_HUGE_PAGES_ON = (
-    "the run measured no point with huge pages on: huge pages need root (the lab sizes "
-    "vm.nr_hugepages for each point), and the seed compares them with huge pages off"
+    "the run measured no point with huge pages on (the spec did not sweep huge_pages = "
+    '["on", "off"]; cache-split-quick does, as root)'
 )
-NOT_BOTH_WAYS = "no shared_buffers was measured with huge pages both on and off"
+NO_HUGE_PAGES_OFF = "the run measured no point with huge pages off (cache-split-quick does)"
+NOT_BOTH_WAYS = (
+    "the run measured no shared_buffers with huge pages both on and off (cache-split-quick does)"
+)
+NO_INDEX_SIZE = "the run stored no index size: no shared_buffers can be said to hold the index"
+# The warm-up proportion that decides the wash-out: within the qualifiers' "near" of the seed's.
+SEED_WARMUP_BAND = QUALIFIERS["near"].band(SEED_WARMUP_PER_INDEX_PAGE)
 
 
-# -- the pure rules ---------------------------------------------------------------------------
+def rule(word: str, figure: str, n: float | None = None) -> str:
+    """The rule a claim states, as its verdict does (qualifiers.Qualifier.rule)."""
+    return QUALIFIERS[word].rule(figure, n)
 
 
-def effect_figure(what: str, effect: Effect | None) -> Figure | None:
-    if effect is None:
-        return None
-    return Figure(what, effect.ratio, effect.ci_low, effect.ci_high, effect.pairs)
+@dataclass(frozen=True)
+class WashRun:
+    """What seed 000's claims read of a run."""
+
+    reps: list[Repetition]
+    index_bytes: int | None = None
+    warmup_lookups: int | None = None  # the warm-up's lookups per point (pgbench's count)
+    ram_bytes: float | None = None  # the (emulated) machine's memory
+    prewarm: tuple[PrewarmRepetition, ...] = ()
 
 
-def row_figure(row: SurvivalRow) -> Figure | None:
-    """idx2/idx1 at the row's point: the geometric mean of its repetitions with the interval."""
-    what = f"idx2/idx1 at {format_bytes(row.shared_buffers_bytes)}"
-    what += f", huge_pages={row.huge_pages}" if row.huge_pages else ""
-    return effect_figure(what, row.geometric)
+def _mode_name(mode: str) -> str:
+    return f"huge_pages={mode}" if mode else "all"
 
 
-def washed_verdict(rows: list[SurvivalRow], index_bytes: int | None) -> Verdict:
-    """With shared_buffers smaller than the index, idx2/idx1 at the smallest measured is at
-    least WASHED_RATIO by its whole interval (per huge pages value, then combined)."""
-    if not index_bytes:
-        return cannot("the run stored no index size: no shared_buffers can be said to be small")
+def _combined(parts: list[tuple[str, Verdict]], nothing: str) -> Verdict:
+    return combine(parts) if parts else not_measured(nothing)
+
+
+# -- the index through the scan ----------------------------------------------------------------
+
+
+def washed_verdict(run: WashRun) -> Verdict:
+    """idx2/idx1 at the smallest shared_buffers below the index: "noticeably" above idx1, per
+    huge pages value, at the seed's warm-up proportion (else never decided)."""
+    if not run.index_bytes:
+        return not_measured(NO_INDEX_SIZE)
+    index = format_bytes(run.index_bytes)
     parts = []
-    for mode, mine in _by_mode(rows).items():
-        below = [row for row in mine if row.shared_buffers_bytes < index_bytes]
+    for mode in modes(run.reps):
+        below = [size for size in sizes(run.reps, mode) if size < run.index_bytes]
         if not below:
-            why = f"no shared_buffers smaller than the {format_bytes(index_bytes)} index"
-            parts.append((mode, cannot(why)))
+            why = f"no shared_buffers smaller than the {index} index was measured"
+            parts.append((_mode_name(mode), not_measured(why)))
             continue
-        figure = row_figure(below[0])
-        rule = f"the scan washes the index out: idx2/idx1 at least ×{WASHED_RATIO:g}"
-        verdict = at_least(figure, WASHED_RATIO, rule) if figure else cannot(_no_ratio(below[0]))
-        parts.append((mode, verdict))
-    return combine(parts)
+        figure = survival_figure(run.reps, mode, below[0])
+        assert figure is not None  # the size came from the repetitions
+        parts.append((_mode_name(mode), judge(figure, WASHED_WORD, WASHED)))
+    return at_the_seeds_warmup(_combined(parts, "the run measured no cache-wash repetition"), run)
 
 
-def kept_verdict(rows: list[SurvivalRow], index_bytes: int | None) -> Verdict:
-    """Where shared_buffers holds the index, idx2/idx1 at most KEPT_RATIO by its whole interval
-    at every such shared_buffers; the figure quoted is the one that breaks the claim, else one
-    that leaves it open, else the smallest that holds the index."""
-    if not index_bytes:
-        return cannot("the run stored no index size: no shared_buffers can be said to hold it")
-    rule = f"idx2 ≈ idx1: idx2/idx1 at most ×{KEPT_RATIO:g} where shared_buffers holds the index"
-    parts = []
-    for mode, mine in _by_mode(rows).items():
-        holding = [row for row in mine if row.shared_buffers_bytes > index_bytes]
-        if not holding:
-            why = f"no shared_buffers larger than the {format_bytes(index_bytes)} index"
-            parts.append((mode, cannot(why)))
-            continue
-        verdicts = []
-        for row in holding:
-            figure = row_figure(row)
-            if figure is None:
-                verdicts.append(cannot(_no_ratio(row)))
-            elif (
-                figure.decisive
-                and figure.ci_high is not None
-                and figure.ci_high < 1 / SURVIVAL_TOLERANCE
-            ):
-                # cache_split_claims' "cold idx1": idx1 itself read the index from the disk
-                why = (
-                    "idx1 was slower than idx2 beyond the noise: idx1 did not find the index "
-                    "warm, so the ratio says nothing of the scan"
-                )
-                verdicts.append(cannot(why, figure))
-            else:
-                verdicts.append(at_most(figure, KEPT_RATIO, rule))
-        order = (CONTRADICTED, CANNOT, NOISE, REPRODUCED)
-        parts.append((mode, min(verdicts, key=lambda v: order.index(v.outcome))))
-    return combine(parts)
-
-
-def mapped(judgement: Judgement, figure: Figure | None, beyond: Callable[[Figure], bool]):
-    """A cache_split_claims judgement as one of the four verdicts, with its figure: "not
-    reproduced" is contradicted when `beyond(figure)` (the interval wholly on the other side of
-    the claim's margin), else noise; "could not be shown" is noise when there is a figure
-    (no interval, or one across the margin), cannot when the run measured nothing to judge."""
-    reason = judgement.evidence
-    if judgement.outcome == SPLIT_REPRODUCED and figure is not None and figure.decisive:
-        return Verdict(REPRODUCED, reason, figure)
-    if judgement.outcome == NOT_REPRODUCED and figure is not None and figure.decisive:
-        return Verdict(CONTRADICTED if beyond(figure) else NOISE, reason, figure)
-    if judgement.outcome == NOT_SHOWN and figure is None:
-        return cannot(reason)
-    return Verdict(NOISE, reason, figure)
-
-
-def huge_pages_lookups_verdict(
-    judgements: dict[str, Judgement], effects: dict[str, Effect | None], size: str
-) -> Verdict:
-    """Lookups with huge pages on / off at `size`, the largest shared_buffers measured both
-    ways (the report's rule): faster beyond the noise is reproduced; slower beyond it, or an
-    interval wholly above the seed's ×0.67, contradicts it."""
-    parts = []
-    for phase, judgement in judgements.items():
-        figure = effect_figure(f"{phase} on/off at {size}", effects.get(phase))
-        parts.append((phase, mapped(judgement, figure, _beyond_seed_lookups)))
-    return combine(parts)
-
-
-def _beyond_seed_lookups(figure: Figure) -> bool:
-    low = figure.ci_low if figure.ci_low is not None else 0.0
-    return low > SEED_HUGE_PAGES_RATIO
-
-
-def huge_pages_scan_verdict(figure: Figure | None) -> Verdict:
-    """The scan with huge pages on / off at the largest shared_buffers measured both ways: at
-    most 1 by its whole interval (the seed: a win "only at very large shared_buffers")."""
-    if figure is None:
-        return cannot(f"{NOT_BOTH_WAYS}, with a scan timed both ways")
-    return at_most(figure, 1.0, "huge pages speed the scan at large shared_buffers: on/off < 1")
-
-
-def seq_verdict(judgements: list[Judgement], figures: dict[str, Figure | None]) -> Verdict:
-    """The scan's time at the largest shared_buffers over the smallest (the report's rule):
-    faster beyond the noise is reproduced, slower beyond it contradicted, else noise."""
-    parts = []
-    for judgement in judgements:
-        figure = figures.get(judgement.scope)
-        parts.append((judgement.scope, mapped(judgement, figure, _slower)))
-    return combine(parts)
-
-
-def _slower(figure: Figure) -> bool:
-    return figure.ci_low is not None and figure.ci_low > 1
-
-
-def combine(parts: list[tuple[str, Verdict]]) -> Verdict:
-    """One verdict from its parts (huge pages on and off; idx1 and idx2): contradicted when
-    any part is, else reproduced when any is, else noise, else cannot; the deciding part's
-    figure, and every other part's verdict in the reason."""
-    if not parts:
-        return cannot("the run measured no cache-wash repetition")
-    order = (CONTRADICTED, REPRODUCED, NOISE, CANNOT)
-    scope, decider = min(parts, key=lambda part: order.index(part[1].outcome))
-    if len(parts) == 1:
-        return decider
-    others = "; ".join(f"{name or 'all'}: {v.text()}" for name, v in parts if v is not decider)
-    reason = f"{scope}: {decider.reason} (also {others})"
-    return Verdict(decider.outcome, reason, decider.figure)
-
-
-def _by_mode(rows: list[SurvivalRow]) -> dict[str, list[SurvivalRow]]:
-    """Rows per huge pages value, on first (the seed's order), each by shared_buffers."""
-    found: dict[str, list[SurvivalRow]] = {}
-    for row in sorted(rows, key=lambda r: (r.huge_pages != "on", r.shared_buffers_bytes)):
-        found.setdefault(row.huge_pages, []).append(row)
-    return found
-
-
-def _no_ratio(row: SurvivalRow) -> str:
-    return (
-        f"no idx2/idx1 at {format_bytes(row.shared_buffers_bytes)}: its idx1 median is 0 "
-        "(pgbench's log of an old run)"
+def at_the_seeds_warmup(verdict: Verdict, run: WashRun) -> Verdict:
+    """The wash-out decides only after a warm-up of the seed's lookups per index page: a
+    lighter one leaves most leaves read once, and any one-off scan washes those out."""
+    seed = (
+        f"the seed's ~{SEED_WARMUP_PER_INDEX_PAGE:g} (~{SEED_WARMUP_LOOKUPS:,} lookups in its "
+        f"100 s on a ~{SEED_INDEX_PAGES:,}-page index)"
     )
+    per_page = warmup_per_index_page(run.warmup_lookups, run.index_bytes)
+    if per_page is None:
+        return weakened(
+            verdict,
+            f"the run did not record its warm-up's lookups (runs before issue 46), and only "
+            f"the seed's proportion, {seed} lookups per index page, decides",
+        )
+    assert run.warmup_lookups is not None and run.index_bytes is not None
+    said = (
+        f"the warm-up was {per_page:.2g} lookups per index page ({run.warmup_lookups:,} on "
+        f"{run.index_bytes // BLOCK_BYTES:,} pages)"
+    )
+    low, high = SEED_WARMUP_BAND
+    if low <= per_page <= high:
+        return with_reason(verdict, f"{said}, near {seed}: the seed's proportion, which decides")
+    return weakened(
+        verdict,
+        f"{said}, not near {seed} ({low:.2g}–{high:.2g}): only the seed's proportion decides "
+        "(a lighter warm-up leaves most leaves read once, and the scan washes them out of the "
+        "OS cache; docs/study-000-cache-split.md)",
+    )
+
+
+def kept_verdict(run: WashRun) -> Verdict:
+    """idx2/idx1 the "same" as before the scan at every shared_buffers that holds the index,
+    per huge pages value. A ratio wholly below 1/1.1 means idx1 itself was cold: noise."""
+    if not run.index_bytes:
+        return not_measured(NO_INDEX_SIZE)
+    index = format_bytes(run.index_bytes)
+    parts = []
+    for mode in modes(run.reps):
+        holding = [size for size in sizes(run.reps, mode) if size > run.index_bytes]
+        if not holding:
+            why = f"no shared_buffers larger than the {index} index was measured"
+            parts.append((_mode_name(mode), not_measured(why)))
+            continue
+        at_sizes = []
+        for size in holding:
+            figure = survival_figure(run.reps, mode, size)
+            assert figure is not None  # the size came from the repetitions
+            if figure.decisive and figure.ci_high is not None and figure.ci_high < 1 / NOTICEABLE:
+                why = (
+                    f"{rule(KEPT_WORD, KEPT)}; idx1 was slower than idx2 beyond the noise: idx1 "
+                    "did not find the index warm, so the ratio says nothing of the scan"
+                )
+                at_sizes.append((format_bytes(size), noise(why, figure)))
+            else:
+                at_sizes.append((format_bytes(size), judge(figure, KEPT_WORD, KEPT)))
+        parts.append((_mode_name(mode), combine(at_sizes)))
+    return _combined(parts, "the run measured no cache-wash repetition")
+
+
+# -- the first lookup against shared_buffers ---------------------------------------------------
+
+
+def huge_pages_lookups_verdict(run: WashRun) -> Verdict:
+    """With huge pages, PostgreSQL's cache (the largest shared_buffers) "slightly" beats the OS
+    cache (the smallest) on idx1: smallest / largest within ×1–×1.25."""
+    measured = sizes(run.reps, "on")
+    if not measured:
+        return not_measured(NO_HUGE_PAGES_ON)
+    if len(measured) < 2:
+        return not_measured("one shared_buffers was measured with huge pages on")
+    figure = phase_across_sizes(run.reps, "on", "idx1", measured[0], measured[-1])
+    assert figure is not None
+    return judge(figure, HUGE_PAGES_LOOKUPS_WORD, HUGE_PAGES_LOOKUPS)
+
+
+def lookups_without_huge_pages_verdict(run: WashRun) -> Verdict:
+    """Without huge pages the lookups slow as shared_buffers grows: idx1 at the largest over
+    the smallest above 1."""
+    measured = sizes(run.reps, "off")
+    if not measured:
+        return not_measured(NO_HUGE_PAGES_OFF)
+    if len(measured) < 2:
+        return not_measured("one shared_buffers was measured with huge pages off")
+    figure = phase_across_sizes(run.reps, "off", "idx1", measured[-1], measured[0])
+    assert figure is not None
+    return judge(figure, NO_HUGE_PAGES_LOOKUPS_WORD, NO_HUGE_PAGES_LOOKUPS)
+
+
+# -- the scan ------------------------------------------------------------------------------------
+
+
+def scan_huge_pages_large_verdict(run: WashRun) -> Verdict:
+    """Huge pages' win on the scan "noticeable" at the largest shared_buffers: off/on ≥ ×1.1."""
+    both = both_ways(run.reps)
+    if not both:
+        return not_measured(NOT_BOTH_WAYS if sizes(run.reps, "on") else NO_HUGE_PAGES_ON)
+    largest = both[-1]
+    what = f"seq off/on at {format_bytes(largest)}, the largest measured both ways"
+    figure = on_off_figure(run.reps, "seq", [largest], "off", what)
+    if figure is None:
+        return not_measured(f"no repetition at {format_bytes(largest)} was measured both ways")
+    return judge(figure, SCAN_LARGE_WORD, SCAN_LARGE)
+
+
+def scan_huge_pages_most_verdict(run: WashRun) -> Verdict:
+    """Huge pages slow the scan over most of the chart: on/off above 1, paired by repetition
+    over every shared_buffers measured both ways but the largest (where the seed saw a win)."""
+    both = both_ways(run.reps)
+    if len(both) < 2:
+        return not_measured(
+            "fewer than two shared_buffers were measured with huge pages both on and off: "
+            "most of the chart is every one but the largest (cache-split-quick measures three)"
+        )
+    rest = both[:-1]
+    what = f"seq on/off at {', '.join(format_bytes(size) for size in rest)}, paired"
+    figure = on_off_figure(run.reps, "seq", rest, "on", what)
+    if figure is None:
+        return not_measured("no repetition below the largest was measured both ways")
+    return judge(figure, SCAN_MOST_WORD, SCAN_MOST)
+
+
+def scan_speeds_up_verdict(run: WashRun) -> Verdict:
+    """The scan "noticeably" faster once PostgreSQL's cache is larger than the OS cache: seq
+    at the smallest over at the largest shared_buffers at least ×1.1, per huge pages value."""
+    parts = []
+    for mode in modes(run.reps):
+        measured = sizes(run.reps, mode)
+        if len(measured) < 2:
+            parts.append((_mode_name(mode), not_measured("one shared_buffers was measured")))
+            continue
+        figure = phase_across_sizes(run.reps, mode, "seq", measured[0], measured[-1])
+        assert figure is not None
+        parts.append((_mode_name(mode), judge(figure, SCAN_SPEEDS_UP_WORD, SCAN_SPEEDS_UP)))
+    return _combined(parts, "the run measured no cache-wash repetition")
+
+
+# -- the conclusion: not a quarter of RAM ------------------------------------------------------
+
+
+def quarter_verdict(run: WashRun) -> Verdict:
+    """PostgreSQL works "noticeably" better with its own cache than with the documentation's
+    quarter of RAM: the whole test at ¼ of RAM over at the largest shared_buffers ≥ ×1.1, per
+    huge pages value."""
+    if not run.ram_bytes:
+        return not_measured("the run stored no memory size: no shared_buffers is a quarter of it")
+    parts = []
+    for mode in modes(run.reps):
+        measured = sizes(run.reps, mode)
+        quarter = nearest_quarter(measured, run.ram_bytes)
+        if quarter is None or quarter >= measured[-1]:
+            why = (
+                f"no shared_buffers near a quarter of the {format_bytes(int(run.ram_bytes))} "
+                "RAM and a larger one were both measured"
+            )
+            parts.append((_mode_name(mode), not_measured(why)))
+            continue
+        figure = whole_test_across_sizes(run.reps, mode, quarter, measured[-1])
+        assert figure is not None
+        parts.append((_mode_name(mode), judge(figure, QUARTER_WORD, QUARTER)))
+    return _combined(parts, "the run measured no cache-wash repetition")
+
+
+# -- pg_prewarm fills but does not warm --------------------------------------------------------
+
+
+def prewarm_verdict(run: WashRun) -> Verdict:
+    """Lookups right after pg_prewarm (idx0) slower than after the warm-up (idx1) at the
+    largest shared_buffers, where PostgreSQL's cache holds what pg_prewarm read: idx0/idx1
+    above 1, per huge pages value; what pg_prewarm read of the index is said with it."""
+    if not run.prewarm:
+        return not_measured(
+            "the run timed no lookups right after pg_prewarm (idx0: runs from issue 46 on, "
+            "with prewarm = true; cache-split-quick does)"
+        )
+    parts = []
+    for mode in sorted({p.huge_pages for p in run.prewarm}, key=lambda m: (m != "on", m)):
+        largest = max(p.shared_buffers_bytes for p in run.prewarm if p.huge_pages == mode)
+        figure = prewarm_figure(list(run.prewarm), mode, largest)
+        assert figure is not None
+        verdict = judge(figure, PREWARM_WORD, PREWARM)
+        blocks = [
+            p.prewarmed_index_blocks
+            for p in run.prewarm
+            if p.huge_pages == mode
+            and p.shared_buffers_bytes == largest
+            and p.prewarmed_index_blocks is not None
+        ]
+        if run.index_bytes and blocks:
+            pages = run.index_bytes // BLOCK_BYTES
+            verdict = with_reason(
+                verdict,
+                f"pg_prewarm read {min(blocks):,}–{max(blocks):,} blocks of the {pages:,}-page "
+                "index (it fills the cache)",
+            )
+        parts.append((_mode_name(mode), verdict))
+    return combine(parts)
 
 
 # -- from a run ---------------------------------------------------------------------------------
 
 
-def index_bytes_of(data: RunData) -> int | None:
-    """The workload's index size (cache_wash.data of any measurement)."""
+def wash_run(data: RunData) -> WashRun:
+    """What the claims read of a stored run: its repetitions, the index's size, the warm-up's
+    lookups, the machine's memory, and the lookups right after pg_prewarm."""
+    index_bytes, warmup_lookups, prewarm = None, None, []
     for result in data.points:
+        settings = result.point.settings
         for m in result.ok:
-            sizes = (m.metrics.get("cache_wash") or {}).get("data") or {}
-            if sizes.get("index_bytes"):
-                return sizes["index_bytes"]
-    return None
+            wash = m.metrics.get("cache_wash") or {}
+            sizes_stored = wash.get("data") or {}
+            index_bytes = index_bytes or sizes_stored.get("index_bytes")
+            warmup = wash.get("warmup") or {}
+            if warmup.get("lookups") is not None:
+                lookups = int(warmup["lookups"])
+                warmup_lookups = lookups if warmup_lookups is None else min(warmup_lookups, lookups)
+            if wash.get("idx0_ms") and wash.get("idx1_ms"):
+                prewarm.append(
+                    PrewarmRepetition(
+                        huge_pages=str(settings.get("huge_pages", "")).lower(),
+                        shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
+                        repetition=m.repetition,
+                        idx0_ms=wash["idx0_ms"],
+                        idx1_ms=wash["idx1_ms"],
+                        prewarmed_index_blocks=warmup.get("prewarmed_index_blocks"),
+                    )
+                )
+    return WashRun(
+        repetitions(data), index_bytes, warmup_lookups, data.memory_available_bytes, tuple(prewarm)
+    )
 
 
 def scan_washes_index(data: RunData) -> Verdict:
-    return washed_verdict(survival_table(repetitions(data)), index_bytes_of(data))
+    return washed_verdict(wash_run(data))
 
 
 def shared_buffers_keeps_index(data: RunData) -> Verdict:
-    return kept_verdict(survival_table(repetitions(data)), index_bytes_of(data))
-
-
-def _largest_both_ways(reps: list[Repetition]) -> tuple[int, list[Repetition]] | None:
-    groups = point_groups(reps)
-    both = [sb for (mode, sb) in groups if mode == "on" and ("off", sb) in groups]
-    if not both:
-        return None
-    largest = max(both)
-    return largest, [r for r in reps if r.shared_buffers_bytes == largest]
-
-
-def _why_not_both_ways(reps: list[Repetition]) -> str:
-    if not reps:
-        return "the run measured no cache-wash repetition"
-    return NOT_BOTH_WAYS if any(r.huge_pages == "on" for r in reps) else NO_HUGE_PAGES_ON
+    return kept_verdict(wash_run(data))
 
 
 def huge_pages_lookups(data: RunData) -> Verdict:
-    reps = repetitions(data)
-    found = _largest_both_ways(reps)
-    if found is None:
-        return cannot(_why_not_both_ways(reps))
-    largest, at_largest = found
-    judgements = {j.scope: j for j in huge_pages_verdict(reps).judgements}
-    effects = {phase: huge_pages_effect(at_largest, phase) for phase in LOOKUP_PHASES}
-    return huge_pages_lookups_verdict(judgements, effects, format_bytes(largest))
+    return huge_pages_lookups_verdict(wash_run(data))
 
 
-def huge_pages_scan(data: RunData) -> Verdict:
-    reps = repetitions(data)
-    found = _largest_both_ways(reps)
-    if found is None:
-        return cannot(_why_not_both_ways(reps))
-    largest, at_largest = found
-    what = f"seq on/off at {format_bytes(largest)}, the largest measured both ways"
-    return huge_pages_scan_verdict(effect_figure(what, huge_pages_effect(at_largest, "seq")))
+def lookups_slow_without_huge_pages(data: RunData) -> Verdict:
+    return lookups_without_huge_pages_verdict(wash_run(data))
+
+
+def huge_pages_scan_large(data: RunData) -> Verdict:
+    return scan_huge_pages_large_verdict(wash_run(data))
+
+
+def huge_pages_slow_scan(data: RunData) -> Verdict:
+    return scan_huge_pages_most_verdict(wash_run(data))
 
 
 def larger_shared_buffers_speeds_scan(data: RunData) -> Verdict:
-    reps = repetitions(data)
-    report = seq_scan_verdict(reps)
-    figures: dict[str, Figure | None] = {}
-    for judgement in report.judgements:
-        mode = judgement.scope.removeprefix("huge_pages=")
-        scans = {
-            sb: [t for r in group if (t := r.mean("seq")) > 0]
-            for (hp, sb), group in point_groups(reps).items()
-            if hp == mode
-        }
-        scans = {sb: times for sb, times in scans.items() if times}
-        if len(scans) < 2:
-            figures[judgement.scope] = None
-            continue
-        smallest, largest = min(scans), max(scans)
-        ratio, low, high = welch_log_ratio(scans[smallest], scans[largest])
-        what = f"seq at {format_bytes(largest)} / at {format_bytes(smallest)}"
-        what += f", {judgement.scope}" if judgement.scope else ""
-        n = min(len(scans[smallest]), len(scans[largest]))
-        figures[judgement.scope] = Figure(what, ratio, low, high, n)
-    return seq_verdict(list(report.judgements), figures)
+    return scan_speeds_up_verdict(wash_run(data))
+
+
+def own_cache_beats_quarter(data: RunData) -> Verdict:
+    return quarter_verdict(wash_run(data))
+
+
+def prewarm_does_not_warm(data: RunData) -> Verdict:
+    return prewarm_verdict(wash_run(data))

@@ -1,6 +1,7 @@
 """The cache-wash part of a report: seed 000's box plots, per-phase cache figures, findings.
 
-It opens with the seed's own findings judged on the run (analysis/cache_split_claims.py), the
+It opens with the seed's own findings judged on the run (studies/cache_wash/claims.py: the
+verdicts `reproduce` gives), the
 order the points ran in, whether huge pages on and off had the same RAM, and the seed's charts
 (one mean per iteration). Then the findings: how the latencies were taken (and the client
 timing's cross-check), idx2/idx1 per point with its interval, the smallest shared_buffers that
@@ -36,7 +37,7 @@ from pgcachelab.analysis.cache_split import (
     scan_residency,
     survival_table,
 )
-from pgcachelab.analysis.cache_split_claims import seed_verdicts
+from pgcachelab.analysis.claims import BadFigure, Verdict, noise
 from pgcachelab.analysis.memory_accounting import same_ram_check
 from pgcachelab.analysis.run_data import RunData, measured_memory, repetitions
 from pgcachelab.analysis.run_order import order_note
@@ -612,30 +613,38 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
     return "".join(parts)
 
 
-def seed_verdicts_html(reps: list[Repetition], sizes: dict) -> str:
-    """Each of the seed's findings in its words, and whether this run reproduced it."""
+def claims_html(data: RunData) -> str:
+    """Each of the seed's findings in its words, and its verdict on this run: the same rules,
+    figures and verdicts as `pgcachelab reproduce` (issue 46)."""
+    # the study imports this module when it draws a report, never at import time
+    from pgcachelab.studies.cache_wash.study import CacheWash
+
     items = []
-    for verdict in seed_verdicts(reps, sizes.get("index_bytes")):
-        parts = [
-            (f"{html.escape(j.scope)}: " if j.scope else "")
-            + f"<strong>{html.escape(j.outcome)}</strong>: {html.escape(j.evidence)}"
-            for j in verdict.judgements
-        ]
-        claim = f"“{html.escape(verdict.claim)}”"
-        if len(parts) == 1 and not verdict.judgements[0].scope:
-            items.append(f"<li>{claim}: {parts[0]}.</li>")
-        else:
-            items.append(f"<li>{claim}:<ul>{''.join(f'<li>{p}.</li>' for p in parts)}</ul></li>")
+    for claim in CacheWash.claims:
+        verdict = _judged(claim.judge, data)
+        figure = f"{verdict.figure.text()}: " if verdict.figure else ""
+        items.append(
+            f"<li>“{html.escape(claim.words)}” ({html.escape(claim.where)}): "
+            f"<strong>{html.escape(verdict.outcome)}</strong>: "
+            f"{html.escape(figure + verdict.reason)}.</li>"
+        )
     note = (
-        "<p class='note'>Seed 000's findings, each judged on this run's repetitions with 95% "
-        "intervals: idx2/idx1 by the rule of the table below (beyond or within "
-        f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1, geometric mean of the repetitions' "
-        "ratios), at the smallest shared_buffers and at every one larger than the index; "
-        "huge pages as the on/off ratio paired by repetition at the largest shared_buffers "
-        "measured both ways; the scan at the largest shared_buffers against the smallest as a "
-        "ratio of geometric means with Welch's interval on the log times.</p>"
+        "<p class='note'>Seed 000's findings, each judged on this run's repetitions by the "
+        'seed\'s own word (analysis/qualifiers.py: "noticeably" at least ×1.1 by the whole 95% '
+        'interval, "slightly" ×1–×1.25, "similar" within ×1.1 either way, a bare direction '
+        "above 1); a finding with parts (huge pages on and off, each shared_buffers that holds "
+        "the index) is reproduced only when every part is. The wash-out decides only after the "
+        "seed's warm-up, about 5 lookups per index page.</p>"
     )
     return f"<ul class='verdicts'>{''.join(items)}</ul>{note}"
+
+
+def _judged(judge, data: RunData) -> Verdict:
+    """A figure the rules refuse leaves the claim undecided, as in `reproduce`."""
+    try:
+        return judge(data)
+    except BadFigure as error:
+        return noise(f"undecided: the figure was refused: {error}")
 
 
 def run_conditions_html(data: RunData) -> str:
@@ -661,7 +670,7 @@ def cache_wash_section(data: RunData, out_dir: Path) -> Section:
     plots += scan_residency_plot(data, out_dir)
     body = (
         "<h3>What the seed found, on this run</h3>"
-        + seed_verdicts_html(reps, data_sizes(data))
+        + claims_html(data)
         + run_conditions_html(data)
         + "<h3>The seed's charts: one mean per iteration</h3>"
         + seed_charts_html(reps, seed_charts)
