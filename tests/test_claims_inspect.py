@@ -536,3 +536,16 @@ def test_a_mode_that_polled_in_few_of_its_windows_decides_nothing():
             verdict.reason
         )
     assert fast_not_noticeable(rarely).outcome == REPRODUCED
+
+
+def test_a_fast_mode_that_misplaced_nothing_is_judged_by_an_exact_bound():
+    # every trial exact: the mean's interval has zero width and would decide nothing (issue 46);
+    # 0 of every trial's buffers bounds the share by Clopper-Pearson instead
+    errors = [TrialError("fast", 524288, 0.0, 0, None, None, ()) for _ in range(8)]
+    verdict = fast_error_verdict(errors)
+    assert verdict.outcome == REPRODUCED, verdict.text()
+    assert verdict.figure.ci_low == 0.0 and 0 < verdict.figure.ci_high < 0.001
+    assert "0 of 4,194,304 buffers over 8 trials" in verdict.figure.what
+    # a handful of buffers over a few trials bounds nothing below 3%
+    tiny = [TrialError("fast", 10, 0.0, 0, None, None, ()) for _ in range(2)]
+    assert fast_error_verdict(tiny).outcome != REPRODUCED

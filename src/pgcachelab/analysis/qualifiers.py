@@ -107,7 +107,8 @@ QUALIFIERS = {
         ),
         Qualifier(
             "same",
-            "≈, about the same, no difference, as fast as, does not noticeably affect, approaching",
+            "≈, about the same, similar, no difference, as fast as, does not noticeably affect, "
+            "approaching",
             f"within ×{1 / NOTICEABLE:.3g}–×{NOTICEABLE:g}",
             f"no noticeable difference: closer than ×{NOTICEABLE:g} either way, the smallest "
             "difference the articles call noticeable",

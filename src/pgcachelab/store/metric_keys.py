@@ -78,10 +78,11 @@ METRICS: dict[str, MetricKey] = {
     ),
     "cache_wash": MetricKey(
         "table (ms)",
-        "Seed 000's three phases, timed by the client: idx1_ms, seq_ms and idx2_ms (one value"
-        " per query), the timing source, the cross_check of each phase's samples"
-        " against its wall time, statio (the table's and index's blocks hit and read per phase)"
-        " and data (the table's sizes).",
+        "Seed 000's phases, timed by the client: idx0_ms (right after pg_prewarm, before the"
+        " warm-up), idx1_ms, seq_ms and idx2_ms (one value per query), the timing source, the"
+        " cross_check of each phase's samples against its wall time, statio (the table's and"
+        " index's blocks hit and read per phase), warmup (its lookups, seconds and the index"
+        " blocks pg_prewarm read) and data (the table's sizes).",
         "the cache-wash workload (workloads/cache_wash.py)",
         "cache-wash points",
     ),

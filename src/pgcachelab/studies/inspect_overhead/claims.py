@@ -278,6 +278,8 @@ def fast_error_verdict(errors: list[TrialError]) -> Verdict:
     what = "fast's misplaced share of shared_buffers, mean over trials"
     figure = mean_figure(what, shares, "%")
     assert figure is not None
+    if figure.zero_width and max(shares) == 0:
+        figure = none_misplaced_figure(errors)
     worst = max(shares)
     verdict = qualifiers.judge(figure, "up to", "fast's error < 3% of shared_buffers", LOSS_PERCENT)
     if verdict.outcome == REPRODUCED and worst >= LOSS_PERCENT:
@@ -285,6 +287,20 @@ def fast_error_verdict(errors: list[TrialError]) -> Verdict:
             verdict, f"its worst trial misplaced {worst:.2f}%, and the seed's figure is its maximum"
         )
     return with_reason(verdict, f"worst trial {worst:.2f}%")
+
+
+def none_misplaced_figure(errors: list[TrialError]) -> Figure:
+    """Every trial misplaced none of its buffers: equal repetitions give a zero-width interval,
+    which decides nothing, yet 0 of millions of buffers says more than that. The figure is
+    then the exact (Clopper-Pearson) 95% upper bound on the share of buffers misplaced, 0 of
+    all the trials' buffers: 1 - 0.025^(1/M), in closed form for 0 successes."""
+    buffers = sum(max(1, e.buffers_total) for e in errors)
+    upper = (1 - 0.025 ** (1 / buffers)) * 100
+    what = (
+        f"fast's misplaced share of shared_buffers: 0 of {buffers:,} buffers over "
+        f"{len(errors)} trials (exact binomial 95% bound)"
+    )
+    return Figure(what, 0.0, 0.0, upper, len(errors), "%")
 
 
 def guarded(what: str, rule: Callable[[], Verdict]) -> Verdict:
