@@ -269,5 +269,7 @@ def test_combine_is_one_rule_for_every_claim(kinds):
     combined = combine(parts).outcome
     if len(set(kinds)) == 1:
         assert combined == kinds[0]
+    elif set(kinds) <= {CANNOT, NOT_MEASURED}:
+        assert combined == CANNOT
     else:
         assert combined == NOISE

@@ -247,8 +247,9 @@ def within(figure: Figure, low: float, high: float, rule: str) -> Verdict:
 def combine(parts: Sequence[tuple[str, Verdict]], empty: str = "no part was measured") -> Verdict:
     """One verdict for a claim with parts (huge pages on and off, idx1 and idx2, each lighter
     mode): reproduced only when every part is, contradicted only when every part is; every
-    part "cannot be shown here" (or every part not measured) stays so; anything else is "not
-    shown beyond the noise". The reason lists every part's verdict; the figure is the first
+    part "cannot be shown here" (or every part not measured) stays so, and parts that were
+    all unmeasured, some by the machine, cannot be shown; anything else is "not shown beyond
+    the noise". The reason lists every part's verdict; the figure is the first
     part's that has one, the weakest for the claim when the parts disagree."""
     if not parts:
         return cannot(empty)
@@ -264,6 +265,9 @@ def combine(parts: Sequence[tuple[str, Verdict]], empty: str = "no part was meas
             assert figure is not None
             return _decided(outcome, reason, figure)
         return Verdict(outcome, reason, figure)
+    if outcomes <= {CANNOT, NOT_MEASURED}:
+        # nothing measured: a part this machine cannot show keeps the whole from being shown
+        return cannot(f"no part was measured: {listed}")
     # the figure of a part that keeps the claim from being reproduced
     order = (NOISE, CONTRADICTED, CANNOT, NOT_MEASURED, SETUP, REPRODUCED)
     weakest = min(parts, key=lambda part: order.index(part[1].outcome))[1]
