@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pgcachelab.analysis.statistics import t95
+from pgcachelab.analysis.summary import summarise
 
 REPRODUCED = "reproduced"
 CONTRADICTED = "contradicted"
@@ -322,10 +323,7 @@ def mean_figure(what: str, values: Sequence[float], unit: str) -> Figure | None:
                 f"{what}: repetition {index + 1} of {len(values)} gave {value!r}, not a finite "
                 "number"
             )
-    if not values:
+    summary = summarise(values)
+    if summary is None:
         return None
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return Figure(what, mean, repetitions=1, unit=unit)
-    half = t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return Figure(what, mean, mean - half, mean + half, len(values), unit)
+    return Figure(what, summary.mean, summary.ci_low, summary.ci_high, summary.n, unit)

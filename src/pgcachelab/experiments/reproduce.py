@@ -113,7 +113,15 @@ def judge(study: Study, run_id: str | None, store: ResultStore, reason: str) -> 
     if run_id is None:
         return [ClaimResult(claim, cannot(reason)) for claim in study.claims]
     data = load_run(store, run_id)
-    return [ClaimResult(claim, judge_claim(claim, data)) for claim in study.claims]
+    return [
+        ClaimResult(
+            claim,
+            not_measured(f"measured by {claim.judged_on}'s run, once every study has run")
+            if claim.judged_on
+            else judge_claim(claim, data),
+        )
+        for claim in study.claims
+    ]
 
 
 def judge_claim(claim: PublishedClaim, data) -> Verdict:

@@ -41,7 +41,7 @@ class PublishedClaim:
     # setup (a rate limit the spec chose, the emulated disk's IOPS): shown, never counted.
     # A judge may also say SETUP for one run (a claim on the emulated disk is a finding on
     # real storage).
-    kind: str = "finding"
+    kind: str = FINDING
     # Another study whose run measures this claim ("cache-wash"), "" for the study's own run:
     # seed 004's report query that washes both caches is what seed 000's scan between two
     # rounds of lookups measures, on a table larger than the memory limit.

@@ -18,7 +18,6 @@ read's time / nonconsistent's for "faster". Pure rules over the sags
 """
 
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -47,7 +46,7 @@ from pgcachelab.analysis.inspect_accuracy import (
 )
 from pgcachelab.analysis.inspect_overhead import Sag
 from pgcachelab.analysis.run_data import RunData
-from pgcachelab.analysis.statistics import t95
+from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.studies.inspect_overhead.sags import (
     METHOD_NAMES,
     MethodSag,
@@ -105,26 +104,14 @@ def relative_tps_figure(what: str, lighter: Sag, heavier: Sag) -> Figure:
     the ratio of their geometric means, with Welch's 95% interval on the difference of their
     logs (separate points: their ratios do not pair). Equal ratios within each give an interval
     of zero width, which decides nothing."""
-    logs = [_logs(what, sag.values) for sag in (lighter, heavier)]
-    difference = statistics.fmean(logs[0]) - statistics.fmean(logs[1])
-    n = min(len(logs[0]), len(logs[1]))
-    if n < 2:
-        return Figure(what, math.exp(difference), repetitions=n)
-    shares = [statistics.variance(values) / len(values) for values in logs]
-    error = math.sqrt(sum(shares))
-    if error == 0:
-        value = math.exp(difference)
-        return Figure(what, value, value, value, n)
-    df = error**4 / sum(
-        share**2 / (len(values) - 1) for share, values in zip(shares, logs, strict=True)
-    )
-    half = t95(df) * error
-    return Figure(
-        what, math.exp(difference), math.exp(difference - half), math.exp(difference + half), n
-    )
+    for sag in (lighter, heavier):
+        _check_ratios(what, sag.values)
+    ratio, low, high = welch_log_ratio(list(heavier.values), list(lighter.values))
+    n = min(len(lighter.values), len(heavier.values))
+    return Figure(what, ratio, low, high, n)
 
 
-def _logs(what: str, values: Sequence[float]) -> list[float]:
+def _check_ratios(what: str, values: Sequence[float]) -> None:
     for index, value in enumerate(values):
         if not (math.isfinite(value) and value > 0):
             raise BadFigure(
@@ -133,7 +120,6 @@ def _logs(what: str, values: Sequence[float]) -> list[float]:
             )
     if not values:
         raise BadFigure(f"{what}: no ratio")
-    return [math.log(value) for value in values]
 
 
 CONSISTENT_CLAIM = "the consistent read greatly slows the server"
