@@ -16,11 +16,13 @@ its chart's noise ("the data came out not very pretty, but on the whole understa
 smaller one is "not shown beyond the noise", never reproduced.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from pgcachelab.analysis.cache_composition import Sample
 from pgcachelab.analysis.cache_split import SCAN_MOMENTS, scan_residency
+from pgcachelab.analysis.cache_split_claims import survival_figure
 from pgcachelab.analysis.claims import (
     REPRODUCED,
     Figure,
@@ -231,9 +233,12 @@ def report_washes_caches(data: RunData) -> Verdict:
         f"shared_buffers {format_bytes(size)} (the seed's 64MB of ~590 MB is "
         f"{format_bytes(target)} of this run's {format_bytes(memory)}), huge pages off"
     )
-    slowdown = ratio_figure(
-        f"lookups after / before the report, {where}",
-        [_phase_ratio(r) for r in mine],
+    # seed 000's idx2/idx1 at that point, named as this claim reads it
+    idx2_over_idx1 = survival_figure(mine, mine[0].huge_pages, size)
+    slowdown = (
+        dataclasses.replace(idx2_over_idx1, what=f"lookups after / before the report, {where}")
+        if idx2_over_idx1
+        else None
     )
     point_indexes = {
         result.point.point_index
@@ -257,13 +262,6 @@ def report_washes_caches(data: RunData) -> Verdict:
         else None
     )
     return wash_verdict(slowdown, buffers, os_cache)
-
-
-def _phase_ratio(rep) -> float:
-    """idx2 / idx1 of one repetition's medians; an idx1 of 0 gives infinity, which the figure
-    refuses (never dropped)."""
-    before = rep.median("idx1")
-    return rep.median("idx2") / before if before > 0 else math.inf
 
 
 def _left_caches(data: RunData, point_indexes: set[int]) -> list[tuple[float, float | None]]:
