@@ -176,3 +176,9 @@ def test_maven_keeps_its_repository_in_home_not_the_passwd_home(tmp_path, monkey
     result = run_cli("pg", "install", "12")
     assert result.returncode == 2  # offline: the point is where Maven looked
     assert (tmp_path / "home" / ".m2" / "repository").is_dir()
+
+
+@pytest.mark.parametrize("text", ["9.²", "²", "1²"])
+def test_a_major_with_digits_that_are_not_ascii_is_one_line_not_a_traceback(text):
+    with pytest.raises(UserError, match="invalid PostgreSQL major version"):
+        normalise_major(text)

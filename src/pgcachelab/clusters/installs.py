@@ -65,10 +65,15 @@ def cache_root() -> Path:
 FIRST_ONE_NUMBER_MAJOR = 10
 
 
+def _digits(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes '²', which int() refuses (issue 48)."""
+    return text.isascii() and text.isdigit()
+
+
 def major_label(version: str) -> str:
     """The major version of a server version: '9.5.25' or '9.5' -> '9.5', '16.4' -> '16'."""
     parts = str(version).split(".")
-    if len(parts) > 1 and parts[0].isdigit() and int(parts[0]) < FIRST_ONE_NUMBER_MAJOR:
+    if len(parts) > 1 and _digits(parts[0]) and int(parts[0]) < FIRST_ONE_NUMBER_MAJOR:
         return f"{int(parts[0])}.{parts[1]}"
     return parts[0]
 
@@ -77,9 +82,9 @@ def normalise_major(text: str) -> str:
     """'9.6' and '9.5' stay, '16' stays, '16.4' -> '16', '9.6.24' -> '9.6'; anything else
     is a UserError."""
     parts = str(text).split(".")
-    if parts[0] == "9" and len(parts) > 1 and parts[1].isdigit() and int(parts[1]) <= 6:
+    if parts[0] == "9" and len(parts) > 1 and _digits(parts[1]) and int(parts[1]) <= 6:
         return f"9.{int(parts[1])}"
-    if parts[0].isdigit() and FIRST_ONE_NUMBER_MAJOR <= int(parts[0]) <= 99:
+    if _digits(parts[0]) and FIRST_ONE_NUMBER_MAJOR <= int(parts[0]) <= 99:
         return parts[0]
     raise UserError(
         f"invalid PostgreSQL major version {text!r}",
