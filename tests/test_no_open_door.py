@@ -12,6 +12,7 @@ import pwd
 import random
 import stat
 import subprocess
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -20,11 +21,13 @@ from fix_lab import store_query
 from fix_processes import server_reachable_dir
 
 from pgcachelab.cli.progress import LineProgress
+from pgcachelab.clusters.binaries import PgInstall
 from pgcachelab.clusters.managed import (
     ManagedCluster,
     host_auth_method,
     initdb_auth_args,
     passfile_line,
+    restrict_host_lines,
 )
 from pgcachelab.clusters.osuser import install_usable_by
 from pgcachelab.workloads.tpcc import loader
@@ -35,8 +38,18 @@ pytestmark = pytest.mark.server
 def test_host_auth_is_scram_from_10_and_md5_on_9_6():
     assert host_auth_method(18) == host_auth_method(10) == "scram-sha-256"
     assert host_auth_method(9) == "md5"
-    assert "--auth-local=trust" in initdb_auth_args(15, "/x")
-    assert not any(arg.startswith("--auth=") for arg in initdb_auth_args(15, "/x"))
+    fifteen = PgInstall(Path("/x"), "15.4", 15, "test")
+    assert "--auth-local=trust" in initdb_auth_args(fifteen, Path("/x"))
+    assert not any(arg.startswith("--auth=") for arg in initdb_auth_args(fifteen, Path("/x")))
+    # before 9.2 one --auth for both; the host lines get the password right after initdb
+    old = PgInstall(Path("/x"), "9.1", 9, "test")
+    assert "--auth=trust" in initdb_auth_args(old, Path("/x"))
+    hba = "local   all all trust\nhost    all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n"
+    assert restrict_host_lines(hba, "md5").splitlines() == [
+        "local   all all trust",
+        "host    all all 127.0.0.1/32 md5",
+        "host all all ::1/128 md5",
+    ]
 
 
 def test_passfile_line_escapes_what_libpq_would_split_on():

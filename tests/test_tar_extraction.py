@@ -90,10 +90,14 @@ UNSAFE_ARCHIVES = {
         [_member("lib/libpq.so", tarfile.SYMTYPE, linkname="../../etc")],
         "a symbolic link to '../../etc', a path that climbs out with '..'",
     ),
+    "symlink escaping from the top": (
+        [_member("up", tarfile.SYMTYPE, linkname="..")],
+        "a symbolic link to '..', a path that climbs out with '..'",
+    ),
     # Looks inside judged before extraction; once `here` exists, `up` is the parent.
     "symlink chain": (
         [_member("here", tarfile.SYMTYPE, linkname="."), _member("up", tarfile.SYMTYPE, "here/..")],
-        "a symbolic link to 'here/..', a path that climbs out with '..'",
+        "a symbolic link to 'here/..', a path that climbs out with '..' after a name",
     ),
     "hard link outside": (
         [_member("passwd", tarfile.LNKTYPE, linkname="/etc/passwd")],
@@ -121,6 +125,46 @@ def test_an_unsafe_member_refuses_the_whole_archive_before_writing(tmp_path, cas
         _extract(archive, target, data_filter)
     assert list(target.iterdir()) == []  # not even the safe member before it
     assert not os.path.lexists(OUTSIDE)
+
+
+# Each member is safe alone; together they lead outside.
+UNSAFE_TOGETHER = {
+    # `d/up` is the top; from `d/up/e`, three steps up is two above the target
+    "climbing from under a link": (
+        [_member("d", tarfile.DIRTYPE), _member("d/up", tarfile.SYMTYPE, linkname=".."),
+         _member("d/up/e/z", tarfile.SYMTYPE, linkname="../../..")],
+        "a path under the symbolic link 'd/up'",
+    ),
+    "writing through a link": (
+        [_member("lib", tarfile.SYMTYPE, linkname="."), _member("lib/evil", data=b"x")],
+        "a path under the symbolic link 'lib'",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("data_filter", EXTRACTION_PATHS)
+@pytest.mark.parametrize("case", UNSAFE_TOGETHER)
+def test_members_safe_alone_but_not_together_refuse_the_archive(tmp_path, case, data_filter):
+    members, reason = UNSAFE_TOGETHER[case]
+    target = tmp_path / "target"
+    target.mkdir()
+    with pytest.raises(UnsafeMember, match=reason.replace(".", r"\.")):
+        _extract(_archive(*members), target, data_filter)
+    assert list(target.iterdir()) == []
+
+
+@pytest.mark.parametrize("data_filter", EXTRACTION_PATHS)
+def test_otj_timezone_links_climb_and_stay_inside(tmp_path, data_filter):
+    # otj-pg-embedded 0.4.4 (PostgreSQL 9.3.5): share/postgresql/timezone/US/Alaska
+    zone = "share/postgresql/timezone"
+    archive = _archive(
+        _member(f"{zone}/America", tarfile.DIRTYPE),
+        _member(f"{zone}/America/Anchorage", data=b"TZif"),
+        _member(f"{zone}/US", tarfile.DIRTYPE),
+        _member(f"{zone}/US/Alaska", tarfile.SYMTYPE, linkname="../America/Anchorage"),
+    )
+    _extract(archive, tmp_path, data_filter)
+    assert (tmp_path / zone / "US" / "Alaska").read_bytes() == b"TZif"
 
 
 def test_every_unsafe_case_is_judged_unsafe_member_by_member():

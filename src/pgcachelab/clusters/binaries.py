@@ -18,6 +18,13 @@ class PgInstall:
     major: int
     source: str  # where it came from, for the record
 
+    def at_least(self, major: int, minor: int = 0) -> bool:
+        """Whether this is `major`.`minor` or newer, by major version: 9.3 counts as (9, 3),
+        18.6 as (18, 0) (from 10 the second number is a minor release)."""
+        first, _, second = self.version.partition(".")
+        ours = (int(first), int(second or 0) if int(first) < 10 else 0)
+        return ours >= (major, minor)
+
     def tool(self, name: str) -> Path:
         return self.bin_dir / name
 

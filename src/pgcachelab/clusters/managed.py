@@ -42,6 +42,7 @@ PASSFILE = "pgpass"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 _PR_SET_PDEATHSIG = 1
+PG_FILE_SETTINGS_FROM = 90500  # server_version_num of the first release with pg_file_settings
 # Log lines that say why a start failed; a bad value in the conf file is only a LOG line
 # ("invalid value for parameter ...") followed by a FATAL that does not name it.
 _LOG_REASONS = ("FATAL", "ERROR", "invalid value", "unrecognized configuration parameter")
@@ -87,14 +88,50 @@ def host_auth_method(major: int) -> str:
     return "scram-sha-256" if major >= 10 else "md5"
 
 
-def initdb_auth_args(major: int, password_file: Path) -> list[str]:
+def initdb_auth_args(install: PgInstall, password_file: Path) -> list[str]:
     """Trust only on the unix socket (its directory is 0700, the lab's and the server user's);
-    TCP needs the generated password, so another local user finds no open door (issue 18)."""
+    TCP needs the generated password, so another local user finds no open door (issue 18).
+    Before 9.2 initdb has one --auth for both: trust, and `restrict_host_lines` then asks TCP
+    for the password before the server first starts."""
+    if not install.at_least(9, 2):
+        return ["--auth=trust", f"--pwfile={password_file}"]
     return [
         "--auth-local=trust",
-        f"--auth-host={host_auth_method(major)}",
+        f"--auth-host={host_auth_method(install.major)}",
         f"--pwfile={password_file}",
     ]
+
+
+def restrict_host_lines(pg_hba: str, method: str) -> str:
+    """pg_hba.conf with every TCP ("host") line's method set to `method`: initdb before 9.2
+    writes trust on all its lines."""
+    lines = []
+    for line in pg_hba.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "host" and fields[-1] == "trust":
+            line = line[: line.rindex("trust")] + method
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def initdb_sync_args(install: PgInstall) -> list[str]:
+    """initdb's "do not fsync" option: --no-sync from 10, --nosync in 9.3 to 9.6, none before
+    (initdb did not fsync then)."""
+    if install.at_least(10):
+        return ["--no-sync"]
+    return ["--nosync"] if install.at_least(9, 3) else []
+
+
+def include_directive(install: PgInstall) -> str:
+    """postgresql.conf's line for the lab's settings file: include_if_exists from 9.3; before,
+    include (the file is written right after initdb, so it exists)."""
+    keyword = "include_if_exists" if install.at_least(9, 3) else "include"
+    return f"\n{keyword} = '{SETTINGS_FILE}'\n"
+
+
+def socket_directory_setting(install: PgInstall) -> str:
+    """unix_socket_directories from 9.3; unix_socket_directory (one directory) before."""
+    return "unix_socket_directories" if install.at_least(9, 3) else "unix_socket_directory"
 
 
 def passfile_line(user: str, password: str) -> str:
@@ -287,10 +324,10 @@ class ManagedCluster:
                     str(self.data_dir),
                     "-U",
                     LAB_SUPERUSER,
-                    *initdb_auth_args(self.install.major, password_file),
+                    *initdb_auth_args(self.install, password_file),
                     "--encoding=UTF8",
                     "--locale=C",
-                    "--no-sync" if self.install.major >= 10 else "--nosync",
+                    *initdb_sync_args(self.install),
                     *initdb_checksum_args(self.data_checksums, self.install.major),
                 ],
             )
@@ -301,16 +338,21 @@ class ManagedCluster:
             out.write(passfile_line(LAB_SUPERUSER, password))
         if result.returncode != 0:
             raise ClusterError(f"initdb failed: {_last_lines(result.stderr)}")
+        if not self.install.at_least(9, 2):
+            pg_hba = self.data_dir / "pg_hba.conf"
+            pg_hba.write_text(
+                restrict_host_lines(pg_hba.read_text(), host_auth_method(self.install.major))
+            )
         # The seed's way of configuring: an included file we rewrite for each point.
         with open(self.data_dir / "postgresql.conf", "a") as conf:
-            conf.write(f"\ninclude_if_exists = '{SETTINGS_FILE}'\n")
+            conf.write(include_directive(self.install))
         self._write_settings_file({})
 
     def _base_settings(self) -> dict[str, str]:
         return {
             "port": str(self.port),
             "listen_addresses": "localhost" if self.listen_tcp else "",
-            "unix_socket_directories": str(self.socket_dir),
+            socket_directory_setting(self.install): str(self.socket_dir),
         }
 
     def _write_settings_file(self, settings: dict[str, str]) -> None:
@@ -530,17 +572,28 @@ class ManagedCluster:
                     [[n.lower() for n in wanted]],
                 )
             }
+            file_settings = (
+                {
+                    name.lower(): FileSetting(name, applied, error)
+                    for name, applied, error in conn.execute(
+                        "select name, applied, error from pg_file_settings"
+                        " where sourcefile like %s order by seqno",
+                        [f"%/{SETTINGS_FILE}"],
+                    )
+                }
+                if conn.info.server_version >= PG_FILE_SETTINGS_FROM
+                else None
+            )
+        reasons = log_reasons(self._log_since(log_offset))
+        if file_settings is None:
+            # Before 9.5: what pg_settings says came from the lab's file, with no complaint in
+            # the log since, is what the file asked and the server took.
             file_settings = {
-                name.lower(): FileSetting(name, applied, error)
-                for name, applied, error in conn.execute(
-                    "select name, applied, error from pg_file_settings"
-                    " where sourcefile like %s order by seqno",
-                    [f"%/{SETTINGS_FILE}"],
-                )
+                key: FileSetting(row.name, True, None)
+                for key, row in server.items()
+                if row.source == "configuration file" and key not in reasons
             }
-        mismatches = setting_mismatches(
-            wanted, server, file_settings, log_reasons(self._log_since(log_offset))
-        )
+        mismatches = setting_mismatches(wanted, server, file_settings, reasons)
         if mismatches:
             raise ClusterError("; ".join(mismatches))
         self.settings_verified = True

@@ -3,10 +3,14 @@
 Python's extraction filters (PEP 706, `extractall(filter="data")`) arrived in 3.11.4, and
 Debian 12's python3 is 3.11.2 (issue 23). So every member is checked here, on every
 interpreter, before anything is written; where the interpreter has the `data` filter it checks
-again as it extracts. The check is stricter than the filter in one way: a member's name and a
-link's target may not hold `..` at all. The filter resolves such paths against what is already
-on disk as it goes; judged before extraction, `a -> .` then `b -> a/..` looks inside and is not.
-The zonky archives `pg install` unpacks hold only files, directories and links within a folder.
+again as it extracts. The check is stricter than the filter: a member's name and a hard link's
+target may not hold `..` at all, and a symbolic link's target may climb only with leading `..`s
+that stay inside, from a directory no link leads to. The filter resolves such paths against
+what is already on disk as it goes; judged before extraction, `a -> .` then `b -> a/..` looks
+inside and is not, and neither is `d/up -> ..` then `d/up/e/z -> ../../..`: so a `..` after a
+name is refused, and no member may lie under a symbolic link of the archive. The zonky archives
+`pg install` unpacks hold only files, directories and links within a folder; otj-pg-embedded's
+(9.3, 9.5) hold timezone links such as `US/Alaska -> ../America/Anchorage`.
 """
 
 import copy
@@ -41,6 +45,25 @@ def _path_problem(path: str) -> str | None:
     return None
 
 
+def _symlink_target_problem(name: str, target: str) -> str | None:
+    """Why a symbolic link `name -> target` could lead outside, judged as if every directory
+    above `name` were a real one (extract_all makes sure of that), or None."""
+    if not target:
+        return "an empty path"
+    if target.startswith("/"):
+        return "an absolute path"
+    parts = PurePosixPath(target).parts
+    climbs = 0
+    while climbs < len(parts) and parts[climbs] == "..":
+        climbs += 1
+    if ".." in parts[climbs:]:
+        return "a path that climbs out with '..' after a name"
+    depth = len([p for p in PurePosixPath(name).parent.parts if p != "."])
+    if climbs > depth:
+        return "a path that climbs out with '..'"
+    return None
+
+
 def unsafe_reason(member: tarfile.TarInfo) -> str | None:
     """Why extracting `member` is unsafe (outside the target, a device, a fifo), or None."""
     problem = _path_problem(member.name)
@@ -54,11 +77,25 @@ def unsafe_reason(member: tarfile.TarInfo) -> str | None:
         return "a special file"
     if not member.isdir() and PurePosixPath(member.name).parts in [(), (".",)]:
         return "a file in place of the target directory itself"
-    if member.issym() or member.islnk():
-        kind = "a symbolic link" if member.issym() else "a hard link"
+    if member.issym():
+        problem = _symlink_target_problem(member.name, member.linkname)
+        if problem:
+            return f"a symbolic link to {member.linkname!r}, {problem}"
+    if member.islnk():
         problem = _path_problem(member.linkname)
         if problem:
-            return f"{kind} to {member.linkname!r}, {problem}"
+            return f"a hard link to {member.linkname!r}, {problem}"
+    return None
+
+
+def _under_a_link(members: list[tarfile.TarInfo]) -> tuple[str, str] | None:
+    """(member, link) for the first member that lies under one of the archive's symbolic
+    links: written through it, or climbing from it, it could land anywhere the link leads."""
+    links = {PurePosixPath(m.name) for m in members if m.issym()}
+    for member in members:
+        for parent in PurePosixPath(member.name).parents:
+            if parent in links:
+                return member.name, str(parent)
     return None
 
 
@@ -87,6 +124,9 @@ def extract_all(tar: tarfile.TarFile, target: str | os.PathLike, data_filter: bo
         if reason:
             raise UnsafeMember(member.name, reason)
         members.append(filtered_copy(member))
+    under = _under_a_link(members)
+    if under:
+        raise UnsafeMember(under[0], f"a path under the symbolic link {under[1]!r}")
     if not data_filter:
         # Interpreters that have filters warn (3.12+) when none is named: ours is done above.
         trusted: dict[str, Any] = {"filter": "fully_trusted"} if has_data_filter() else {}

@@ -703,7 +703,9 @@ def _prepare_session(ctx: RunContext, point: Point, conn, recording: Recording) 
     if "version_switch" in recording.metrics and workload.prewarm_after_version_switch:
         # The turn's cluster starts with its OS cache dropped (another version ran):
         # its data is read in again, as a server that had been running would hold it.
-        recording.metrics["version_switch"]["prewarmed_blocks"] = prewarm_all(ctx, conn)
+        blocks, method = prewarm_all(ctx, conn)
+        recording.metrics["version_switch"]["prewarmed_blocks"] = blocks
+        recording.metrics["version_switch"]["prewarm_method"] = method
     recording.metrics["caches"] = prepare_caches(ctx, point, conn, workload)
 
 
@@ -770,15 +772,47 @@ def prepare_caches(
     return done
 
 
-def prewarm_all(ctx: RunContext, conn: psycopg.Connection) -> dict[str, int]:
-    """pg_prewarm every table and index of the database: relation -> blocks read."""
+# The relations a prewarm reads: the database's own tables, indexes and views' data.
+_OWN_RELATIONS = (
+    " from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+    " where c.relkind in ('r', 'i', 'm', 't')"
+    " and n.nspname not in ('pg_catalog', 'information_schema')"
+    " and n.nspname !~ '^pg_toast' and c.relpersistence <> 't'"
+)
+BLOCK_BYTES = 8192
+
+
+def prewarm_all(ctx: RunContext, conn: psycopg.Connection) -> tuple[dict[str, int], str]:
+    """Read every table and index of the database in: (relation -> blocks read, how).
+
+    pg_prewarm (9.4+) reads them into shared buffers; a version without it (9.3 and older) has
+    its relations' files read through into the OS cache, and the first accesses fill shared
+    buffers: the difference is recorded with the measurement ("prewarm_method")."""
     if ctx.target.machine is not None:
+        available = conn.execute(
+            "select 1 from pg_available_extensions where name = 'pg_prewarm'"
+        ).fetchone()
+        if available is None:
+            return _read_relation_files(ctx, conn), "files read into the OS cache (no pg_prewarm)"
         conn.execute("create extension if not exists pg_prewarm")
     rows = conn.execute(
-        "select c.oid::regclass::text, pg_prewarm(c.oid) from pg_class c"
-        " join pg_namespace n on n.oid = c.relnamespace"
-        " where c.relkind in ('r', 'i', 'm', 't')"
-        " and n.nspname not in ('pg_catalog', 'information_schema')"
-        " and n.nspname !~ '^pg_toast' and c.relpersistence <> 't'"
+        "select c.oid::regclass::text, pg_prewarm(c.oid)" + _OWN_RELATIONS
     ).fetchall()
-    return {name: blocks for name, blocks in rows}
+    return {name: blocks for name, blocks in rows}, "pg_prewarm"
+
+
+def _read_relation_files(ctx: RunContext, conn: psycopg.Connection) -> dict[str, int]:
+    """Each relation's files (its segments .1, .2 ... too) read through the data directory
+    the server uses (the emulated disk's mount when there is one)."""
+    data_dir = Path(ctx.target.data_dir)
+    blocks = {}
+    rows = conn.execute(
+        "select c.oid::regclass::text, pg_relation_filepath(c.oid)" + _OWN_RELATIONS
+    ).fetchall()
+    for name, relative in rows:
+        if not relative:
+            continue
+        first = data_dir / relative
+        segments = [first, *sorted(first.parent.glob(f"{first.name}.[0-9]*"))]
+        blocks[name] = oscache.read_files(segments) // BLOCK_BYTES
+    return blocks
