@@ -21,11 +21,12 @@ from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench, 
 from pgcachelab.clusters.catalogue import install_catalogue, read_catalogue_rows
 from pgcachelab.clusters.client import PgbenchTarget, one_row, pgoptions
 from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings
-from pgcachelab.clusters.installs import resolve
+from pgcachelab.clusters.installs import read_record, resolve
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
+from pgcachelab.clusters.setting_history import translate_settings
 from pgcachelab.clusters.target import ManagedServer, Target
-from pgcachelab.errors import UserError
+from pgcachelab.errors import PointError, UserError
 from pgcachelab.machine.disk_profiles import HOST, resolve_disk
 from pgcachelab.machine.storage_probe import probe_storage
 
@@ -270,9 +271,11 @@ class VersionedTarget:
         data_checksums: bool | None = None,
         disks: tuple[str | None, ...] = (),
         disk_override: str | None = None,
+        unavailable: dict[str, str] | None = None,  # version label -> why it is not installed
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
+        self.unavailable = dict(unavailable or {})
         self.machine = EmulatedMachine(memory_bytes)
         self._options: dict[str, Any] = {
             "listen_tcp": listen_tcp,
@@ -294,6 +297,8 @@ class VersionedTarget:
         self._record_work_dir: Callable[[str], None] | None = None
         # version -> names of settings that version does not know: left out of its points
         self.skipped_settings: dict[str, list[str]] = {}
+        # version -> {spec's name: the setting it runs as}: experiments/runner.py fills it
+        self.translated_settings: dict[str, dict[str, str]] = {}
 
     def __getattr__(self, name):
         if name in ("current", "targets"):  # not set yet: no recursion through __getattr__
@@ -352,8 +357,9 @@ class VersionedTarget:
         versions = {
             version: {
                 "bin_dir": str(t.install.bin_dir),
-                "source": t.install.source,
+                "source": read_record(t.install.bin_dir).get("source") or t.install.source,
                 "server_version": t.install.version,
+                "install": read_record(t.install.bin_dir),
             }
             for version, t in self.targets.items()
         }
@@ -363,12 +369,19 @@ class VersionedTarget:
             "source": "versions",
             "versions": versions,
             "skipped_settings": self.skipped_settings,
+            "translated_settings": self.translated_settings,
+            "unavailable": self.unavailable,
+            # one pgbench, the newest, for every version (seed 001), even one built with its own
+            "pgbench": str(_newest_pgbench()),
             "clusters": "one per version and data group, stopped between turns",
         }
 
     def apply(self, settings: dict) -> str:
+        """The point's settings as the current version spells them (clusters/setting_history),
+        without those it lacks."""
         skipped = self.skipped_settings.get(self.version, [])
-        return self.current.apply({k: v for k, v in settings.items() if k not in skipped})
+        kept = {k: v for k, v in settings.items() if k not in skipped}
+        return self.current.apply(translate_settings(kept, self.current.install.version)[0])
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
         """Open the shared machine; clusters are created by switch, as points need them."""
@@ -379,6 +392,11 @@ class VersionedTarget:
         """Make the cluster of `version` and data `group` current (created on first use, its
         server started by the next apply). Returns its workload state and what was dropped from
         the OS cache, or None when it was current already."""
+        if version in self.unavailable:
+            # a row with its reason, not a failed run: the sweep goes on with the others
+            raise PointError(
+                f"PostgreSQL {version} is not installed here: {self.unavailable[version]}"
+            )
         key = (version, group)
         if key == self.key and self.current.cluster is not None:
             return None

@@ -21,8 +21,10 @@ from pgcachelab import interrupts
 from pgcachelab.analysis.statistics import settled
 from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.clusters import extension
+from pgcachelab.clusters.client import one_row
 from pgcachelab.clusters.installs import install, resolve
 from pgcachelab.clusters.managed import ClusterError
+from pgcachelab.clusters.setting_history import names_in
 from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.clusters.targets import (
     ExistingTarget,
@@ -137,13 +139,42 @@ def make_target(
                 f"{option}: the spec sweeps version, so the lab runs each version itself",
                 f"drop {option}, or the version sweep",
             )
-        installed = {
-            version: _installed_or_install(version, note)
-            for version in dict.fromkeys(server_version_of(v) for v in spec.versions)
+        installed, unobtainable = {}, {}
+        for version in dict.fromkeys(server_version_of(v) for v in spec.versions):
+            try:
+                installed[version] = _installed_or_install(version, note)
+            except UserError as error:
+                if "/" in version:  # a bin directory the spec names: its own mistake
+                    raise
+                unobtainable[version] = error.message
+                note(
+                    f"PostgreSQL {version} cannot be installed here; its points are recorded "
+                    f"as failed with the reason: {error.message}"
+                )
+        if not installed:
+            raise UserError(
+                f"{spec.path}: none of the versions it sweeps can be installed here: "
+                + "; ".join(f"{v}: {why}" for v, why in unobtainable.items()),
+                "see pgcachelab pg install --help for the sources of each version",
+            )
+        bin_dirs = {
+            v: installed[server_version_of(v)]
+            for v in spec.versions
+            if server_version_of(v) in installed
         }
-        bin_dirs = {version: installed[server_version_of(version)] for version in spec.versions}
+        unavailable = {
+            v: unobtainable[server_version_of(v)]
+            for v in spec.versions
+            if server_version_of(v) in unobtainable
+        }
         return VersionedTarget(
-            bin_dirs, spec.listen_tcp, memory_bytes, spec.data_checksums, disks, disk
+            bin_dirs,
+            spec.listen_tcp,
+            memory_bytes,
+            spec.data_checksums,
+            disks,
+            disk,
+            unavailable=unavailable,
         )
     if dsn:
         return ExistingTarget(dsn)
@@ -314,15 +345,32 @@ def _check_inspect_extension(spec: ExperimentSpec, target: Target) -> None:
 def _check_settings_per_version(
     spec: ExperimentSpec, target: VersionedTarget, progress: Progress | None
 ) -> None:
-    """Same settings for every version; one that a version does not know is skipped for it and
-    said once (seed 001 compares like with like, as far as each version allows)."""
+    """Same settings for every version: one a version knows by another name runs as that
+    (clusters/setting_history: max_wal_size is checkpoint_segments before 9.5), one it does
+    not know at all is skipped for it; both said once (seed 001 compares like with like, as
+    far as each version allows)."""
     catalogues = {version: t.catalogue() for version, t in target.targets.items()}
     names = spec.setting_names()
-    known_somewhere = {name for name in names if any(name in c for c in catalogues.values())}
-    target.skipped_settings = {}
+
+    def known(name: str, version: str) -> bool:
+        return renamed[version].get(name, name) in catalogues[version]
+
+    renamed = {version: names_in(t.install.version, names) for version, t in target.targets.items()}
+    known_somewhere = {name for name in names if any(known(name, v) for v in catalogues)}
+    target.skipped_settings, target.translated_settings = {}, {}
     for version, catalogue in catalogues.items():
-        skipped = sorted(known_somewhere - set(catalogue))
-        validate_settings(spec, catalogue, target=f"PostgreSQL {version}", skip=frozenset(skipped))
+        skipped = sorted(name for name in known_somewhere if not known(name, version))
+        translated = {
+            name: other
+            for name, other in renamed[version].items()
+            if other != name and other in catalogue
+        }
+        validate_settings(
+            spec,
+            catalogue,
+            target=f"PostgreSQL {version}",
+            skip=frozenset(skipped) | frozenset(translated),
+        )
         if skipped:
             target.skipped_settings[version] = skipped
             if progress is not None:
@@ -330,6 +378,11 @@ def _check_settings_per_version(
                     f"PostgreSQL {version} does not know {', '.join(skipped)}: "
                     f"its points run without {'it' if len(skipped) == 1 else 'them'}"
                 )
+        if translated:
+            target.translated_settings[version] = translated
+            if progress is not None:
+                said = ", ".join(f"{name} as {other}" for name, other in translated.items())
+                progress.note(f"PostgreSQL {version} knows {said}: its points run with those")
 
 
 def _set_memory_for_shares(spec: ExperimentSpec, target: Target) -> None:
@@ -700,6 +753,10 @@ def _prepare_session(ctx: RunContext, point: Point, conn, recording: Recording) 
         ctx.store.record_server_settings(ctx.run_id, point.index, collect_settings(conn))
         ctx.settings_recorded.add(point.index)
     workload = WORKLOADS[ctx.spec.workload]
+    if "version_switch" in recording.metrics:
+        # the server's own words: its exact release and the compiler that built it (otj's
+        # 9.3 and 9.5 were built by gcc 4.1, the lab's source builds by this machine's gcc)
+        recording.metrics["version_switch"]["server"] = one_row(conn.execute("select version()"))[0]
     if "version_switch" in recording.metrics and workload.prewarm_after_version_switch:
         # The turn's cluster starts with its OS cache dropped (another version ran):
         # its data is read in again, as a server that had been running would hold it.
