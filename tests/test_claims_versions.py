@@ -24,7 +24,8 @@ from pgcachelab.studies.versions.claims import (
     LARGE_REGRESSION,
     NOT_IN_QUICK,
     READ_ONLY,
-    READ_ONLY_SCALED,
+    READ_ONLY_9_2,
+    READ_ONLY_9_5,
     READ_WRITE,
     READ_WRITE_OUTGREW,
     READ_WRITE_ROSE,
@@ -58,10 +59,77 @@ def samples_for(mode, scale_class, by_version, **more) -> dict:
 # -- what the lab cannot install, and what no spec measures ------------------------------------
 
 
-def test_older_versions_cannot_be_shown_here():
-    for claim in (READ_ONLY_SCALED, SATA_GROUP_COMMIT):
-        verdict = judge(claim, samples_for(READ_ONLY, "medium", {"9.6": reps(100)}))
-        assert verdict.outcome == CANNOT and "older than 9.6" in verdict.reason
+NOT_HERE = "no source reachable: give one with --source"
+
+
+@pytest.mark.parametrize("claim", [READ_ONLY_9_2, READ_ONLY_9_5])
+def test_a_version_claim_names_the_missing_versions_and_why(claim):
+    cell_samples = {"9.6": reps(100), "13": reps(120)}
+    samples = {
+        **samples_for(READ_ONLY, "small", cell_samples),
+        **samples_for(READ_ONLY, "medium", cell_samples),
+    }
+    after = claim.key.rsplit("-", 1)[1]
+    # the machine could not obtain it: cannot, with the install's own reason
+    fixed = {"versions": ["9.6", "13", after], "unavailable": {after: NOT_HERE}}
+    verdict = judge(claim, samples, fixed)
+    assert verdict.outcome == CANNOT
+    assert f"{after}: could not be installed here ({NOT_HERE})" in verdict.reason
+    # the spec does not sweep it: not measured, naming the spec that does
+    verdict = judge(claim, samples, {"versions": ["9.6", "13"], "unavailable": {}})
+    assert verdict.outcome == NOT_MEASURED and "archaeology.toml sweeps" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("after_tps", "cores", "outcome"),
+    [
+        (160, 2, REPRODUCED),  # ×1.6 from 9.4: at least ×1.5 ("significant")
+        (110, 16, CONTRADICTED),  # ×1.1 on the article's cores: short of "significant"
+        (110, 2, NOISE),  # ×1.1 on 2 cores: lock scalability needs cores, not a finding
+    ],
+)
+def test_read_only_9_5_is_judged_on_9_5_against_the_version_before(after_tps, cores, outcome):
+    samples = samples_for(
+        READ_ONLY, "medium", {"9.3": reps(50), "9.4": reps(100), "9.5": reps(after_tps)}
+    )
+    verdict = judge(READ_ONLY_9_5, samples, {"cores": cores})
+    assert verdict.outcome == outcome
+    assert "9.5/9.4" in verdict.figure.what  # the step itself, not from 9.3
+    if outcome == NOISE:
+        assert "this machine has 2, the article's 16" in verdict.reason
+
+
+def test_a_step_from_an_older_version_says_which_stood_in_and_why():
+    samples = samples_for(READ_ONLY, "medium", {"9.3": reps(100), "9.5": reps(160)})
+    fixed = {"versions": ["9.3", "9.5"], "unavailable": {}, "cores": 2}
+    verdict = judge(READ_ONLY_9_5, samples, fixed)
+    assert verdict.outcome == REPRODUCED and "9.5/9.3" in verdict.figure.what
+    assert "9.3 stands for 9.4: the run lacks PostgreSQL 9.4: not swept" in verdict.reason
+
+
+def test_the_sata_group_commit_needs_the_sata_disk_then_9_1_and_9_2():
+    samples = samples_for(READ_WRITE, "small", {"9.6": reps(100)})
+    assert judge(SATA_GROUP_COMMIT, samples).outcome == NOT_MEASURED  # no SATA RAID cell
+    sata = samples_for(READ_WRITE, "small", {"9.1": reps(600), "9.2": reps(6500)},
+                       disk=SATA_RAID)  # fmt: skip
+    verdict = judge(SATA_GROUP_COMMIT, sata)
+    assert verdict.outcome == REPRODUCED and "9.2/9.1" in verdict.figure.what
+    missing = samples_for(READ_WRITE, "small", {"9.6": reps(100)}, disk=SATA_RAID)
+    verdict = judge(SATA_GROUP_COMMIT, missing, {"unavailable": {"9.2": NOT_HERE}})
+    assert verdict.outcome == CANNOT and NOT_HERE in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("tps_11", "outcome"), [(70, REPRODUCED), (100, NOISE), (140, CONTRADICTED)]
+)
+def test_the_large_regression_is_9_5_against_11_when_the_run_has_both(tps_11, outcome):
+    samples = samples_for(
+        READ_WRITE, "large",
+        {"9.3": reps(500), "9.5": reps(100), "9.6": reps(50), "11": reps(tps_11, 0.01 if tps_11 != 100 else 0.2)},
+    )  # fmt: skip
+    verdict = judge(LARGE_REGRESSION, samples)
+    assert verdict.outcome == outcome
+    assert "9.5/11" in verdict.figure.what
 
 
 def test_the_smaller_machine_is_not_measured_and_says_what_would():
@@ -310,13 +378,14 @@ def test_the_tiny_runs_verdicts(tiny_versions):
     # two 1 s repetitions, no large class, on this machine's disk: no version up to 13, the
     # article's newest, so no trend is measured
     assert {key: v.outcome for key, v in verdicts.items()} == {
-        "read-only-9.2-9.5": CANNOT,  # older than 9.6
+        "read-only-9.2": NOT_MEASURED,  # 9.1 and 9.2 not swept
+        "read-only-9.5": NOT_MEASURED,
         "read-write-rose": NOT_MEASURED,
         "read-write-small-52k-75k": NOT_MEASURED,
         "read-write-vs-read-only": NOT_MEASURED,
         "read-write-large-9.5-11": NOT_MEASURED,  # no large class, no version up to 11
         "sata-read-only-9.6": NOT_MEASURED,  # no SATA RAID disk
-        "sata-read-write-9.1": CANNOT,  # older than 9.6
+        "sata-read-write-9.1": NOT_MEASURED,  # no SATA RAID disk
         "sata-read-write-medium-large": NOT_MEASURED,
         "smaller-machine": NOT_MEASURED,
     }
@@ -324,7 +393,7 @@ def test_the_tiny_runs_verdicts(tiny_versions):
 
 
 def test_every_claim_has_its_figure_rule_qualifier_and_judge():
-    assert len(Versions.claims) == len(CLAIMS) == 9
+    assert len(Versions.claims) == len(CLAIMS) == 10
     for claim in Versions.claims:
         assert claim.figure and claim.rule and claim.article and claim.words
         assert claim.qualifier in QUALIFIERS

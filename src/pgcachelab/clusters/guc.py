@@ -31,6 +31,18 @@ class SettingInfo:
     enum_values: tuple[str, ...] | None = None
 
 
+# Units pg_settings leaves out: 9.5 shows max_wal_size and min_wal_size with no unit although
+# they count 16MB WAL segments (9.6 shows "16MB"); "1GB" asked read back as "64".
+UNITS_NOT_SHOWN = {"max_wal_size": "16MB", "min_wal_size": "16MB"}
+
+
+def shown_unit(name: str, unit: str | None, vartype: str) -> str | None:
+    """pg_settings' unit, or the one it should have shown."""
+    if unit is None and vartype == "integer":
+        return UNITS_NOT_SHOWN.get(name.lower())
+    return unit
+
+
 def parse_describe_config(text: str) -> dict[str, SettingInfo]:
     """Parse `postgres --describe-config` (tab-separated: name, context, group, type, ...)."""
     catalogue = {}
@@ -61,7 +73,7 @@ def catalogue_from_pg_settings(rows) -> dict[str, SettingInfo]:
             name=name,
             context=context,
             vartype=vartype,
-            unit=unit,
+            unit=shown_unit(name, unit, vartype),
             min_value=_number_or_none(min_val),
             max_value=_number_or_none(max_val),
             enum_values=tuple(enumvals) if enumvals else None,

@@ -28,6 +28,7 @@ from pgcachelab.clusters.guc import (
     log_reasons,
     setting_mismatches,
     setting_value_text,
+    shown_unit,
 )
 from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
 from pgcachelab.clusters.shmem_leftovers import release_shared_memory
@@ -565,7 +566,9 @@ class ManagedCluster:
         self.settings_verified = False
         with self.connect() as conn:
             server = {
-                name.lower(): ServerSetting(name, setting, unit, vartype, source)
+                name.lower(): ServerSetting(
+                    name, setting, shown_unit(name, unit, vartype), vartype, source
+                )
                 for name, setting, unit, vartype, source in conn.execute(
                     "select name, setting, unit, vartype, source from pg_settings"
                     " where lower(name) = any(%s)",

@@ -2,6 +2,7 @@
 
 import psycopg
 
+from pgcachelab.clusters.guc import shown_unit
 from pgcachelab.units import normalise_setting
 
 
@@ -9,6 +10,7 @@ def collect_settings(conn: psycopg.Connection) -> dict:
     rows = conn.execute(
         "select name, setting, unit, vartype, context, source from pg_settings"
     ).fetchall()
+    rows = [(n, s, shown_unit(n, u, v), v, c, src) for n, s, u, v, c, src in rows]
     return {
         name: {
             "setting": setting,
