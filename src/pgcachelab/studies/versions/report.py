@@ -126,6 +126,113 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "tps-by-clients-per-version")
 
 
+def version_plot(data: RunData, out_dir: Path) -> list[Path]:
+    """The article's story at a glance: one panel per scale class x mode (x storage ...),
+    versions in release order on x, one line per client count (median, min..max bars); the
+    A/A control a hollow marker beside its twin. Versions the machine could not obtain are
+    ticks with no point, named in the title."""
+    panels = clients_panels(data)
+    if not panels:
+        return []
+    versions = version_order(str(r.point.swept["version"]) for r in data.points)
+    unavailable = set(data.run.target.get("unavailable") or {})
+    measured = [v for v in versions if control_base(v) is None]
+    positions = {v: i for i, v in enumerate(measured)}
+    columns = min(2, len(panels)) if len(panels) <= 6 else 3
+    rows = math.ceil(len(panels) / columns)
+    figure, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(max(5.2, 0.62 * len(measured) + 2.6) * columns, 3.5 * rows),
+        squeeze=False,
+    )
+    clients = sorted({r.point.swept.get(X_KEY) for r in data.points}, key=lambda c: c or 0)
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for axis, (panel, results) in zip(axes.flat, panels.items(), strict=False):
+        for color, count in zip(itertools.cycle(palette), clients, strict=False):
+            mine = [r for r in results if r.point.swept.get(X_KEY) == count and r.tps]
+            line = sorted(
+                (r for r in mine if control_base(str(r.point.swept["version"])) is None),
+                key=lambda r: positions[str(r.point.swept["version"])],
+            )
+            stats = [r.tps for r in line if r.tps is not None]
+            xs = [positions[str(r.point.swept["version"])] for r in line]
+            medians = [s.median for s in stats]
+            axis.errorbar(
+                xs,
+                medians,
+                yerr=[[m - s.minimum for m, s in zip(medians, stats, strict=True)],
+                      [s.maximum - m for m, s in zip(medians, stats, strict=True)]],
+                marker="o", markersize=4, capsize=2, color=color,
+                label=f"{count} clients" if count else "median",
+            )  # fmt: skip
+            for r in mine:  # the A/A control: hollow, a little to the right of its twin
+                twin = control_base(str(r.point.swept["version"]))
+                if twin in positions and r.tps is not None:
+                    axis.plot(positions[twin] + 0.18, r.tps.median, marker="o",
+                              markerfacecolor="none", color=color, markersize=5)  # fmt: skip
+        axis.set_xticks(
+            range(len(measured)),
+            [f"{v}\n(none)" if v in unavailable else v for v in measured],
+            fontsize=8,
+        )
+        axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=9)
+        axis.set_xlabel("PostgreSQL major version (release order)")
+        axis.set_ylabel(TPS_LABEL)
+        axis.set_ylim(bottom=0)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    for axis in list(axes.flat)[len(panels) :]:
+        axis.set_visible(False)
+    missing = f"; not installed here: {', '.join(sorted(unavailable))}" if unavailable else ""
+    figure.suptitle(
+        f"{data.run.name}: throughput by version (point: median, bar: min..max of the "
+        f"repetitions; hollow: the A/A control){missing}",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    return save_figure(figure, out_dir, "tps-by-version")
+
+
+def compiled_by(data: RunData) -> dict[str, str]:
+    """Each version's compiler, in its server's own words (`select version()` at its first
+    turn): otj's 9.3 and 9.5 were built by gcc 4.1, zonky's and the lab's by newer ones."""
+    found: dict[str, str] = {}
+    for result in data.points:
+        version = str(result.point.swept.get("version"))
+        for measurement in result.ok:
+            words = (measurement.metrics.get("version_switch") or {}).get("server")
+            if words and version not in found:
+                found[version] = str(words).split(" compiled by ", 1)[-1].split(",")[0]
+    return found
+
+
+def installs_rows(data: RunData) -> list[list[str]]:
+    """Each version: where its server came from, the compiler that built it, and how the lab
+    built it when it did; then each version the machine could not obtain, with the reason."""
+    target = data.run.target or {}
+    compilers = compiled_by(data)
+    rows = []
+    for version in version_order(target.get("versions") or {}):
+        if control_base(version) is not None:
+            continue
+        known = target["versions"][version]
+        record = known.get("install") or {}
+        built = ""
+        if record.get("compiler"):
+            built = f"{record['compiler']}; CFLAGS {record.get('cflags', '?')}"
+        translated = (target.get("translated_settings") or {}).get(version) or {}
+        renamed = ", ".join(f"{a} as {b}" for a, b in translated.items())
+        rows.append([
+            version, str(known.get("server_version") or ""), str(known.get("source") or ""),
+            compilers.get(version, "?"), built or "as published", renamed or "–",
+        ])  # fmt: skip
+    for version, reason in (target.get("unavailable") or {}).items():
+        if control_base(version) is None:
+            rows.append([version, "–", f"not installed here: {reason}", "–", "–", "–"])
+    return rows
+
+
 def _change_row(change: VersionChange) -> Row:
     if change.ci_low is None:
         interval, verdict = "–", "too few repetitions"
@@ -244,6 +351,19 @@ def versions_section(data: RunData, out_dir: Path, previous: RunData | None = No
         else "",
         limit=CONTROL_SIGNIFICANT_LIMIT,
         settings_table=Markup(_settings_table(data)),
+        installs_table=Markup(
+            table(
+                ["version", "server", "from", "compiled by", "built", "settings renamed"],
+                installs_rows(data),
+                ALL_COLUMNS,
+            )
+        ),
+        pgbench=(data.run.target or {}).get("pgbench"),
     )
-    plots = clients_plot(data, out_dir) + progress_plot(data, out_dir)
+    several_clients = len({r.point.swept.get(X_KEY) for r in data.points}) > 1
+    plots = (
+        version_plot(data, out_dir)
+        + (clients_plot(data, out_dir) if several_clients else [])
+        + progress_plot(data, out_dir)
+    )
     return Section(TITLE, Markup(body), plots, generic_plots=False)

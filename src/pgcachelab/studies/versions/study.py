@@ -36,7 +36,7 @@ class Versions(Study):
     name = "versions"
     title = "did a release change throughput: each major version against the one before"
     seed = "001"
-    headline_figure = "tps-by-clients-per-version"
+    headline_figure = "tps-by-version"
     reproduction = Reproduction(quick="archaeology-quick", full="archaeology")
     claims = tuple(
         PublishedClaim(
