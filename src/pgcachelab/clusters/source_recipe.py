@@ -127,18 +127,19 @@ def configure_version(configure_text: str) -> str | None:
 # -- compiler flags and configure ------------------------------------------------------------
 
 # Given in CFLAGS, these replace configure's default "-O2"; configure still appends its own
-# checks (-fno-strict-aliasing, -fwrapv, ... since 8.1, whatever CFLAGS the user gave).
-# -fno-aggressive-loop-optimizations: gcc 4.8+ assumes loops over old-style "[1]" trailing arrays
-# end after one element; -fwrapv and -fexcess-precision=standard: what configure adds for gcc in
-# the releases that know them, given here for those that do not (-fwrapv: 8.1,
-# -fexcess-precision: 9.1); -fcommon: gcc 10 made -fno-common the default, and releases of
-# that era define some globals in more than one file.
+# gcc flags after them (-fno-strict-aliasing in every release from 8.1 on, whatever CFLAGS the
+# user gave: read in that configure.in). -fwrapv and -fexcess-precision=standard are what newer
+# configures add (15.18's does); given here, every release gets them whatever its configure
+# knows. -fno-aggressive-loop-optimizations: gcc 4.8+ may assume a loop over an old-style "[1]"
+# trailing array stops after one element. -fcommon: gcc 10 made -fno-common the default, under
+# which a global defined in two files is a link error; code older than that was never built so.
 #
-# Nothing more is added for releases before 10: Debian 12's gcc 12 compiles them in its
-# default gnu17, which still allows c.h's own `typedef char bool` (pre-11). That ends with gcc
-# 15, whose default gnu23 makes bool a keyword ("Build failure with GCC 15", pgsql-hackers,
-# 2024-11); only releases from 2025 on add -std=gnu17 themselves. The compiler's version line
-# is part of an install's identity, so a build with another compiler is another install.
+# Nothing more for releases before 10, as nothing more could be shown to be needed: gcc 12's
+# default dialect, gnu17, still accepts what they rely on (c.h's own `typedef char bool`
+# before 11, gnu89-era code), and they use no -Werror. gcc 15 will need -std=gnu17 for them:
+# its gnu23 makes bool a keyword ("Build failure with GCC 15 (defaults to -std=gnu23)",
+# pgsql-hackers, 2024-11), and only releases from 2025 on choose gnu17 themselves. The
+# compiler's version line is part of an install's identity: another compiler, another install.
 BASE_CFLAGS = (
     "-O2",
     "-fno-aggressive-loop-optimizations",
@@ -311,9 +312,7 @@ def deb_src_sources(text: str) -> str:
             continue
         if any(re.fullmatch(r"enabled:\s*no\s*", line, re.IGNORECASE) for line in fields):
             continue
-        converted.append(
-            "\n".join("Types: deb-src" if line in types else line for line in fields)
-        )
+        converted.append("\n".join("Types: deb-src" if line in types else line for line in fields))
     return "".join(stanza + "\n\n" for stanza in converted)
 
 
@@ -339,10 +338,18 @@ def showsrc_versions(showsrc_text: str, package: str) -> list[str]:
 
 def debian_version_key(version: str) -> tuple:
     """An order for Debian versions of PostgreSQL ('15.18-0+deb12u1'): the upstream release
-    as numbers, then the Debian revision as text (dpkg's full rules are not needed for these)."""
-    upstream, _, revision = version.partition(":")[-1].partition("-")
+    as numbers after the epoch, then the Debian revision as text (dpkg's full rules are not
+    needed for these)."""
+    epoch, _, rest = version.partition(":") if ":" in version else ("0", "", version)
+    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
     numbers = tuple(int(part) for part in re.findall(r"[0-9]+", upstream))
-    return numbers, revision
+    return int(epoch) if epoch.isascii() and epoch.isdigit() else 0, numbers, revision
+
+
+def debian_upstream_version(version: str) -> str:
+    """The upstream release of a Debian version: '15.18-0+deb12u1' -> '15.18'."""
+    rest = version.partition(":")[2] if ":" in version else version
+    return rest.rpartition("-")[0] if "-" in rest else rest
 
 
 # -- the install's identity ------------------------------------------------------------------

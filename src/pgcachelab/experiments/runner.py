@@ -861,7 +861,9 @@ def prewarm_all(ctx: RunContext, conn: psycopg.Connection) -> tuple[dict[str, in
 def _read_relation_files(ctx: RunContext, conn: psycopg.Connection) -> dict[str, int]:
     """Each relation's files (its segments .1, .2 ... too) read through the data directory
     the server uses (the emulated disk's mount when there is one)."""
-    data_dir = Path(ctx.target.data_dir)
+    data_dir = ctx.target.data_dir
+    if data_dir is None:  # a server the lab does not run: its files are not the lab's to read
+        return {}
     blocks = {}
     rows = conn.execute(
         "select c.oid::regclass::text, pg_relation_filepath(c.oid)" + _OWN_RELATIONS

@@ -431,13 +431,13 @@ def _read_write_outgrew_read_only(claim: VersionClaim, samples: Samples, fixed: 
 
 def _large_read_write_regressed(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
     """9.5 against 11 where the run has both; else the nearest it has (the oldest version up
-    to 9.6 for 9.5, the newest up to 11 for 11), saying which stood in and why."""
+    to 11 for 9.5, the newest up to 11 for 11), saying which stood in and why."""
     cell = pick_cell(samples, Cell(READ_WRITE, "large"), fixed)
     if cell is not None and samples[cell].get("9.5") and samples[cell].get("11"):
-        figure, note = step_figure(
+        step, note = step_figure(
             samples, Cell(READ_WRITE, "large"), "11", ["9.5"], fixed, falling=True
         )
-        return _judged_step(claim, figure, note)
+        return _judged_step(claim, step, note)
     figure = trend_figure(
         samples, Cell(READ_WRITE, "large"), fixed, newest_at_most="11", falling=True
     )
@@ -447,11 +447,9 @@ def _large_read_write_regressed(claim: VersionClaim, samples: Samples, fixed: di
         )
     verdict = claim.graded(figure)
     lacking = missing_versions(["9.5", "11"], samples[cell] if cell else {}, fixed)
-    return (
-        with_reason(verdict, f"the figure's versions stand in: {lacking.reason}")
-        if lacking
-        else verdict
-    )
+    if lacking is None:
+        return verdict
+    return with_reason(verdict, f"other versions stand in: {lacking.reason}")
 
 
 def _sata_read_only_fell(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
