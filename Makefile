@@ -7,7 +7,7 @@ LINT_IMPORTS := $(VENV)/bin/lint-imports --no-cache --no-logo
 # The type check ([tool.mypy] in pyproject.toml says which checks are on): src/pgcachelab.
 MYPY := $(VENV)/bin/mypy
 
-.PHONY: quick readme-picture test test-fast lint format bench clean chromium pg15-headers fusedisk faults \
+.PHONY: quick readme-picture test test-fast test-source-build lint format bench clean chromium pg15-headers fusedisk faults \
 	debian-python-venv docs docs-strict
 
 $(INSTALLED): pyproject.toml
@@ -89,7 +89,15 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	@# (Ctrl-C and SIGTERM included: make's Interrupt used to leave it)
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
 	trap 'rm -rf "$$base"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
-	$(VENV)/bin/pytest --basetemp="$$base/t" --durations=25
+	$(VENV)/bin/pytest --basetemp="$$base/t" --durations=25 -m "not source_build"
+
+# PostgreSQL built from Debian's source package end to end (tests/test_source_build.py; about
+# 2.5 minutes of gcc on 2 cores): left out of `make test` to keep its pytest short, run by
+# .ci/run as root after the root leg.
+test-source-build: $(INSTALLED)
+	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
+	trap 'rm -rf "$$base"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
+	$(VENV)/bin/pytest --basetemp="$$base/t" -m source_build
 
 # The tests that start no server (pure functions, parsers on captured outputs, bad input through
 # the CLI, reports from the fixture store): those not marked `server` (tests/fix_clusters.py marks

@@ -26,7 +26,8 @@ def install(
         ),
     ] = None,
 ) -> None:
-    """Fetch server binaries (zonky builds from Maven Central) or build them from source."""
+    """Fetch server binaries (zonky and otj-pg-embedded builds from Maven Central: 9.3, 9.5,
+    9.6 to 18) or build them from a release tarball (any version from 8.3)."""
     from pgcachelab.clusters import installs
     from pgcachelab.errors import UserError
 
