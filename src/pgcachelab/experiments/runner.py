@@ -22,7 +22,7 @@ from pgcachelab.analysis.statistics import settled
 from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.client import one_row
-from pgcachelab.clusters.installs import install, resolve
+from pgcachelab.clusters.installs import install, resolve, unoptimised_reason
 from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.clusters.setting_history import names_in
 from pgcachelab.clusters.target import Target, is_managed
@@ -147,10 +147,16 @@ def make_target(
                 if "/" in version:  # a bin directory the spec names: its own mistake
                     raise
                 unobtainable[version] = error.message
-                note(
-                    f"PostgreSQL {version} cannot be installed here; its points are recorded "
-                    f"as failed with the reason: {error.message}"
-                )
+                continue
+            unoptimised = unoptimised_reason(Path(installed[version]))
+            if unoptimised is not None:  # its figures would be the compiler's (issue 47)
+                del installed[version]
+                unobtainable[version] = unoptimised
+        for version, why in unobtainable.items():
+            note(
+                f"PostgreSQL {version} cannot be measured here; its points are recorded as "
+                f"failed with the reason: {why}"
+            )
         if not installed:
             raise UserError(
                 f"{spec.path}: none of the versions it sweeps can be installed here: "

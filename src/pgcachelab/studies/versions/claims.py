@@ -18,6 +18,7 @@ more often than chance leaves every version difference "not shown beyond the noi
 """
 
 import math
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -156,7 +157,7 @@ def missing_versions(needed: list[str], by_version: dict[str, list[float]], fixe
     reasons = []
     for version in missing:
         if version in unavailable:
-            reasons.append(f"{version}: could not be installed here ({unavailable[version]})")
+            reasons.append(f"{version}: cannot be measured here ({unavailable[version]})")
         elif swept is not None and version not in swept:
             reasons.append(f"{version}: not swept by this run's spec ({FULL_SPEC})")
         else:
@@ -287,6 +288,7 @@ def gain_over_gain(
     second_scale_class: str | None = None,
     second_mode: str | None = None,
     fixed: dict | None = None,
+    oldest_at_least: str | None = None,
 ) -> Figure | str:
     """The first cell's newest/oldest tps (newest up to 13) over the second's, at the same
     clients, disk and versions: the second cell is the first with its scale class or mode
@@ -302,8 +304,12 @@ def gain_over_gain(
         return f"the run has no {second.text()} cell beside its {first.text()} one"
     a, b = samples[first_cell], samples[second_cell]
     both = [v for v in _measured(a, ARTICLE_NEWEST) if b.get(v)]
+    if oldest_at_least is not None:  # the claim is about the years after that version
+        order = version_order([*both, oldest_at_least])
+        both = [v for v in both if order.index(v) >= order.index(oldest_at_least)]
     if len(both) < 2:
-        return "the run measured fewer than two versions up to 13 in both cells"
+        since = f" from {oldest_at_least}" if oldest_at_least else ""
+        return f"the run measured fewer than two versions{since} up to 13 in both cells"
     oldest, newest = both[0], both[-1]
     ratio, low, high = ratio_of_ratios(a[oldest], a[newest], b[oldest], b[newest])
     counts = [len(a[oldest]), len(a[newest]), len(b[oldest]), len(b[newest])]
@@ -322,7 +328,11 @@ def read_write_over_read_only(
 ) -> Figure | str:
     """Read-write's newest/oldest ratio over read-only's, at the same clients and versions."""
     return gain_over_gain(
-        samples, Cell(READ_WRITE, scale_class), second_mode=READ_ONLY, fixed=fixed
+        samples,
+        Cell(READ_WRITE, scale_class),
+        second_mode=READ_ONLY,
+        fixed=fixed,
+        oldest_at_least="9.5",
     )
 
 
@@ -463,7 +473,7 @@ def _sata_gains_smaller(claim: VersionClaim, samples: Samples, fixed: dict) -> V
     parts = []
     for scale_class in ("medium", "large"):
         figure = gain_over_gain(
-            samples, Cell(READ_WRITE, "small", sata=True), scale_class, None, fixed
+            samples, Cell(READ_WRITE, "small", sata=True), scale_class, None, fixed, "9.3"
         )
         if isinstance(figure, str):
             return not_measured(f'{figure} (disk = "{SATA_RAID}"): {NOT_IN_QUICK}')
@@ -555,11 +565,11 @@ READ_WRITE_OUTGREW = VersionClaim(
     "read-write improved about 2× over time, in many versions / steps; the lab's reading: "
     "after 9.5 read-write keeps rising where read-only's gains are behind it",
     "summary",
-    "(read-write newest up to 13/oldest) / (read-only's), medium scale, most clients",
+    "(read-write newest up to 13/oldest from 9.5) / (read-only's), medium scale, most clients",
     "read-only: a moderate speedup in 9.2, a significant one in 9.5; read-write: about ×2 "
     "in many steps (no figure for 9.6 → 13)",
     "direction",
-    "from 9.6 read-write rose more than read-only",
+    "from 9.5 read-write rose more than read-only",
     _read_write_outgrew_read_only,
 )
 LARGE_REGRESSION = VersionClaim(
@@ -616,9 +626,9 @@ SATA_SMALLER_GAINS = VersionClaim(
     "on SATA RAID the small set gained more than the medium and large ones",
     _sata_gains_smaller,
     caveat=(
-        "both parts (medium, large) must show it; judged from 9.6, after the article's group "
-        "commit gains: its reason, the storage serving the data blocks' I/O, holds for any "
-        "gain"
+        "both parts (medium, large) must show it; judged from 9.3 on, after the article's "
+        "group commit gains (9.1, 9.2): its reason, the storage serving the data blocks' I/O, "
+        "holds for any gain"
     ),
 )
 SMALLER_MACHINE = VersionClaim(
@@ -661,13 +671,54 @@ def with_control(verdict: Verdict, samples: Samples) -> Verdict:
     )
 
 
+_PAIR = re.compile(r"tps (\S+?)/(\S+?) ")
+_COMPILER = re.compile(r"^(\S+).*?\)\s+(\d+)\.(\d+)")
+
+
+def compiler_release(words: str) -> str:
+    """A compiler as far as its code generation goes: 'gcc 4.4' (before 5 the second number
+    was the release), 'gcc 7', 'gcc 14'; the words themselves when they do not parse."""
+    match = _COMPILER.match(words)
+    if not match:
+        return words
+    name, major, minor = match.groups()
+    return f"{name} {major}.{minor}" if int(major) < 5 else f"{name} {major}"
+
+
+def with_compilers(verdict: Verdict, fixed: dict) -> Verdict:
+    """Two versions built by different compilers differ by the compiler too: the article built
+    every version with one (gcc 9.2.0), and otj's 9.3 and 9.5 (gcc 4.1), zonky's 9.6 and 10
+    (gcc 4.4) and 11 to 17 (gcc 7.5) and the wheel's 18 (gcc 14) do not; a deciding verdict
+    between two of them is not the versions' alone."""
+    compilers = fixed.get("compilers") or {}
+    if verdict.outcome not in DECIDING or verdict.figure is None:
+        return verdict
+    pair = _PAIR.search(verdict.figure.what)
+    if pair is None:
+        return verdict
+    first, second = pair.groups()
+    if first not in compilers or second not in compilers:
+        return verdict
+    if compiler_release(compilers[first]) == compiler_release(compilers[second]):
+        return verdict
+    return weakened(
+        verdict,
+        f"the two servers were built by different compilers ({first}: {compilers[first]}; "
+        f"{second}: {compilers[second]}), where the article built every version with one "
+        "(gcc 9.2.0): build both from the same source toolchain (pg install VERSION "
+        "--from-source) to compare the versions alone",
+    )
+
+
 def judge(claim: VersionClaim, samples: Samples, fixed: dict | None = None) -> Verdict:
-    """The claim's verdict on the samples; `fixed`: the run's values of unswept keys."""
+    """The claim's verdict on the samples; `fixed`: the run's values of unswept keys (and the
+    run's versions, those it could not obtain, the compilers, this machine's cores)."""
+    fixed = fixed or {}
     try:
-        verdict = claim.decide(claim, samples, fixed or {})
+        verdict = claim.decide(claim, samples, fixed)
     except BadFigure as bad:  # a failed measurement: say so, never judge around it
         return noise(f"the run's figure cannot be judged: {bad}")
-    return with_control(verdict, samples)
+    return with_control(with_compilers(verdict, fixed), samples)
 
 
 # Adapters from a stored run.
@@ -687,7 +738,21 @@ def fixed_values(data: RunData) -> dict:
     fixed["versions"] = sorted({str(r.point.swept.get("version")) for r in data.points})
     fixed["unavailable"] = dict(target.get("unavailable") or {})
     fixed["cores"] = (data.run.environment or {}).get("cores")
+    fixed["compilers"] = compiled_by(data)
     return fixed
+
+
+def compiled_by(data: RunData) -> dict[str, str]:
+    """Each version's compiler, in its server's own words (`select version()` at its first
+    turn): "gcc (GCC) 4.1.2 20080704 (Red Hat 4.1.2-52)"."""
+    found: dict[str, str] = {}
+    for result in data.points:
+        version = str(result.point.swept.get("version"))
+        for measurement in result.ok:
+            words = (measurement.metrics.get("version_switch") or {}).get("server")
+            if words and version not in found:
+                found[version] = str(words).split(" compiled by ", 1)[-1].split(", 64-bit")[0]
+    return found
 
 
 def claim_judge(claim: VersionClaim) -> Callable[[RunData], Verdict]:

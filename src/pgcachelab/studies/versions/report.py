@@ -24,6 +24,7 @@ from pgcachelab.report.plots import TPS_LABEL, progress_plot, save_figure
 from pgcachelab.report.pyplot import plt
 from pgcachelab.report.render import ALL_COLUMNS, Row, Section, render, table
 from pgcachelab.studies.versions.advice import version_samples
+from pgcachelab.studies.versions.claims import compiled_by, compiler_release
 from pgcachelab.units import format_bytes
 
 TITLE = "Version to version"
@@ -194,17 +195,17 @@ def version_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "tps-by-version")
 
 
-def compiled_by(data: RunData) -> dict[str, str]:
-    """Each version's compiler, in its server's own words (`select version()` at its first
-    turn): otj's 9.3 and 9.5 were built by gcc 4.1, zonky's and the lab's by newer ones."""
-    found: dict[str, str] = {}
-    for result in data.points:
-        version = str(result.point.swept.get("version"))
-        for measurement in result.ok:
-            words = (measurement.metrics.get("version_switch") or {}).get("server")
-            if words and version not in found:
-                found[version] = str(words).split(" compiled by ", 1)[-1].split(",")[0]
-    return found
+def compiler_steps(data: RunData) -> list[str]:
+    """The steps between consecutive versions whose servers different compilers built:
+    "10 → 11 (gcc 4.4 → gcc 7)"."""
+    compilers = compiled_by(data)
+    versions = [v for v in version_order(compilers) if control_base(v) is None]
+    steps = []
+    for older, newer in itertools.pairwise(versions):
+        before, after = compiler_release(compilers[older]), compiler_release(compilers[newer])
+        if before != after:
+            steps.append(f"{older} → {newer} ({before} → {after})")
+    return steps
 
 
 def installs_rows(data: RunData) -> list[list[str]]:
@@ -359,6 +360,7 @@ def versions_section(data: RunData, out_dir: Path, previous: RunData | None = No
             )
         ),
         pgbench=(data.run.target or {}).get("pgbench"),
+        compiler_steps=compiler_steps(data),
     )
     several_clients = len({r.point.swept.get(X_KEY) for r in data.points}) > 1
     plots = (
