@@ -164,16 +164,16 @@ def unoptimised_warning(version: str, source: str, evidence: str) -> str:
     )
 
 
-def unoptimised_reason(bin_dir: Path) -> str | None:
-    """Why the server in `bin_dir` must not stand for its version in a performance comparison
-    (compiled at -O0, clusters/build_check.py), or None."""
+def unoptimised_reason(bin_dir: Path, major: str) -> str | None:
+    """Why the server in `bin_dir` must not stand for PostgreSQL `major` in a performance
+    comparison (compiled at -O0, clusters/build_check.py), or None."""
     check = check_binary(Path(bin_dir) / "postgres")
     if check.optimised is not False:
         return None
     return (
         f"the only build here, {source_of(bin_dir) or bin_dir}, was {UNOPTIMISED} "
         f"({check.evidence()}): it would measure the compiler, not the version; build it from "
-        "source (pg install VERSION --from-source)"
+        f"source (pg install {major} --from-source)"
     )
 
 

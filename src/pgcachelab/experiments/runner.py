@@ -148,7 +148,7 @@ def make_target(
                     raise
                 unobtainable[version] = error.message
                 continue
-            unoptimised = unoptimised_reason(Path(installed[version]))
+            unoptimised = unoptimised_reason(Path(installed[version]), version)
             if unoptimised is not None:  # its figures would be the compiler's (issue 47)
                 del installed[version]
                 unobtainable[version] = unoptimised
