@@ -132,11 +132,12 @@ def test_a_version_sweep_builds_each_versions_cluster_and_data_once_per_data_gro
     spec, plan = plan_of("archaeology-quick.toml")
     entries = plan["points"]
     majors = {e["swept"]["version"]: e["server_major"] for e in entries}
-    assert majors == {"9.6": 9, "11": 11, "13": 13, "18": 18, "18 control": 18}
+    assert majors == {"9.3": 9, "9.5": 9, "9.6": 9, "10": 10, "11": 11, "13": 13, "18": 18,
+                      "18 control": 18}  # fmt: skip
     initdbs = [b for e in entries for b in e["builds_not_estimated"] if b.startswith("initdb")]
-    assert len(initdbs) == 5 * 3 and len(set(initdbs)) == 5  # a cluster per version and class
+    assert len(initdbs) == 8 * 3 and len(set(initdbs)) == 8  # a cluster per version and class
     loads = [b for e in entries for b in e["builds_not_estimated"] if b.startswith("pgbench -i")]
-    assert len(loads) == 15
+    assert len(loads) == 24
     # scale classes on the 1 GiB machine with 128MB of shared_buffers: small, medium, large
     scales = {e["swept"]["scale_class"]: e["workload"]["scale"] for e in entries}
     assert scales == {"small": 4, "medium": 25, "large": 105}
