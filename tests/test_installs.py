@@ -225,7 +225,9 @@ def test_9_3_and_9_5_from_otj_in_a_sweep_with_a_version_this_machine_cannot_obta
         assert "82% of its 12,960 functions" in records["9.5.3"]["build_check"]
         assert "was compiled without optimisation (-O0)" in installed.stderr
         listing = run_cli("pg", "list").stdout
-        assert re.search(r"^9\.3 +9\.3 +otj-pg-embedded 0\.4\.4 \(Maven Central\) ", listing, re.M)
+        assert re.search(
+            r"^9\.3 +9\.3\.5 +otj-pg-embedded 0\.4\.4 \(Maven Central\) ", listing, re.M
+        )
         assert "otj-pg-embedded 0.7.1 (Maven Central), compiled without optimisation" in listing
 
         sweep = tmp_path / "old.toml"

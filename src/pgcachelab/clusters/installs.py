@@ -136,7 +136,11 @@ def installed() -> list[KnownInstall]:
         except UserError:
             continue
         major = major_label(install.version)  # 9.x is two numbers: 9.5 is not 9.6
-        found.append(KnownInstall(major, install.version, bin_dir, source))
+        # a 9.x release from its record: `postgres --version` parses as "9.3" (parse_version)
+        version = install.version
+        if version == major:
+            version = str(read_record(bin_dir).get("version") or version)
+        found.append(KnownInstall(major, version, bin_dir, source))
     return found
 
 
