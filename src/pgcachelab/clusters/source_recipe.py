@@ -248,24 +248,11 @@ def parse_sha256_file(text: str, file_name: str) -> str | None:
     return None
 
 
-def dsc_sha256(dsc_text: str, file_name: str) -> str | None:
-    """The sha256 a Debian .dsc's `Checksums-Sha256:` field gives for `file_name`, or None.
-    The field's value is continuation lines ` <hex> <size> <name>`; the signature around the
-    paragraph is apt's to check (it verified the .dsc against the signed Sources index)."""
-    in_field = False
-    for line in dsc_text.splitlines():
-        if not line.startswith((" ", "\t")):
-            in_field = line.split(":", 1)[0].strip().lower() == "checksums-sha256"
-            continue
-        fields = line.split()
-        if in_field and len(fields) == 3 and fields[2] == file_name:
-            return fields[0].lower() if _HEX64.fullmatch(fields[0]) else None
-    return None
-
-
-def dsc_files(dsc_text: str) -> list[str]:
-    """The file names a .dsc's Checksums-Sha256 field lists."""
-    names = []
+def dsc_checksums(dsc_text: str) -> list[tuple[str, str]]:
+    """(sha256, file name) of each line of a Debian .dsc's `Checksums-Sha256:` field, whose
+    value is continuation lines ` <hex> <size> <name>`; the signature around the paragraph is
+    apt's to check (it verified the .dsc against the signed Sources index)."""
+    checksums = []
     in_field = False
     for line in dsc_text.splitlines():
         if not line.startswith((" ", "\t")):
@@ -273,8 +260,21 @@ def dsc_files(dsc_text: str) -> list[str]:
             continue
         fields = line.split()
         if in_field and len(fields) == 3:
-            names.append(fields[2])
-    return names
+            checksums.append((fields[0], fields[2]))
+    return checksums
+
+
+def dsc_sha256(dsc_text: str, file_name: str) -> str | None:
+    """The sha256 a Debian .dsc's `Checksums-Sha256:` field gives for `file_name`, or None."""
+    for digest, name in dsc_checksums(dsc_text):
+        if name == file_name:
+            return digest.lower() if _HEX64.fullmatch(digest) else None
+    return None
+
+
+def dsc_files(dsc_text: str) -> list[str]:
+    """The file names a .dsc's Checksums-Sha256 field lists."""
+    return [name for _, name in dsc_checksums(dsc_text)]
 
 
 def download_urls(base_url: str, version: str) -> tuple[str, str]:

@@ -56,6 +56,21 @@ def _panel_title(panel: tuple, results: list[PointResult]) -> str:
     return title
 
 
+def _label_panel(axis, data: RunData, panel: tuple, results: list[PointResult], x_label: str):
+    """A throughput panel's title, axes, grid and legend."""
+    axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=9)
+    axis.set_xlabel(x_label)
+    axis.set_ylabel(TPS_LABEL)
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+
+
+def _hide_unused(axes, used: int) -> None:
+    for axis in list(axes.flat)[used:]:
+        axis.set_visible(False)
+
+
 def clients_panels(data: RunData) -> dict[tuple, list[PointResult]]:
     """The points of each panel: one per combination of the swept keys other than version and
     clients (scale class x mode, x storage with a disk sweep: the seed's charts)."""
@@ -107,17 +122,11 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
                 linestyle="--" if twin else "-",
                 label=version_label(data, version),
             )
-        axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=9)
         axis.set_xscale("log", base=2)
         axis.set_xticks(clients, [str(c) for c in clients])
         axis.minorticks_off()
-        axis.set_xlabel("clients (log scale)")
-        axis.set_ylabel(TPS_LABEL)
-        axis.set_ylim(bottom=0)
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
-    for axis in list(axes.flat)[len(panels) :]:
-        axis.set_visible(False)
+        _label_panel(axis, data, panel, results, "clients (log scale)")
+    _hide_unused(axes, len(panels))
     figure.suptitle(
         f"{data.run.name}: throughput against clients per version "
         "(line: median, band: min..max of the repetitions)",
@@ -177,14 +186,8 @@ def version_plot(data: RunData, out_dir: Path) -> list[Path]:
             [f"{v}\n(none)" if v in unavailable else v for v in measured],
             fontsize=8,
         )
-        axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=9)
-        axis.set_xlabel("PostgreSQL major version (release order)")
-        axis.set_ylabel(TPS_LABEL)
-        axis.set_ylim(bottom=0)
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
-    for axis in list(axes.flat)[len(panels) :]:
-        axis.set_visible(False)
+        _label_panel(axis, data, panel, results, "PostgreSQL major version (release order)")
+    _hide_unused(axes, len(panels))
     missing = f"; not installed here: {', '.join(sorted(unavailable))}" if unavailable else ""
     figure.suptitle(
         f"{data.run.name}: throughput by version (point: median, bar: min..max of the "
