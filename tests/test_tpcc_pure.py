@@ -1,6 +1,7 @@
 """TPC-C pure logic: parameters, pgbench scripts, tpmC and latencies from real captured logs
 (tests/data/tpcc/capture_logs.py, pgbench 15 and 18)."""
 
+import dataclasses
 import json
 import math
 import random
@@ -19,6 +20,7 @@ from pgcachelab.workloads.tpcc.driver import (
     TpccRun,
     check_pgbench_for_mode,
     check_run_options,
+    no_new_order,
     pgbench_args,
     transaction_scripts,
 )
@@ -374,3 +376,57 @@ def test_the_text_report_names_the_mode_and_the_terminal_times():
     assert new_order_row.split()[3:] == ["4.00", "-", "-", "-", "-", "-"]
     assert "transactions are sent statement by statement" in text
     assert json.loads(run_json(run))["differences"] == list(differences("client", "spec"))
+
+
+def test_a_run_too_short_for_one_new_order_is_refused_before_it_starts():
+    """Issue 48, item 10: `tpcc run --duration 5 --terminal-times spec` ran, exited 0 with tpmC
+    0; no New-Order ends before its 18 s keying time."""
+    with pytest.raises(UserError, match="shorter than one New-Order's keying time") as refused:
+        check_run_options(RunOptions(duration_s=5, terminal_times="spec"))
+    assert refused.value.message.startswith("--duration: invalid value 5 with --terminal-times")
+    assert refused.value.hint.startswith("give --duration 4min or more")
+    for fine in (
+        RunOptions(duration_s=18, terminal_times="spec"),
+        RunOptions(duration_s=5, terminal_times="off"),
+        RunOptions(transactions=1, terminal_times="spec"),  # counted: it lasts what it takes
+        RunOptions(duration_s=5, terminal_times="spec", weights=parse_weights("0,100,0,0,0")),
+    ):
+        check_run_options(fine)
+    from pgcachelab.experiments.spec import parse_spec
+
+    text = 'name = "t"\nworkload = "tpcc"\n[tpcc]\nduration = "5s"\nterminal_times = "spec"\n'
+    with pytest.raises(UserError, match=r"tpcc\.duration: invalid value 5 with terminal_times"):
+        parse_spec(text, Path("t.toml"))
+    swept = text.replace('duration = "5s"\n', "") + '[sweep]\nduration = ["5min", "5s"]\n'
+    with pytest.raises(UserError, match="shorter than one New-Order's keying time"):
+        parse_spec(swept, Path("t.toml"))
+
+
+def test_a_run_that_completed_no_new_order_says_so_and_writes_no_nan():
+    """Nothing ended within the duration: no rollback share ("nan%" before), no response time
+    for a type that completed none, JSON without NaN, and the reason a point fails with."""
+    summary = response_times(
+        summarise([], ["new_order", "payment"], 20.0),
+        {"new_order": 30_000.0},  # pgbench's per-command report counts the late ones
+        {"new_order": 29_996.0},
+    )
+    options = RunOptions(duration_s=20, terminal_times="spec")
+    run = TpccRun(summary=summary, warehouses=1, c_last_load=1, c_last_run=70, rollbacks=0,
+                  retries=0, failures_by_kind={}, client_cpu_s=0.01, rate_limited=False,
+                  pgbench_version="18.1", options=options, settings={}, checks=[],
+                  script_names=["new_order", "payment"])  # fmt: skip
+    assert summary.by_type["new_order"].latency_ms == {}
+    text = format_run(run)
+    assert "nan" not in text.lower()
+    assert "New-Orders 0 (rolled back 0, -)" in text
+
+    def refuse_constant(name):
+        raise AssertionError(f"{name} in JSON")
+
+    document = json.loads(run_json(run), parse_constant=refuse_constant)
+    assert document["rollback_share"] is None
+    assert no_new_order(run) == (
+        "no New-Order completed within the run (20 s): tpmC cannot be measured"
+    )
+    assert no_new_order(dataclasses.replace(run, options=RunOptions(
+        weights=parse_weights("0,100,0,0,0")))) is None  # fmt: skip

@@ -385,6 +385,11 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
         (["run", "--set", "work_mem=lots"], "--set: invalid value 'lots' for work_mem"),
         (["run", "--mode", "server"], "--mode: invalid value 'server': must be procedures or"),
         (["run", "--terminal-times", "on"], "--terminal-times: invalid value 'on'"),
+        # issue 48, item 10: exited 0 with tpmC 0 and "nan%"
+        (
+            ["run", "--duration", "5", "--terminal-times", "spec"],
+            "--duration: invalid value 5 with --terminal-times spec: shorter than one New-Order's",
+        ),
     ],
 )
 def test_cli_bad_input_before_any_server(args, message, lab_tmp):

@@ -290,3 +290,6 @@ def run(
     finally:
         target.close()
     typer.echo(run_json(result, load_result) if json_output else format_run(result))
+    nothing_measured = driver.no_new_order(result)
+    if nothing_measured:
+        _fail(nothing_measured)

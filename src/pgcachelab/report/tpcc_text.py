@@ -21,6 +21,10 @@ def _ms(value) -> str:
     )
 
 
+def _percent(share: float) -> str:
+    return "-" if math.isnan(share) else f"{share * 100:.2f}%"
+
+
 def format_load(result: LoadResult) -> str:
     phases = ", ".join(
         f"{name} {seconds:.1f} s" for name, seconds in result.seconds_by_phase.items()
@@ -51,7 +55,7 @@ def format_run(run: TpccRun) -> str:
         f" terminal times {options.terminal_times}, pgbench {run.pgbench_version}",
         f"tpmC {summary.tpmc:,.0f}   tpmTOTAL {summary.tpm_total:,.0f}",
         f"New-Orders {summary.new_orders:,} (rolled back {run.rollbacks:,},"
-        f" {run.rollback_share * 100:.2f}%); failed {summary.failed:,};"
+        f" {_percent(run.rollback_share)}); failed {summary.failed:,};"
         f" retries {'-' if run.retries is None else f'{run.retries:,}'}",
         "settings: " + (", ".join(f"{k}={v}" for k, v in run.settings.items()) or "defaults"),
         f"client CPU {run.client_cpu_s:.2f} s ({_ms(run.client_cpu_ms_per_transaction)} ms per"
@@ -113,9 +117,25 @@ def run_json(run: TpccRun, load: LoadResult | None = None) -> str:
         "disclaimer": DISCLAIMER,
         "differences": list(differences(run.options.mode, run.options.terminal_times)),
         "run": dataclasses.asdict(run),
-        "rollback_share": run.rollback_share,
-        "client_cpu_ms_per_transaction": run.client_cpu_ms_per_transaction,
+        "rollback_share": _finite_or_none(run.rollback_share),
+        "client_cpu_ms_per_transaction": _finite_or_none(run.client_cpu_ms_per_transaction),
     }
     if load is not None:
         document["load"] = dataclasses.asdict(load)
-    return json.dumps(document, indent=2, default=str)
+    return json.dumps(_without_nan(document), indent=2, default=str)
+
+
+def _finite_or_none(value: float) -> float | None:
+    """JSON has no NaN: a share or mean of nothing (no New-Order, no transaction) is null."""
+    return value if math.isfinite(value) else None
+
+
+def _without_nan(value):
+    """`value` with every float that is not finite made null, in dicts and lists at any depth."""
+    if isinstance(value, float):
+        return _finite_or_none(value)
+    if isinstance(value, dict):
+        return {key: _without_nan(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nan(item) for item in value]
+    return value

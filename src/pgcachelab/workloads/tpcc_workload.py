@@ -6,11 +6,12 @@ and the consistency checks after every run say whether it is still valid.
 """
 
 import dataclasses
+import math
 import random
 
 import psycopg
 
-from pgcachelab.errors import UserError
+from pgcachelab.errors import PointError, UserError
 from pgcachelab.progress import QuietProgress
 from pgcachelab.units import format_bytes
 from pgcachelab.workloads.outcome import Outcome
@@ -131,10 +132,13 @@ def tpcc_metrics(run: driver.TpccRun) -> dict:
         "completed": summary.completed,
         "failed": summary.failed,
         "rollbacks": run.rollbacks,
-        "rollback_share": run.rollback_share,
+        # null, not NaN, for a share of no New-Order: PostgreSQL's jsonb has no NaN
+        "rollback_share": None if math.isnan(run.rollback_share) else run.rollback_share,
         "retries": run.retries,
         "failures_by_kind": run.failures_by_kind,
-        "client_cpu_ms_per_transaction": run.client_cpu_ms_per_transaction,
+        "client_cpu_ms_per_transaction": None
+        if math.isnan(run.client_cpu_ms_per_transaction)
+        else run.client_cpu_ms_per_transaction,
         "rate_tpm": run.options.rate_tpm,
         "rate_limited": run.rate_limited,
         "by_type": {name: dataclasses.asdict(stats) for name, stats in summary.by_type.items()},
@@ -167,6 +171,9 @@ def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
         random.Random(),
         settings=point.settings,
     )
+    nothing_measured = driver.no_new_order(measured)
+    if nothing_measured:
+        raise PointError(nothing_measured)
     summary = f"{measured.summary.tpmc:,.0f} tpmC, {measured.summary.tpm_total:,.0f} tpmTOTAL"
     if measured.rate_limited:
         summary += " (at its rate limit)"

@@ -62,8 +62,9 @@ from pgcachelab.experiments.spec.values import (
 )
 from pgcachelab.machine.oscache import OsCacheMode
 from pgcachelab.workloads.scale_class import ScaleClass
-from pgcachelab.workloads.tpcc.params import NO_LIMIT, TerminalTimes
+from pgcachelab.workloads.tpcc.params import NO_LIMIT, TerminalTimes, parse_weights
 from pgcachelab.workloads.tpcc.params import Mode as TpccMode
+from pgcachelab.workloads.tpcc.terminal_times import suggested_duration_s, too_short_for_a_new_order
 
 WorkloadName = Literal["pgbench", "cache-wash", "tpcc"]
 WORKLOADS: tuple[str, ...] = get_args(WorkloadName)
@@ -338,6 +339,21 @@ class TpccParameters(Table):
             "with no dirty buffers; checked on the server's checkpoint counter."
         ),
     )
+
+    @model_validator(mode="after")
+    def _terminal_times_fit_the_duration(self):
+        if self.terminal_times != "spec" or self.transactions is not None:
+            return self
+        weights = parse_weights(self.weights)
+        too_short = too_short_for_a_new_order(weights, self.duration)
+        if too_short:
+            raise refuse(
+                "duration",
+                f'invalid value {self.duration:g} with terminal_times = "spec": {too_short}',
+                f'set duration = "{suggested_duration_s(weights) // 60}min" or more (ten of a'
+                ' terminal\'s mean cycles), or terminal_times = "off"',
+            )
+        return self
 
 
 class PgbenchPoint(PgbenchParameters, PointKeys):

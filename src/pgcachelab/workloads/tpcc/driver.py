@@ -41,7 +41,12 @@ from pgcachelab.workloads.tpcc.results import (
     within,
 )
 from pgcachelab.workloads.tpcc.scripts import ScriptParameters, render_scripts
-from pgcachelab.workloads.tpcc.terminal_times import mean_sleep_ms, with_terminal_times
+from pgcachelab.workloads.tpcc.terminal_times import (
+    mean_sleep_ms,
+    suggested_duration_s,
+    too_short_for_a_new_order,
+    with_terminal_times,
+)
 
 LOG_PREFIX = "tpcc"
 # The client mode needs pgbench's retries: its stock updates go in line order, so two
@@ -81,6 +86,15 @@ def check_run_options(options: RunOptions) -> RunOptions:
             raise UserError(
                 f"{option}: invalid value {value!r}: must be 1 or more", f"e.g. {option} 4"
             )
+    if options.terminal_times == "spec" and options.transactions is None:
+        too_short = too_short_for_a_new_order(options.weights, options.duration_s)
+        if too_short:
+            raise UserError(
+                f"--duration: invalid value {options.duration_s!r} with --terminal-times spec:"
+                f" {too_short}",
+                f"give --duration {suggested_duration_s(options.weights) // 60}min or more (ten"
+                " of a terminal's mean cycles), or --terminal-times off",
+            )
     if options.rate_tpm is not None and not options.rate_tpm > 0:
         raise UserError(
             f"--rate-tpm: invalid value {options.rate_tpm!r}: must be positive",
@@ -115,6 +129,19 @@ class TpccRun:
     def client_cpu_ms_per_transaction(self) -> float:
         completed = self.summary.completed
         return self.client_cpu_s * 1000.0 / completed if completed else math.nan
+
+
+def no_new_order(run: "TpccRun") -> str | None:
+    """Why the run gives no tpmC, or None: a mix with New-Orders in which none completed
+    measured nothing (too short a run, or a server that answered none in time)."""
+    if run.options.weights.get("new_order", 0) <= 0 or run.summary.new_orders:
+        return None
+    length = (
+        f"{run.options.transactions} transactions per terminal"
+        if run.options.transactions
+        else f"{run.options.duration_s} s"
+    )
+    return f"no New-Order completed within the run ({length}): tpmC cannot be measured"
 
 
 def reached_rate_limit(completed: int, rate_tpm: float, duration_s: float) -> bool:

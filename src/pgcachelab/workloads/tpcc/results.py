@@ -86,7 +86,8 @@ def response_times(
     by_type = {}
     for name, stats in summary.by_type.items():
         latency = {}
-        if name in cycle_ms_by_name and name in sleep_ms_by_name:
+        # none completed within the duration: no response time is reported for the interval
+        if stats.completed and name in cycle_ms_by_name and name in sleep_ms_by_name:
             latency = {"mean": cycle_ms_by_name[name] - sleep_ms_by_name[name]}
         by_type[name] = dataclasses.replace(stats, latency_ms=latency)
     return dataclasses.replace(summary, by_type=by_type)

@@ -62,6 +62,24 @@ def mean_cycle_s(weights: dict[str, int]) -> float:
     )
 
 
+def too_short_for_a_new_order(weights: dict[str, int], duration_s: float) -> str | None:
+    """Why a timed run of `duration_s` with the specification's times cannot give a tpmC, or
+    None: a New-Order ends no sooner than its keying time, so a shorter run completes none and
+    its tpmC of 0 would describe the sleeps, not the server."""
+    keying_s = KEYING_TIME_S["new_order"]
+    if weights.get("new_order", 0) <= 0 or duration_s >= keying_s:
+        return None
+    return (
+        f"shorter than one New-Order's keying time ({keying_s} s, clause 5.2.5.7), so no"
+        " New-Order could complete and tpmC would be 0"
+    )
+
+
+def suggested_duration_s(weights: dict[str, int], cycles: int = 10) -> int:
+    """Whole minutes for each terminal to go through `cycles` mean cycles of the mix."""
+    return max(60, math.ceil(cycles * mean_cycle_s(weights) / 60) * 60)
+
+
 def mean_sleep_ms(statements: list[StatementLatency]) -> float:
     """The script's mean time asleep per transaction: its \\sleep commands, each run once per
     transaction, from pgbench's per-command report."""
