@@ -25,6 +25,7 @@ from pgcachelab.analysis.claims import (
 )
 from pgcachelab.analysis.qualifiers import QUALIFIERS
 from pgcachelab.analysis.run_data import RunData
+from pgcachelab.errors import RunFailed
 from pgcachelab.experiments.reproduce import (
     FULL,
     QUICK,
@@ -33,10 +34,12 @@ from pgcachelab.experiments.reproduce import (
     judge_across,
     judge_claim,
     other_work_pct,
+    reproduce_study,
     spec_for,
     spec_path,
 )
 from pgcachelab.probes.host_resources import busy_pct
+from pgcachelab.progress import QuietProgress
 from pgcachelab.report.reproduce_page import as_dict, render_html, render_text
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies import registry
@@ -160,6 +163,40 @@ def test_a_study_that_cannot_run_is_a_row_with_its_reason(unrunnable, tmp_path):
     [claim] = study["claims"]
     assert claim["verdict"] == CANNOT and claim["reason"] == study["reason"]
     assert "this one never runs" in (lab / "reports" / "reproduce" / "index.html").read_text()
+
+
+def test_a_disk_that_fills_once_reproduce_has_begun_is_exit_1_in_one_line(unrunnable, tmp_path):
+    """Issue 48, item 11: a full disk once `reproduce` began ended it with exit 2 (bad input);
+    the docs say 1 once a run has started. Here the page's file is /dev/full, where every
+    write fails as on a full disk (ENOSPC), after the store and the studies went well."""
+    lab = tmp_path / "lab"
+    first = run_cli_forked("reproduce", "unrunnable", "--lab-dir", lab)
+    assert first.returncode == 0, first.stderr
+    page = lab / "reports" / "reproduce" / "index.html"
+    page.unlink()
+    page.symlink_to("/dev/full")
+    done = run_cli_forked("reproduce", "unrunnable", "--lab-dir", lab)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    message, hint = done.stderr.splitlines()[-2:]
+    assert message == "pgcachelab: no space left on device"
+    assert hint.startswith("hint: free space on that file system")
+    assert hint.endswith("then run the same reproduce again: finished runs are reused")
+
+
+def test_a_study_whose_run_the_environment_stopped_ends_reproduce_with_exit_1(tmp_path):
+    """The run of a study failed on its disk or store (RunFailed, exit 1 from `run`): its row
+    keeps the reason and the command, once the page is written, exits 1 with that line."""
+    versions = next(s for s in registry.STUDIES if s.name == "versions")
+    store = SqliteResultStore(tmp_path / "results.sqlite")
+
+    def disk_filled(spec, store, progress, pg_bin):
+        raise RunFailed("/lab/results.sqlite: no space left on device", "free space")
+
+    result = reproduce_study(versions, QUICK, store, QuietProgress(), measure=disk_filled)
+    assert result.reason.startswith("/lab/results.sqlite: no space left on device")
+    assert isinstance(result.environment_failure, RunFailed)
+    assert all(c.verdict.outcome == CANNOT for c in result.claims)
 
 
 def test_an_unknown_study_is_one_line(tmp_path):

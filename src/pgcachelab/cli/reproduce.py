@@ -1,10 +1,12 @@
 """`pgcachelab reproduce [STUDY ...]`: every study's spec run on this machine, one after another,
 then each published claim graded, on one page (experiments/reproduce.py, report/reproduce_page)."""
 
+import contextlib
 import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -42,7 +44,44 @@ def reproduce(
     """Run each study's spec here and grade its article's claims: reproduced, contradicted, not
     shown beyond the noise, or cannot be shown here (with the reason)."""
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.experiments.reproduce import FULL, QUICK, judge_across, reproduce_study
+    from pgcachelab.experiments.reproduce import FULL, QUICK
+
+    chosen = _chosen_studies(studies or [])
+    results_store = writable_store(lab_dir, store)
+    progress = make_progress()
+    mode = QUICK if quick else FULL
+    # From here the command has started: a disk or store that fails is exit 1, as for `run`
+    with _started(results_store.location):
+        _reproduce(chosen, mode, again, lab_dir, results_store, progress, json_output)
+
+
+@contextlib.contextmanager
+def _started(store_location: str) -> Iterator[None]:
+    """An environment failure once reproducing has begun (the disk filled while a study ran or
+    its page was written, the store went away) as one line with exit 1 (RunFailed): every run
+    it measured is stored and is reused or resumed by the same command."""
+    import sqlite3
+
+    import psycopg
+
+    from pgcachelab.errors import RunFailed
+    from pgcachelab.failures import os_error_line, store_error_line
+
+    try:
+        yield
+    except OSError as error:
+        message, hint = os_error_line(error)
+    except (sqlite3.Error, psycopg.Error) as error:
+        message, hint = store_error_line(error, store_location)
+    else:
+        return
+    raise RunFailed(
+        message, f"{hint}; then run the same reproduce again: finished runs are reused"
+    ) from None
+
+
+def _reproduce(chosen, mode, again, lab_dir, results_store, progress, json_output) -> None:
+    from pgcachelab.experiments.reproduce import judge_across, reproduce_study
     from pgcachelab.report.build import build_report
     from pgcachelab.report.reproduce_page import (
         busy_warning,
@@ -51,10 +90,6 @@ def reproduce(
         render_text,
     )
 
-    chosen = _chosen_studies(studies or [])
-    results_store = writable_store(lab_dir, store)
-    progress = make_progress()
-    mode = QUICK if quick else FULL
     results = []
     for number, study in enumerate(chosen, 1):
         head = f"[{number}/{len(chosen)}] {study.name}"
@@ -77,6 +112,9 @@ def reproduce(
     page = render_html(results, machine, results_store, reports, reports / "reproduce")
     echo_text(render_json(results, machine) if json_output else render_text(results))
     note(f"the page: {page.resolve()}")
+    failed = [r.environment_failure for r in results if r.environment_failure is not None]
+    if failed:  # graded without that run's rest: the command did not finish what it started
+        raise failed[0]
 
 
 def _chosen_studies(names: list[str]):

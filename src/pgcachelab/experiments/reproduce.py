@@ -27,7 +27,7 @@ from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters import extension
 from pgcachelab.clusters.binaries import find_install
 from pgcachelab.clusters.installs import resolve
-from pgcachelab.errors import UserError
+from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import runner
 from pgcachelab.experiments.spec import load_spec
 from pgcachelab.probes.host_resources import busy_pct
@@ -62,6 +62,8 @@ class StudyResult:
     reused: bool = False  # a finished run of the same spec, read again
     run_seconds: float | None = None  # how long its run measured, start to finish (stored)
     reason: str = ""  # why the study did not run or finish here; "" when it did
+    # the run stopped because the disk or the store failed (RunFailed): the command exits 1
+    environment_failure: RunFailed | None = None
     claims: list[ClaimResult] = field(default_factory=list)
     # The machine's CPU in use just before and just after the study measured, while the lab
     # ran nothing (OTHER_WORK_PCT): None when it measured nothing here
@@ -172,6 +174,8 @@ def reproduce_study(
             result.reason = f"run {run.run_id} ended {run.status}: {run.failure or 'no reason'}"
     except UserError as error:  # refused here (no root, a version it cannot install) or failed
         result.reason = error.message + (f" ({error.hint})" if error.hint else "")
+        if isinstance(error, RunFailed):
+            result.environment_failure = error
     except Exception as error:  # noqa: BLE001 (one study's failure is its row; the others go on)
         result.reason = f"failed: {type(error).__name__}: {error}"
     result.seconds = time.monotonic() - started
