@@ -82,15 +82,18 @@ def parse_settings_file(text: str) -> dict[str, str]:
 def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, Path]:
     from pgcachelab.clusters.cluster_disk import data_dir_in
     from pgcachelab.clusters.managed import LAB_SUPERUSER, SETTINGS_FILE
+    from pgcachelab.user_files import read_user_text
 
     data_dir = data_dir_in(work_dir)
     settings_path = data_dir / SETTINGS_FILE
+    hint = "name the work directory of a cluster the lab runs, or use --dsn"
     try:
-        settings = parse_settings_file(settings_path.read_text())
-    except OSError:
+        # a regular file of the lab's, read with a cap: not a FIFO or a device planted there
+        settings = parse_settings_file(read_user_text(settings_path, "--work-dir:", hint))
+    except (OSError, UnicodeDecodeError):
         raise UserError(
             f"--work-dir: no managed cluster in {str(work_dir)!r} (no {settings_path.name})",
-            "name the work directory of a cluster the lab runs, or use --dsn",
+            hint,
         ) from None
     try:
         conn = psycopg.connect(

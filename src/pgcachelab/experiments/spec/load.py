@@ -20,6 +20,7 @@ from pgcachelab.experiments.spec.schema import (
 )
 from pgcachelab.experiments.spec.sweeps import first_repeat
 from pgcachelab.experiments.spec.values import show
+from pgcachelab.user_files import read_user_text
 from pgcachelab.workloads.parameters import PointParameters
 from pgcachelab.workloads.registry import WORKLOADS
 
@@ -31,7 +32,8 @@ LABELLED_CONVERTED = ("version", "disk")
 def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # a regular file of a few MB at most: `run /dev/zero` read 23.9 GB (issue 48)
+        text = read_user_text(path, "spec", SPEC_HINT)
     except OSError as error:
         raise UserError(f"cannot read spec {str(path)!r}: {error.strerror}", SPEC_HINT) from None
     except UnicodeDecodeError as error:  # `run /bin/ls` (issue 18)

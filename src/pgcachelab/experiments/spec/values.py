@@ -20,6 +20,7 @@ from pgcachelab.machine import host_tunables
 from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
 from pgcachelab.printable import has_control_characters
 from pgcachelab.units import parse_bytes, parse_seconds
+from pgcachelab.user_files import regular_file_refusal
 from pgcachelab.workloads.parameters import Script
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
 
@@ -334,6 +335,9 @@ def _script(value, info: ValidationInfo) -> Script:
         raise invalid("not a script", 'use { file = "a.sql", weight = 1 }')
     assert info.context is not None  # load.py validates with the spec's directory
     file = (info.context["base_dir"] / str(entry["file"])).resolve()
+    refusal = regular_file_refusal(file)  # pgbench reads it whole: no device, no GBs
+    if refusal:
+        raise invalid(refusal, "give a script file of pgbench's", at=("file",), value=entry["file"])
     if not file.is_file():
         raise invalid(
             "no such file", "paths are relative to the spec", at=("file",), value=entry["file"]
