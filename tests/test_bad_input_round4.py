@@ -1,12 +1,14 @@
 """Issue 48, bad input round 4: each case with the issue's own input, through the real entry
 point; the doctor case on a real server with a role that cannot read data_directory."""
 
+import json
 import os
 import resource
 import subprocess
 
 import pytest
-from fix_cli import cli_command, cli_env, run_cli_forked
+from fix_cli import cli_command, cli_env, run_cli, run_cli_forked
+from fix_clusters import dsn_of
 
 CLI_MEMORY_BYTES = 1024**3  # a --plan takes ~200 MB; the unbounded read took 23.9 GB
 
@@ -81,3 +83,44 @@ def test_inspect_refuses_a_work_dir_whose_settings_file_is_a_fifo(tmp_path):
     os.mkfifo(tmp_path / "pgdata" / "pgcachelab.conf")
     result = run_cli_bounded("inspect", "--work-dir", tmp_path)
     refused(result, r"pgcachelab\.conf': a FIFO \(named pipe\), not a regular file")
+
+
+# -- 4. doctor with a role that may not read data_directory; rich markup in a DSN ---------------
+
+LINK = "[link=https://example.com]x[/link]"
+
+
+@pytest.mark.server
+def test_doctor_says_what_a_plain_role_may_not_read_and_shows_markup_as_text(shared_cluster):
+    shared_cluster.apply_settings({})
+    with shared_cluster.connect() as conn:
+        conn.execute("create role lab_plain login")  # no pg_read_all_settings
+    try:
+        dsn = dsn_of(shared_cluster).replace("user=lab", "user=lab_plain")
+        as_json = run_cli("doctor", "--dsn", dsn, "--json")
+        human = run_cli("doctor", "--dsn", f"{dsn} application_name=[/x]")
+        linked = run_cli("doctor", "--dsn", f"{dsn} application_name='{LINK}'")
+    finally:
+        with shared_cluster.connect() as conn:
+            conn.execute("drop role lab_plain")
+    for result in (as_json, human, linked):
+        assert result.returncode in (0, 1), result.stderr  # 1: a critical finding, not a crash
+        assert "Traceback" not in result.stderr and "Error" not in result.stderr, result.stderr
+    context = json.loads(as_json.stdout)["context"]
+    assert context["data_directory"] is None
+    [unread] = context["not_read"]
+    assert unread.startswith("data_directory (role 'lab_plain' is neither a superuser")
+    assert "note: could not read data_directory (role 'lab_plain'" in human.stdout
+    assert "application_name=[/x]" in human.stdout
+    assert f"application_name={LINK}" in linked.stdout  # shown, not made a hyperlink
+    assert "\x1b]8;" not in linked.stdout
+
+
+def test_a_progress_bar_shows_a_label_with_markup_as_text():
+    from pgcachelab.cli.progress import BarProgress
+
+    progress = BarProgress()
+    progress.start(2, 0)
+    progress.begin(f"step=[/x] {LINK}")
+    [task] = progress.bar.tasks
+    assert progress.bar.columns[0].render(task).plain == f"step=[/x] {LINK}"

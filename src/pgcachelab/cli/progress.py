@@ -41,7 +41,7 @@ class BarProgress(LineProgress):
         super().__init__()
         self.console = Console(stderr=True)
         self.bar = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # a label's [/x] is text
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),

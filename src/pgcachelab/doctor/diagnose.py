@@ -34,10 +34,12 @@ def diagnose_host_and_server(
     data_dir: Path | None = None,
     postmaster_pid: int | None = None,
     lab_dir: Path | None = None,
+    no_data_dir: str | None = None,
 ) -> Diagnosis:
     """Host checks always; server checks when `server` is given, with the evidence of a
-    cache-split run in `lab_dir` made on this host for this major version."""
-    device, device_reason = None, "no data directory known: give --dsn or --data-dir"
+    cache-split run in `lab_dir` made on this host for this major version; `no_data_dir`
+    says why there is no `data_dir`."""
+    device, device_reason = None, no_data_dir or "no data directory known: give --dsn or --data-dir"
     if data_dir is not None:
         try:
             device = device_of(data_dir)
@@ -97,9 +99,15 @@ def diagnose(
     from pgcachelab.clusters.targets import ExistingTarget  # UserError on a bad or dead DSN
 
     target = ExistingTarget(dsn)
+    not_read = []  # what this role may not read: said, not a traceback (issue 48)
     with target.connect() as conn:
         server = read_server_facts(conn)
         server_data_dir = _data_directory(conn)
+        if server_data_dir is None:
+            not_read.append(
+                f"data_directory (role {conn.info.user!r} is neither a superuser nor a member of"
+                " pg_read_all_settings): the data directory's disk is not checked"
+            )
         # While connected: the backend exits with the connection, and its parent is the lead.
         assert server.backend_pid is not None  # read_server_facts asks the server for it
         postmaster_pid = postmaster_of_backend(server.backend_pid, root)
@@ -107,18 +115,29 @@ def diagnose(
         postmaster_pid = _confirm_postmaster(postmaster_pid, server_data_dir, root)
     if data_dir is None and postmaster_pid and server_data_dir:
         data_dir = Path(server_data_dir)  # only a local server's directory is ours to stat
-    diagnosis = diagnose_host_and_server(host, server, data_dir, postmaster_pid, lab_dir)
+    diagnosis = diagnose_host_and_server(
+        host,
+        server,
+        data_dir,
+        postmaster_pid,
+        lab_dir,
+        no_data_dir="this role may not read the server's data_directory: give --data-dir"
+        if not_read
+        else None,
+    )
     diagnosis.context["server"] = target.safe_description()
+    diagnosis.context["not_read"] = not_read
     return diagnosis
 
 
 def _data_directory(conn: psycopg.Connection) -> str | None:
-    """data_directory is visible to superusers and pg_read_all_settings only."""
+    """data_directory is visible to superusers and pg_read_all_settings only: None (no row)
+    for any other role."""
     try:
         return one_row(
             conn.execute("select setting from pg_settings where name = 'data_directory'")
         )[0]
-    except (TypeError, psycopg.Error):
+    except (LookupError, TypeError, psycopg.Error):
         return None
 
 

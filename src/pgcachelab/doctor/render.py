@@ -11,6 +11,7 @@ from rich.text import Text
 
 from pgcachelab.doctor.diagnose import Diagnosis
 from pgcachelab.doctor.findings import Finding, Skipped, severity_rank
+from pgcachelab.printable import printable
 
 # JSON format history: 1 — findings and skipped checks, context;
 # 2 — a finding's "evidence" (the lab's own measurements: a cache-split run for shared_buffers).
@@ -41,12 +42,24 @@ def as_json(diagnosis: Diagnosis) -> str:
     )
 
 
+def _text(text: str) -> Text:
+    """Text from a server, a DSN or the host as it is: one line, control characters escaped
+    (rich keeps ESC), never read as markup."""
+    return Text(printable(text))
+
+
 def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) -> None:
     width = max(shutil.get_terminal_size((120, 24)).columns, 100)
-    console = Console(file=out, width=width, no_color="NO_COLOR" in os.environ, highlight=False)
+    # markup=False: a DSN's application_name=[/x] or [link=...] is shown, never interpreted
+    # (issue 48); the styles below are given as styles, not as markup.
+    console = Console(
+        file=out, width=width, no_color="NO_COLOR" in os.environ, highlight=False, markup=False
+    )
     context = diagnosis.context
     where = context.get("server") or "no server (host checks only)"
-    console.print(f"doctor: host as {context.get('running_as')}; server: {where}")
+    console.print(_text(f"doctor: host as {context.get('running_as')}; server: {where}"))
+    for unread in context.get("not_read") or []:
+        console.print(_text(f"note: could not read {unread}"))
     if context.get("server") and not context.get("postmaster_pid"):
         console.print(
             "note: the server's processes are not visible here (another host or container): "
@@ -58,10 +71,10 @@ def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) ->
     table.add_column("found", overflow="fold")
     for outcome in _ordered(diagnosis):
         if isinstance(outcome, Skipped):
-            table.add_row(Text("skipped", style="dim"), outcome.check, Text(outcome.reason))
+            table.add_row(Text("skipped", style="dim"), outcome.check, _text(outcome.reason))
         else:
             style = STYLES[outcome.severity]
-            table.add_row(Text(outcome.severity, style=style), outcome.check, Text(outcome.found))
+            table.add_row(Text(outcome.severity, style=style), outcome.check, _text(outcome.found))
     console.print(table)
     to_change = [o for o in _ordered(diagnosis) if isinstance(o, Finding) and o.severity != "ok"]
     if to_change:
@@ -72,15 +85,15 @@ def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) ->
                 (f"[{finding.severity}] ", STYLES[finding.severity]), (finding.check, "bold")
             )
         )
-        console.print(Text(f"  why: {finding.recommendation}"))
-        console.print(Text(f"  fix: {finding.fix}"))
-        console.print(Text(f"  source: {finding.source}"))
+        console.print(_text(f"  why: {finding.recommendation}"))
+        console.print(_text(f"  fix: {finding.fix}"))
+        console.print(_text(f"  source: {finding.source}"))
         if finding.evidence:
-            console.print(Text(f"  evidence: {finding.evidence}"))
+            console.print(_text(f"  evidence: {finding.evidence}"))
     # Evidence behind a finding with nothing to change is still worth reading.
     for outcome in diagnosis.outcomes:
         if isinstance(outcome, Finding) and outcome.severity == "ok" and outcome.evidence:
-            console.print(Text(f"[ok] {outcome.check}: {outcome.evidence}"))
+            console.print(_text(f"[ok] {outcome.check}: {outcome.evidence}"))
     if hint_without_server:
         console.print(
             "Server checks need a connection: pgcachelab doctor --dsn "
