@@ -7,6 +7,7 @@ a finally of its own (`host_before`), whatever the lab did.
 """
 
 import json
+import os
 import re
 import signal
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from fix_cli import CLI_TIMEOUT_S, SPECS_DIR, run_cli
 from fix_lab import lab_process, lab_stderr, store_query, wait_until_measuring
 
-from pgcachelab.machine import fusedisk, host_settings
+from pgcachelab.machine import fusedisk, host_settings, owned
 from pgcachelab.machine.host_tunables import TUNABLES
 
 pytestmark = [
@@ -111,20 +112,26 @@ def test_the_os_rung_is_applied_recorded_and_put_back_after_the_run(tmp_path, la
 def test_a_point_that_fails_on_its_host_settings_leaves_the_host_as_it_was(
     tmp_path, lab_tmp, host_before
 ):
-    """The seed's "deadline" is not a scheduler of a multi-queue kernel: the point fails with
-    the device's list, after the settings before it were written; the run goes on."""
-    spec = tmp_path / "deadline.toml"
-    spec.write_text(SPEC.read_text().replace('io_scheduler = "none"', 'io_scheduler = "deadline"'))
+    """Another live lab holds vm.swappiness (this test's own entry in the registry): the
+    rung's points fail with that, after the setting before it was written; the run goes on.
+    (A scheduler the disk does not offer, the seed's "deadline", is refused before the run:
+    test_bad_input_round4.py.)"""
+    held = owned.record(host_settings.KIND, "/proc/sys/vm/swappiness", name="vm.swappiness")
     lab_dir = tmp_path / "lab"
-    result = run_cli("run", spec, "--lab-dir", lab_dir, "--no-report", tmpdir=lab_tmp)
+    try:
+        result = run_cli("run", SPEC, "--lab-dir", lab_dir, "--no-report", tmpdir=lab_tmp)
+    finally:
+        owned.forget(held)
     assert result.returncode == 0, result.stderr
     rows = host_metrics(lab_dir)
     failed = [(step, reason, host) for step, status, reason, host in rows if status == "failed"]
     assert [step for step, _, _ in failed] == ["os"] * 3 + ["after"] * 3
     step, reason, host = failed[0]
-    assert reason.startswith("host_setting_refused: io_scheduler = deadline: the device offers")
-    assert host["applied"]["vm.swappiness"]["now"] == "10"  # how far it got
-    assert "io_scheduler" not in host["applied"]
+    assert reason.startswith(
+        f"host_setting_busy: vm.swappiness is set by another lab (pid {os.getpid()})"
+    )
+    assert host["applied"]["transparent_hugepage"]["now"] == "never"  # how far it got
+    assert "vm.swappiness" not in host["applied"]
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "kill-9-then-runs"])

@@ -10,6 +10,9 @@ from pgcachelab.errors import UserError
 from pgcachelab.experiments.connection_room import DEFAULT_MAX_CONNECTIONS, with_room_for_clients
 from pgcachelab.experiments.spec import ExperimentSpec, Point
 from pgcachelab.experiments.version_rounds import group_of
+from pgcachelab.machine import host_tunables
+from pgcachelab.machine.disk_profiles import HOST
+from pgcachelab.machine.host_tunables import IO_SCHEDULER
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads.parameters import PointParameters
 from pgcachelab.workloads.protocol import Workload
@@ -125,3 +128,34 @@ def check_shared_buffers_fit(spec: ExperimentSpec, memory_bytes: int | None) -> 
             "lower shared_buffers below the limit, or raise the limit ([machine] memory or "
             "--memory)",
         )
+
+
+def host_setting_key(spec: ExperimentSpec, name: str, value: str) -> str:
+    """The key of the spec that sets host setting `name` to `value`: [machine.host] or the
+    first ladder step that does."""
+    if spec.host.get(name) == value:
+        return f"machine.host.{name}"
+    position = next((i for i, step in enumerate(spec.ladder) if step.host.get(name) == value), None)
+    return f"machine.host.{name}" if position is None else f"ladder[{position}].host.{name}"
+
+
+def check_host_choices(spec: ExperimentSpec, choice_files: dict[str, tuple[str, str]]) -> None:
+    """Each point's value of a host setting whose file lists its choices (the data disk's IO
+    scheduler, THP's modes) against the list this host's file offers: io_scheduler "deadline"
+    where the kernel has mq-deadline was refused at the first point, after the builds (issue
+    48). `choice_files`: name -> (what offers the choices, its file's text), for the settings
+    this host has a file for; a point on an emulated disk has no block queue, so no scheduler
+    to check."""
+    for point in spec.points():
+        on_emulated_disk = point.workload.disk not in (None, HOST)
+        for name, value in point.host.items():
+            if name not in choice_files or (name == IO_SCHEDULER and on_emulated_disk):
+                continue
+            offered_by, text = choice_files[name]
+            refusal = host_tunables.choice_refusal(value, text, offered_by)
+            if refusal:
+                raise UserError(
+                    f"{spec.path}: {host_setting_key(spec, name, value)}: invalid value "
+                    f'"{value}": {refusal}',
+                    "use one of the values it offers",
+                )

@@ -61,7 +61,7 @@ from pgcachelab.experiments.spec import (
 )
 from pgcachelab.experiments.version_rounds import group_of, version_rounds
 from pgcachelab.failures import database_reason, os_error_line, store_error_line
-from pgcachelab.machine import fusedisk, oscache, owned
+from pgcachelab.machine import fusedisk, host_settings, host_tunables, oscache, owned
 from pgcachelab.machine.disk_profiles import HOST
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
@@ -208,12 +208,17 @@ def check_memory_fits_host(memory_bytes: int | None, host_bytes: int | None, sou
 
 
 def prepare(
-    spec: ExperimentSpec, target: Target, progress: Progress | None = None, data_fits: bool = False
+    spec: ExperimentSpec,
+    target: Target,
+    progress: Progress | None = None,
+    data_fits: bool = False,
+    host_here: bool = True,
 ) -> None:
     """Everything that can be checked before a server starts or a row is written; with
     `data_fits`, also the data a new run will load against the free space (not on --resume:
-    its data is there already). Refusals come before the notes on what this machine lacks, so
-    a refused spec says one line."""
+    its data is there already); with `host_here`, the host settings against what this host
+    offers (not for a queued run: agents measure it on theirs). Refusals come before the notes
+    on what this machine lacks, so a refused spec says one line."""
     if isinstance(target, VersionedTarget):
         _check_settings_per_version(spec, target, progress)
     else:
@@ -257,6 +262,8 @@ def prepare(
             "connect as a superuser (or, from PostgreSQL 15, a member of pg_checkpoint), or "
             'use os_cache = "keep"',
         )
+    if host_here:
+        _check_host_choices(spec, target)
     emulated_disk = any(d not in (None, HOST) for d in spec.disks())
     needs = MachineNeeds(
         memory_bytes=target.machine.memory_bytes if target.machine else None,
@@ -300,6 +307,32 @@ def _check_data_fits(spec: ExperimentSpec, target: Target) -> None:
     memory = (target.machine.memory_bytes if target.machine else None) or memory_total_bytes()
     free_bytes = shutil.disk_usage(directory).free
     preflight.check_data_fits(spec, memory, free_bytes, str(target.data_parent()))
+
+
+def _check_host_choices(spec: ExperimentSpec, target: Target) -> None:
+    """Host settings whose file lists its choices (io_scheduler, THP) against this host's
+    files: the IO scheduler's of the disk under the clusters' directory."""
+    wanted = {name for point in spec.points() for name in point.host}
+    wanted = {name for name in wanted if host_tunables.TUNABLES[name].choice_file}
+    if not wanted or not is_managed(target):
+        return
+    directory = target.data_parent()
+    while not directory.exists():
+        directory = directory.parent
+    files = {}
+    for name in sorted(wanted):
+        path, _ = host_settings.setting_file(name, directory)  # None: not applicable here
+        if path is None:
+            continue
+        device = Path(path).parent.parent.name  # .../block/vda/queue/scheduler
+        offered_by = (
+            f"the disk under {directory} ({device})"
+            if name == host_tunables.IO_SCHEDULER
+            else f"this kernel ({path})"
+        )
+        with contextlib.suppress(OSError):
+            files[name] = (offered_by, Path(path).read_text())
+    preflight.check_host_choices(spec, files)
 
 
 def _check_scale_classes(spec: ExperimentSpec, target: Target) -> None:
@@ -415,7 +448,7 @@ def record_run(
     """Check the run, then store it with its points and environment; returns its id.
     `measured_here`: False for a queued run, whose data goes to the agents' disks."""
     _set_memory_for_shares(spec, target)
-    prepare(spec, target, progress, data_fits=measured_here)
+    prepare(spec, target, progress, data_fits=measured_here, host_here=measured_here)
     reap_abandoned(store, progress)
     environment = collect_environment(
         target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")

@@ -7,6 +7,7 @@ A spec names them as the seed's sysctl names (`vm.swappiness`) or by what they a
 spec (experiments/spec/values.py) and converted to the text their file takes.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ IO_SCHEDULER = "io_scheduler"
 # by setting the ratio.
 DIRTY_BYTES_MIN = 2 * 4096
 SECTOR_BYTES = 512  # blockdev --setra counts 512-byte sectors
+# The kernel's elevator names (mq-deadline, bfq, kyber, none; before 5.0 deadline, cfq, noop)
+SCHEDULER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}", re.ASCII | re.IGNORECASE)
 
 
 class HostValueError(ValueError):
@@ -60,11 +63,15 @@ def _choice(choices: tuple[str, ...]) -> Callable[[object], str]:
 
 
 def _scheduler(value) -> str:
-    # Which schedulers exist depends on the device and the kernel: checked against the
-    # device's own list when the point runs.
-    if not isinstance(value, str) or not value.strip() or " " in value.strip():
-        raise HostValueError("not a scheduler name", 'write e.g. "mq-deadline" or "none"')
-    return value.strip()
+    # The shape of a name here; which schedulers exist depends on the device and the kernel:
+    # checked against the device's own list before the run (experiments/preflight.py). A
+    # newline or a control character passed --plan and failed the run (issue 48).
+    name = value.strip() if isinstance(value, str) else ""
+    if not SCHEDULER_NAME.fullmatch(name):
+        raise HostValueError(
+            "not a scheduler name", 'write one name, e.g. "mq-deadline" or "none" (no spaces)'
+        )
+    return name
 
 
 def _integer(low: int, high: int | None, hint: str) -> Callable[[object], str]:
