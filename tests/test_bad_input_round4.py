@@ -1,15 +1,24 @@
 """Issue 48, bad input round 4: each case with the issue's own input, through the real entry
 point; the doctor case on a real server with a role that cannot read data_directory."""
 
+import contextlib
 import json
 import os
 import resource
+import shutil
+import sqlite3
 import subprocess
+from pathlib import Path
 
 import pytest
 from fix_cli import cli_command, cli_env, run_cli, run_cli_forked
 from fix_clusters import dsn_of
+from fix_lab import store_query
 
+from pgcachelab.machine import host_settings
+from pgcachelab.machine.host_tunables import listed_choices
+
+REPORT_RUNS_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 CLI_MEMORY_BYTES = 1024**3  # a --plan takes ~200 MB; the unbounded read took 23.9 GB
 
 
@@ -124,3 +133,64 @@ def test_a_progress_bar_shows_a_label_with_markup_as_text():
     progress.begin(f"step=[/x] {LINK}")
     [task] = progress.bar.tasks
     assert progress.bar.columns[0].render(task).plain == f"step=[/x] {LINK}"
+
+
+# -- 8. io_scheduler: its shape in the spec, this host's choices before the run -----------------
+
+
+def test_a_newline_in_io_scheduler_is_refused_by_the_plan(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[machine.host]\nio_scheduler = "mq-deadline\\nnone"\n')
+    refused(
+        run_cli_forked("run", spec, "--plan"),
+        r'machine\.host\.io_scheduler: invalid value "mq-deadline\\nnone": not a scheduler name',
+    )
+
+
+@pytest.mark.server  # it resolves the server's install before it refuses
+def test_a_scheduler_the_disk_does_not_offer_is_refused_before_the_run(tmp_path, lab_tmp):
+    scheduler, _ = host_settings.setting_file("io_scheduler", lab_tmp)
+    if scheduler is None or "deadline" in listed_choices(Path(scheduler).read_text()):
+        pytest.skip("the disk under the temporary directory has no scheduler, or has deadline")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[pgbench]\nscale = 1\nduration = "1s"\n[machine.host]\nio_scheduler = "deadline"\n'
+    )
+    lab_dir = tmp_path / "lab"
+    result = run_cli("run", spec, "--lab-dir", lab_dir, tmpdir=lab_tmp)
+    refused(
+        result,
+        r'machine\.host\.io_scheduler: invalid value "deadline": the disk under .* \(\w+\) offers'
+        r" .*mq-deadline.*, not deadline \(mq-deadline is its multi-queue successor\)",
+    )
+    assert list(lab_tmp.iterdir()) == []  # no cluster was made
+    assert store_query(lab_dir, "select run_id from runs") == []
+
+
+# -- 9. ESC and BEL in a run's name and a step's label: no glyph warning, no raw byte in a plot --
+
+TPCC_LADDER_RUN = "20261122-232518-1200f4"  # tests/data/report-runs: steps rate-limited, ...
+
+
+def test_a_report_of_names_with_esc_and_bel_draws_them_escaped_and_warns_nothing(tmp_path):
+    store = tmp_path / "results.sqlite"
+    shutil.copyfile(REPORT_RUNS_STORE, store)
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute(
+            "update runs set name = ?, spec_text = replace(spec_text, 'rate-limited', ?)"
+            " where run_id = ?",
+            ("tpcc\x1b]0;owned\x07ladder", "rate\\u001b[31m\\u0007limited", TPCC_LADDER_RUN),
+        )
+        db.execute(
+            "update points set label = replace(label, 'rate-limited', ?),"
+            " swept = replace(swept, 'rate-limited', ?) where run_id = ?",
+            ("rate\x1b[31m\x07limited", "rate\\u001b[31m\\u0007limited", TPCC_LADDER_RUN),
+        )
+    result = run_cli_forked("report", TPCC_LADDER_RUN, "--store", store, "--output", tmp_path / "r")
+    assert result.returncode == 0, result.stderr
+    assert "Glyph" not in result.stderr and "\x1b" not in result.stderr, result.stderr
+    svgs = list((tmp_path / "r").glob("*.svg"))
+    assert svgs
+    drawn = "".join(svg.read_text() for svg in svgs)
+    assert "\x1b" not in drawn and "\x07" not in drawn
+    assert r"rate\x1b[31m\x07limited" in drawn  # as the terminal shows it
