@@ -24,6 +24,17 @@ CSV_COLUMNS = [
     "seq_ms",
     "idx2_ms_median",
 ]
+# A spreadsheet reads a cell beginning with one of these as a formula (=HYPERLINK(...), +cmd|..):
+# a text cell that does is written after a single quote, as OWASP's CSV injection advice says.
+# Numbers are left as numbers: -3.5 is a number, not a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def text_cell(value):
+    """A CSV cell as a spreadsheet reads it: text that would start a formula made text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _rows(store: ResultStore, run_id: str):
@@ -41,27 +52,25 @@ def export_csv(store: ResultStore, run_id: str, out) -> None:
     for point in store.points(run_id):
         swept_keys += [k for k in point.swept if k not in swept_keys]
     writer = csv.writer(out)
-    writer.writerow(CSV_COLUMNS + swept_keys)
+    writer.writerow([text_cell(key) for key in CSV_COLUMNS + swept_keys])
     for point, m in _rows(store, run_id):
-        writer.writerow(
-            [
-                run_id,
-                m.point_index,
-                point.label,
-                m.repetition,
-                m.status,
-                m.reason or "",
-                m.tps,
-                m.latency_avg_ms,
-                m.latency_stddev_ms,
-                round(m.wall_s, 3),
-                m.server_action,
-                m.metrics.get("database_size_bytes"),
-                m.started_at,
-                *[phase_median_ms(m, phase) for phase in ("idx1", "seq", "idx2")],
-            ]
-            + [point.swept.get(k, "") for k in swept_keys]
-        )
+        row = [
+            run_id,
+            m.point_index,
+            point.label,
+            m.repetition,
+            m.status,
+            m.reason or "",
+            m.tps,
+            m.latency_avg_ms,
+            m.latency_stddev_ms,
+            round(m.wall_s, 3),
+            m.server_action,
+            m.metrics.get("database_size_bytes"),
+            m.started_at,
+            *[phase_median_ms(m, phase) for phase in ("idx1", "seq", "idx2")],
+        ] + [point.swept.get(k, "") for k in swept_keys]
+        writer.writerow([text_cell(cell) for cell in row])
 
 
 def export_json(store: ResultStore, run_id: str, out) -> None:
