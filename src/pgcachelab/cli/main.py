@@ -133,6 +133,17 @@ def _exit_with_line(message: str, hint: str | None, exit_code: int) -> None:
 
 
 def main() -> None:
+    try:
+        _run_command()
+    finally:
+        # Every command makes the owned registry (machine/owned.py) to lock it: one that
+        # leaves nothing owned leaves no directory either (/tmp/pgcachelab-owned-UID, issue 48).
+        from pgcachelab.machine import owned
+
+        owned.remove_if_empty()
+
+
+def _run_command() -> None:
     from pgcachelab import interrupts
 
     interrupts.install()

@@ -39,10 +39,13 @@ def lock_path(host_id: str) -> Path:
 
 def _take_file(path: Path, host_id: str) -> int:
     """The host's lock file, locked and holding this pid; HostBusy if another agent has it."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     while True:
+        # made again each time: an empty registry goes at the end of a command (owned.py)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except FileNotFoundError:  # the directory went between the two
+            continue
         except OSError as error:  # a link planted there (ELOOP), a full or read-only /run
             raise UserError(
                 f"agent: cannot open the host lock {path}: {error.strerror}",

@@ -30,6 +30,8 @@ from pathlib import Path
 from pgcachelab.machine.host_facts import read_proc_stat
 
 RUN_ROOT = Path("/run/pgcachelab")
+LOCK_FILE = "lock"
+_MAKE_AGAIN = 5  # tries at writing an entry into a registry that another lab removes
 
 
 def registry_dir(euid: int | None = None, runtime_dir: str | None = None) -> Path:
@@ -101,10 +103,11 @@ def parse_entry(text: str, file: Path) -> Entry | None:
 def record(kind: str, path, **details) -> Path:
     """Remember that this lab made `path`; returns the entry's file, for `forget`.
 
-    Written to a temporary name then renamed: a reaper never reads half an entry.
+    Written to a temporary name then renamed: a reaper never reads half an entry. The
+    directory may go between its making and the write (another lab's `remove_if_empty`): it
+    is made again.
     """
     directory = registry_dir()
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     owner = Owner.me()
     entry_file = directory / f"{owner.pid}-{owner.start_time}-{kind}-{uuid.uuid4().hex[:8]}.json"
     partial = entry_file.with_suffix(".partial")
@@ -115,7 +118,14 @@ def record(kind: str, path, **details) -> Path:
         "start_time": owner.start_time,
         "details": details,
     }
-    partial.write_text(json.dumps(data))
+    for attempt in range(_MAKE_AGAIN):
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            partial.write_text(json.dumps(data))
+            break
+        except FileNotFoundError:
+            if attempt == _MAKE_AGAIN - 1:
+                raise
     partial.rename(entry_file)
     return entry_file
 
@@ -162,12 +172,49 @@ def dead_entries(all_entries: list[Entry], alive: Callable[[Owner], bool]) -> li
 @contextlib.contextmanager
 def registry_lock() -> Iterator[None]:
     """One reaper at a time: two labs starting together must not both stop one server. Also
-    held by a lab that looks for another's entry before it makes one (host_settings.py)."""
+    held by a lab that looks for another's entry before it makes one (host_settings.py).
+
+    The lock file goes with an empty registry (`remove_if_empty`): a lab that waited for the
+    lock on a file since removed holds nothing, and takes the lock again on the file there now.
+    """
     directory = registry_dir()
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(directory / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    lock_file = directory / LOCK_FILE
+    while True:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            lock = open(lock_file, "a")  # noqa: SIM115 (closed below, after the yield)
+        except FileNotFoundError:  # removed with its directory since the mkdir
+            continue
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = os.stat(lock_file)
+            except FileNotFoundError:
+                continue
+            held = os.fstat(lock.fileno())
+            if (held.st_dev, held.st_ino) != (current.st_dev, current.st_ino):
+                continue
+            yield
+            return
+
+
+def remove_if_empty() -> None:
+    """The registry directory goes once it records nothing (every command makes it, to lock
+    it): a command that leaves nothing owned leaves no /tmp/pgcachelab-owned-UID behind
+    (issue 48). Under the lock, so no lab reaps or looks in it meanwhile; not waiting for it:
+    a lab that holds it is using the registry. A lab that records an entry without the lock
+    makes the directory again (`record`)."""
+    directory = registry_dir()
+    lock_file = directory / LOCK_FILE
+    with contextlib.suppress(OSError), open(lock_file, "a") as lock:  # OSError: no directory
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
+        held, current = os.fstat(lock.fileno()), os.stat(lock_file)
+        if (held.st_dev, held.st_ino) != (current.st_dev, current.st_ino):
+            return  # removed and made again since we opened it: in use
+        if any(path.name != LOCK_FILE for path in directory.iterdir()):
+            return
+        lock_file.unlink()
+        directory.rmdir()  # fails, and the directory stays, if an entry came meanwhile
 
 
 def reap(reapers: dict[str, Callable[[Entry], str | None]]) -> list[str]:
