@@ -113,18 +113,19 @@ def _connect_work_dir(work_dir: Path, dbname: str) -> tuple[psycopg.Connection, 
 
 def _connect_dsn(dsn: str) -> psycopg.Connection:
     from pgcachelab.clusters.targets import check_dsn_given
+    from pgcachelab.secrets import parse_failure, redact
 
     check_dsn_given(dsn)
     try:
         return psycopg.connect(dsn, autocommit=True)
-    except psycopg.ProgrammingError as error:
+    except (psycopg.ProgrammingError, UnicodeDecodeError) as error:
         raise UserError(
-            f"--dsn: not a connection string: {error}",
+            f"--dsn: not a connection string: {parse_failure(error, dsn)}",
             'write e.g. "host=/var/run/postgresql dbname=bench" or postgresql://host/db',
         ) from None
     except psycopg.OperationalError as error:
         raise UserError(
-            f"--dsn: cannot connect: {_reason(error)}",
+            f"--dsn: cannot connect: {redact(_reason(error), dsn)}",
             "check that the server runs and the connection string is right",
         ) from None
 

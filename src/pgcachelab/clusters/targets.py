@@ -19,7 +19,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgcachelab.clusters.binaries import PgInstall, find_install, find_pgbench, parse_version
 from pgcachelab.clusters.catalogue import install_catalogue, read_catalogue_rows
-from pgcachelab.clusters.client import PgbenchTarget, one_row, pgoptions
+from pgcachelab.clusters.client import SERVICE, PgbenchTarget, one_row, pgoptions
 from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings
 from pgcachelab.clusters.installs import read_record, resolve, source_of
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
@@ -29,6 +29,7 @@ from pgcachelab.clusters.target import ManagedServer, Target
 from pgcachelab.errors import PointError, UserError
 from pgcachelab.machine.disk_profiles import HOST, resolve_disk
 from pgcachelab.machine.storage_probe import probe_storage
+from pgcachelab.secrets import parse_failure, redact, service_file_text, split_secrets
 
 if TYPE_CHECKING:
     from pgcachelab.machine.emulated import EmulatedMachine
@@ -465,14 +466,17 @@ class ExistingTarget:
     def __init__(self, dsn: str):
         try:
             params = conninfo_to_dict(dsn)
-        except psycopg.ProgrammingError as error:
+        except (psycopg.ProgrammingError, UnicodeDecodeError) as error:
             raise UserError(
-                f"--dsn: not a connection string: {error}",
+                f"--dsn: not a connection string: {parse_failure(error, dsn)}",
                 'write e.g. "host=/var/run/postgresql dbname=bench" or postgresql://host/db',
             ) from None
-        password = params.pop("password", None)
-        self.password = str(password) if password is not None else None
-        self.conninfo: dict[str, Any] = {k: v for k, v in params.items() if v is not None}
+        # The secrets (password, sslpassword, ...) apart from the rest: never stored
+        # (describe), shown, or on a child's command line (issue 48); connections get them as
+        # arguments, pgbench through its environment (clusters/client.py).
+        self.conninfo: dict[str, Any]
+        self.conninfo, self.secrets = split_secrets(params)
+        _check_service_secrets(self.conninfo, self.secrets)
         try:
             with self.connect() as conn:
                 self._server_version = one_row(conn.execute("show server_version"))[0]
@@ -480,11 +484,17 @@ class ExistingTarget:
         except psycopg.OperationalError as error:
             # libpq's first line names the socket or host, the next says why: keep both.
             reason = " ".join(str(error).split()) or "refused"
+            reason = redact(reason, dsn, tuple(map(str, self.secrets.values())))
             raise UserError(
                 f"--dsn: cannot connect to {self.safe_description()}: {reason}",
                 "check that the server runs and the connection string is right",
             ) from None
         _, self._major = parse_version(f"(PostgreSQL) {self._server_version}")
+
+    @property
+    def password(self) -> str | None:
+        password = self.secrets.get("password")
+        return str(password) if password is not None else None
 
     @property
     def server_major(self) -> int:
@@ -504,7 +514,7 @@ class ExistingTarget:
         return SESSION_CONTEXTS
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "conninfo": self.conninfo}  # no password, ever
+        return {"kind": self.kind, "conninfo": self.conninfo}  # no secret, ever
 
     def open(self, record_work_dir: Callable[[str], None]) -> None:
         return None
@@ -515,12 +525,13 @@ class ExistingTarget:
     def connect(self, settings: dict | None = None) -> psycopg.Connection:
         """A session with the point's settings, as pgbench's sessions get them (PGOPTIONS)."""
         options = {"options": pgoptions(settings)} if settings else {}
-        return psycopg.connect(
-            **{**self.conninfo, **options}, password=self.password, autocommit=True
-        )
+        return psycopg.connect(**{**self.conninfo, **options, **self.secrets}, autocommit=True)
 
     def pgbench_target(self, settings: dict) -> PgbenchTarget:
-        return PgbenchTarget(self.conninfo, self.password, session_options=settings or None)
+        others = {k: v for k, v in self.secrets.items() if k != "password"}
+        return PgbenchTarget(
+            self.conninfo, self.password, session_options=settings or None, secrets=others
+        )
 
     def current_setting(self, name: str) -> str:
         with self.connect() as conn:
@@ -541,6 +552,31 @@ class ExistingTarget:
 
     def close(self, finished: bool = True) -> None:
         return None
+
+
+def _check_service_secrets(conninfo: dict, secrets: dict) -> None:
+    """The secrets but the password reach pgbench in a service file of the lab's own
+    (PgbenchTarget): refused, before anything runs, where that file cannot hold them or would
+    hide the user's own service."""
+    others = sorted(key for key in secrets if key != "password")
+    if not others:
+        return
+    names = " and ".join(others)
+    service = conninfo.get("service") or os.environ.get("PGSERVICE")
+    if service:
+        raise UserError(
+            f"--dsn: {names} with the service {service!r}: pgbench would get {names} from a"
+            " service file of the lab's, not yours",
+            f"put {names} in the service's entry of your pg_service.conf, not in --dsn",
+        )
+    try:
+        service_file_text(SERVICE, {key: secrets[key] for key in others})
+    except ValueError:
+        raise UserError(
+            f"--dsn: {names} holds a line break or ends in whitespace, which the service file"
+            " that hands it to pgbench cannot keep",
+            f"give a {names} without line breaks or trailing whitespace",
+        ) from None
 
 
 def pgbench_for(target: Target) -> Path:

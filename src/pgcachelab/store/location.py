@@ -2,7 +2,8 @@
 
 A store is a SQLite file (the default, `results.sqlite` in the lab directory) or a PostgreSQL
 database given by a `postgresql://` URL. A URL may carry a password for the connection; it is
-never written into results and never shown: every message uses `masked()`.
+never written into results and never shown: every message uses `masked()` (pgcachelab/secrets.py
+masks every form of it).
 """
 
 import re
@@ -10,6 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgcachelab.errors import UserError
+from pgcachelab.secrets import MASK as MASK  # re-exported: the stores' messages use them
+from pgcachelab.secrets import has_secret
+from pgcachelab.secrets import mask_password as mask_password
 
 STORE_FILE = "results.sqlite"
 POSTGRESQL_SCHEMES = ("postgresql", "postgres")
@@ -20,10 +24,7 @@ STORE_HINT = (
 )
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$", re.DOTALL)
-_USERINFO_PASSWORD = re.compile(r"^(?P<user>[^:@/?#]*):(?P<password>[^@/?#]*)@")
-_QUERY_PASSWORD = re.compile(r"(?P<key>[?&]password=)(?P<password>[^&#]*)", re.IGNORECASE)
 _CONNINFO = re.compile(r"^\s*[A-Za-z_]+\s*=")
-MASK = "***"
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,8 @@ class StoreLocation:
         return mask_password(self.url)
 
     def password_in_url(self) -> bool:
-        url = self.url
-        return self.kind == "postgresql" and url is not None and mask_password(url) != url
-
-
-def mask_password(text: str) -> str:
-    """`text` with the password of a URL (user:PASSWORD@ or ?password=) replaced by ***."""
-    match = _URL.match(text)
-    if not match:
-        return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", rf"\g<1>{MASK}", text, flags=re.I)
-    rest = _USERINFO_PASSWORD.sub(rf"\g<user>:{MASK}@", match["rest"], count=1)
-    rest = _QUERY_PASSWORD.sub(rf"\g<key>{MASK}", rest)
-    return f"{match['scheme']}://{rest}"
+        """A password or another secret (?sslpassword=...) in the URL, in any form."""
+        return self.kind == "postgresql" and self.url is not None and has_secret(self.url)
 
 
 def parse_store(value: str, option: str = "--store") -> StoreLocation:

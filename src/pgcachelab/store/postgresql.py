@@ -25,7 +25,8 @@ from psycopg import sql
 
 from pgcachelab.clusters.client import one_row
 from pgcachelab.errors import UserError
-from pgcachelab.store.location import STORE_HINT, mask_password
+from pgcachelab.secrets import SECRET_KEYWORDS, mask_password, parse_failure
+from pgcachelab.store.location import STORE_HINT
 from pgcachelab.store.sql_store import SqlResultStore
 
 SCHEMA = "pgcachelab"
@@ -207,21 +208,19 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 def connection_error(
     url: str, error: Exception, what: str = "cannot connect to", option: str = "--store"
 ) -> UserError:
-    """One line naming the store with its password masked, and libpq's reason."""
-    reason = " ".join(str(error).split()) or type(error).__name__
-    masked = mask_password(url)
-    password = _password_of(url)
-    if password:  # libpq does not echo passwords; this makes sure of it
-        reason = reason.replace(password, "***")
-    return UserError(f"{option}: {what} {masked!r}: {reason}", STORE_HINT)
+    """One line naming the store with its password masked, and libpq's reason (libpq does not
+    echo a password it read, but quotes a token it could not parse, which may be one)."""
+    reason = parse_failure(error, url, _secrets_of(url))
+    return UserError(f"{option}: {what} {mask_password(url)!r}: {reason}", STORE_HINT)
 
 
-def _password_of(url: str) -> str | None:
+def _secrets_of(url: str) -> tuple[str, ...]:
+    """The password and other secrets of `url` as libpq reads them."""
     try:
-        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
-        return str(password) if password is not None else None
-    except psycopg.Error:
-        return None
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except (psycopg.Error, UnicodeDecodeError):
+        return ()
+    return tuple(str(params[key]) for key in SECRET_KEYWORDS if params.get(key) is not None)
 
 
 class PostgresResultStore(SqlResultStore):
@@ -235,7 +234,7 @@ class PostgresResultStore(SqlResultStore):
         self.schema = schema
         try:
             self.db = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
-        except psycopg.Error as error:
+        except (psycopg.Error, UnicodeDecodeError) as error:  # a %-escape of no UTF-8 text
             raise connection_error(url, error, option=option) from None
         try:
             if not create and not self._has_schema():

@@ -102,17 +102,20 @@ def run_pgbench(
     timeout_s: float | None = None,
 ) -> PgbenchRun:
     """Run pgbench to the end, feeding each output line to `on_line`; parse what it printed."""
-    command = [str(pgbench), *args, target.connection_string()]
+    command = [str(pgbench), *args, target.connection_string()]  # no secret: the environment's
     started = time.monotonic()
     lines = []
-    with subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=target.environment(),
-    ) as process:
+    with (
+        target.child_environment() as env,
+        subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        ) as process,
+    ):
         assert process.stdout is not None  # stdout=PIPE
         for line in process.stdout:
             lines.append(line)
@@ -135,13 +138,14 @@ def run_pgbench(
 def run_pgbench_init(pgbench: Path, args: list[str], target: PgbenchTarget) -> tuple[str, float]:
     """`pgbench -i ...`; returns its output and wall time."""
     started = time.monotonic()
-    result = subprocess.run(
-        [str(pgbench), *args, target.connection_string()],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=target.environment(),
-    )
+    with target.child_environment() as env:
+        result = subprocess.run(
+            [str(pgbench), *args, target.connection_string()],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
     output = result.stdout + result.stderr
     if result.returncode != 0:
         raise PgbenchError(f"pgbench -i exited with {result.returncode}: {_last_line(output)}")
