@@ -433,3 +433,36 @@ def test_no_printer_or_store_writer_shows_a_generated_password(
         for secret in (sslpassword, password):
             assert_absent(secret, *texts)
             assert_not_stored(secret, stored)
+
+
+@pytest.mark.server
+def test_the_server_never_inherits_the_labs_secrets(cluster, monkeypatch):
+    """The postmaster runs as the server user, who (like root) can read its environment in
+    /proc: the lab's PGPASSWORD, a store URL with its password, a libpq string in any variable
+    stay the lab's."""
+    monkeypatch.setenv("PGPASSWORD", "Zq7lab-password")
+    monkeypatch.setenv("PGCACHELAB_STORE", "postgresql://lab:Zq7store#pw@db/results")
+    monkeypatch.setenv("SOME_TOOL_DSN", "host=db sslpassword=Zq7tool")
+    monkeypatch.setenv("PGCACHELAB_PLAIN", "kept")
+    assert cluster.apply_settings({}) == "start"
+    environment = Path(f"/proc/{cluster.process.pid}/environ").read_bytes()
+    assert b"Zq7" not in environment
+    assert b"PGCACHELAB_PLAIN=kept" in environment.split(b"\0")
+
+
+def test_a_run_stored_before_the_fix_shows_no_sslpassword(tmp_path):
+    """Runs stored before issue 48 kept sslpassword in runs.target: read back without it, so
+    show, export and the report (which all read through the store) cannot print it."""
+    store = SqliteResultStore(tmp_path / "results.sqlite")
+    conninfo = {"host": "/run/pg", "dbname": "bench", "sslpassword": "Zq7old", "PassWord": "x"}
+    run_id = store.create_run("old", "old.toml", "", {"kind": "existing", "conninfo": conninfo},
+                              {}, [])  # fmt: skip
+    assert store.run(run_id).target == {
+        "kind": "existing",
+        "conninfo": {"host": "/run/pg", "dbname": "bench"},
+    }
+    store.close()
+    for args in (["show", run_id], ["export", run_id, "--format", "json"]):
+        done = run_cli_forked(*args, "--lab-dir", tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "Zq7old" not in done.stdout + done.stderr

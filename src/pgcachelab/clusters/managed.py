@@ -30,7 +30,7 @@ from pgcachelab.clusters.guc import (
     setting_value_text,
     shown_unit,
 )
-from pgcachelab.clusters.osuser import OsUser, run_as_kwargs
+from pgcachelab.clusters.osuser import OsUser, run_as_kwargs, server_environment
 from pgcachelab.clusters.shmem_leftovers import release_shared_memory
 from pgcachelab.errors import ClusterError
 from pgcachelab.machine import owned
@@ -295,6 +295,7 @@ class ManagedCluster:
             cwd=self.work_dir,
             capture_output=True,
             text=True,
+            env=server_environment(),
             preexec_fn=_die_with_parent,
             **run_as_kwargs(self.user),
         )
@@ -405,6 +406,7 @@ class ManagedCluster:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=server_environment(),
                 preexec_fn=_child_setup(self.user, cgroup_procs),
             )
         deadline = time.monotonic() + START_TIMEOUT_S

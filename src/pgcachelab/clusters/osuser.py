@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pgcachelab.clusters.binaries import PgInstall
 from pgcachelab.errors import UserError
+from pgcachelab.secrets import has_secret
 
 SERVER_USER = "pgcachelab"
 # Binaries must be reachable by SERVER_USER: a venv under /root (mode 0700) is not, so such an
@@ -67,6 +68,22 @@ def _create_user(name: str) -> None:
             f"cannot create the OS user {name!r} to run PostgreSQL as: {result.stderr.strip()}",
             "create it yourself (useradd --system pgcachelab) or run the lab as a normal user",
         )
+
+
+# What the lab's own environment may carry for its clients that the server has no use for: a
+# password (PGPASSWORD), a store URL with one, a service file of the lab's holding sslpassword
+_CLIENT_ONLY_VARIABLES = {"PGPASSWORD", "PGSERVICE", "PGSERVICEFILE", "PGCACHELAB_STORE"}
+
+
+def server_environment() -> dict[str, str]:
+    """The environment for initdb, pg_ctl and the postmaster: the lab's, less every variable
+    for clients and any value holding a secret. The server user (and root) can read a process's
+    environment in /proc: a password the lab was given for a store or a --dsn stays the lab's."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _CLIENT_ONLY_VARIABLES and not has_secret(value)
+    }
 
 
 def run_as_kwargs(user: OsUser) -> dict:

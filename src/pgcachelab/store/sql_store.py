@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import fields
 from pathlib import Path
 
+from pgcachelab.secrets import split_secrets
 from pgcachelab.store.records import (
     Measurement,
     PointToStore,
@@ -293,6 +294,8 @@ class SqlResultStore:
             values = dict(zip(columns, row, strict=True))
             for column in _JSON_COLUMNS[record]:
                 values[column] = from_json(values[column]) if values[column] else None
+            if record is Run:
+                values["target"] = _target_without_secrets(values["target"])
             found.append(record(**values))
         return found
 
@@ -309,3 +312,12 @@ def _values(record, columns: Sequence[str]) -> tuple:
         to_json(value) if column in encoded and value is not None else value
         for column, value in zip(columns, values, strict=True)
     )
+
+
+def _target_without_secrets(target):
+    """A run's target as read back: a --dsn run stored before issue 48 kept sslpassword in its
+    conninfo, and no report, export or show may print it."""
+    conninfo = target.get("conninfo") if isinstance(target, dict) else None
+    if isinstance(conninfo, dict):
+        return {**target, "conninfo": split_secrets(conninfo)[0]}
+    return target
