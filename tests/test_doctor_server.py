@@ -244,7 +244,9 @@ def test_hugepages_bad_size_is_one_line():
     result = run_cli_forked("hugepages", "--shared-buffers", "lots")
     assert result.returncode == 2
     assert result.stderr.startswith("pgcachelab: --shared-buffers: invalid value 'lots'")
-    assert result.stderr.splitlines()[1] == "hint: e.g. --shared-buffers 4GB"
+    assert result.stderr.splitlines()[1] == (
+        "hint: a size from 128kB to 1024TB, e.g. --shared-buffers 4GB"
+    )
 
 
 @pytest.mark.server

@@ -180,7 +180,7 @@ def test_is_local_host(host, local):
     ("parse", "value", "message"),
     [
         (parse_top, -1, "--top: invalid value -1: below 0"),
-        (parse_watch, 0.0, "--watch: invalid value 0.0: not between 0.1 and 86400 seconds"),
+        (parse_watch, 0.0, "--watch: invalid value 0.0: below 0.1"),
         (parse_method, "fastest", "--method: unknown method 'fastest'"),
         (parse_mode, "nonconsistent", "--mode: unknown mode 'nonconsistent'"),
     ],

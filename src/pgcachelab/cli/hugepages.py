@@ -4,8 +4,6 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.errors import UserError
-
 
 def hugepages(
     shared_buffers: Annotated[
@@ -16,25 +14,17 @@ def hugepages(
     ] = None,
 ) -> None:
     """Print the huge pages a configuration needs, from a throwaway cluster that is removed."""
+    from pgcachelab import quantities
     from pgcachelab.clusters.binaries import find_install
     from pgcachelab.clusters.installs import resolve
     from pgcachelab.clusters.sizing import size_huge_pages
-    from pgcachelab.units import format_bytes, parse_bytes
+    from pgcachelab.units import format_bytes
 
     settings = {}
     if shared_buffers is not None:
-        try:
-            amount = parse_bytes(shared_buffers)
-        except ValueError as error:
-            raise UserError(
-                f"--shared-buffers: invalid value {shared_buffers!r}: {error}",
-                "e.g. --shared-buffers 4GB",
-            ) from None
-        if amount < 128 * 1024:
-            raise UserError(
-                f"--shared-buffers: invalid value {shared_buffers!r}: below 128kB",
-                "e.g. --shared-buffers 4GB",
-            )
+        amount = quantities.size(
+            shared_buffers, "--shared-buffers", 128 * 1024, example="--shared-buffers 4GB"
+        )
         settings["shared_buffers"] = f"{amount // 1024}kB"
     install = find_install(resolve(pg_bin) if pg_bin else None)
     sizing = size_huge_pages(install, settings)

@@ -22,6 +22,7 @@ from pgcachelab.probes.datadir import (  # noqa: F401 (is_local_host: part of th
 )
 from pgcachelab.probes.datadir import os_cache_note as _os_cache_note
 from pgcachelab.probes.datadir import reason as _reason
+from pgcachelab.quantities import INT_MAX, number, whole_number
 
 METHOD_CHOICES = ("auto", "extension", "pg_buffercache", "summary")
 _DSN_HELP = "Inspect this server (a libpq connection string or URI)."
@@ -31,19 +32,16 @@ _WORK_DIR_HELP = "Inspect the lab's managed cluster in this work directory (hold
 # -- pure: option values ---------------------------------------------------------------------
 
 
-def parse_top(value: int) -> int:
-    if value < 0:
-        raise UserError(f"--top: invalid value {value!r}: below 0", "e.g. --top 20 (0: all)")
-    return value
+def parse_top(value: str | int) -> int:
+    """--top: ASCII digits from 0 (all) to INT_MAX (quantities)."""
+    return whole_number(value, "--top", 0, INT_MAX, "--top 20 (0: all)")
 
 
-def parse_watch(value: float | None) -> float | None:
-    if value is not None and not 0.1 <= value <= 86400:
-        raise UserError(
-            f"--watch: invalid value {value!r}: not between 0.1 and 86400 seconds",
-            "e.g. --watch 1",
-        )
-    return value
+def parse_watch(value: str | float | None) -> float | None:
+    """--watch: seconds from 0.1 to a day; not "nan" nor "inf", which click's float() took."""
+    if value is None:
+        return None
+    return number(value, "--watch", 0.1, 86400, example="--watch 1")
 
 
 def parse_method(value: str) -> str:
@@ -203,8 +201,18 @@ def inspect(
             "locks is printed with the snapshot)."
         ),
     ] = ("consistent"),
-    top: Annotated[int, typer.Option(help="Show the N largest relations (0: all).")] = 20,
-    watch: Annotated[float | None, typer.Option(help="Repeat every SECONDS until Ctrl-C.")] = None,
+    top: Annotated[
+        int,
+        typer.Option(
+            parser=parse_top, metavar="INTEGER", help="Show the N largest relations (0: all)."
+        ),
+    ] = 20,
+    watch: Annotated[
+        float | None,
+        typer.Option(
+            parser=parse_watch, metavar="SECONDS", help="Repeat every SECONDS until Ctrl-C."
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="JSON on stdout (a line per snapshot).")
     ] = (False),

@@ -2,7 +2,7 @@
 help text are the same wherever they appear."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,3 +26,27 @@ StoreOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+def whole_number_option(name: str, low: int, high: int, example: str, help: str) -> Any:
+    """An integer option read by quantities.whole_number: ASCII digits from `low` to `high`, or
+    one line naming the option and its range (click's int() took "٣" and 400 digits)."""
+    from pgcachelab.quantities import whole_number
+
+    def integer(text: str) -> int:
+        return whole_number(text, name, low, high, example)
+
+    return typer.Option(name, parser=integer, metavar="INTEGER", help=help)
+
+
+def number_option(
+    name: str, low: float, high: float, example: str, help: str, above: bool = False
+) -> Any:
+    """A number option from `low` (or `above` it) to `high`, read by quantities.number: finite,
+    ASCII (click's float() took "nan" and "inf")."""
+    from pgcachelab.quantities import number
+
+    def decimal(text: str) -> float:
+        return number(text, name, low, high, above=above, example=example)
+
+    return typer.Option(name, parser=decimal, metavar="NUMBER", help=help)

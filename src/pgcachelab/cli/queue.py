@@ -105,10 +105,14 @@ def retry(
 
 
 def _parse_unit(text: str) -> tuple[str, int, int]:
+    from pgcachelab.quantities import INT_MAX, NumberError, whole_number
+
+    hint = "name it RUN/POINT/REPETITION as queue status shows it, e.g. 20261127-ab12/0/1"
     parts = text.rsplit("/", 2)
-    if len(parts) == 3 and parts[0] and parts[1].isdigit() and parts[2].isdigit():
-        return parts[0], int(parts[1]), int(parts[2])
-    raise UserError(
-        f"queue retry: invalid unit {text!r}",
-        "name it RUN/POINT/REPETITION as queue status shows it, e.g. 20261127-ab12/0/1",
-    )
+    if len(parts) != 3 or not parts[0]:
+        raise UserError(f"queue retry: invalid unit {text!r}", hint)
+    try:  # ASCII digits: isdigit() also takes "²", which int() refuses (issue 48)
+        point, repetition = (whole_number(part, "", 0, INT_MAX) for part in parts[1:])
+    except NumberError as error:
+        raise UserError(f"queue retry: invalid unit {text!r}: {error.why}", hint) from None
+    return parts[0], point, repetition

@@ -5,9 +5,10 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
+from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption, whole_number_option
 from pgcachelab.cli.stores import existing_store, run_of
 from pgcachelab.errors import UserError
+from pgcachelab.quantities import INT_MAX
 
 
 def report(
@@ -17,11 +18,23 @@ def report(
     store: StoreOption = None,
     point: Annotated[
         int | None,
-        typer.Option(help="Plot this point's run second by second instead (see `show`)."),
+        whole_number_option(
+            "--point",
+            0,
+            INT_MAX,
+            "--point 0",
+            "Plot this point's run second by second instead (see `show`).",
+        ),
     ] = None,
     repetition: Annotated[
         int | None,
-        typer.Option(help="With --point: this repetition (from 0); default its median one."),
+        whole_number_option(
+            "--repetition",
+            0,
+            INT_MAX,
+            "--repetition 0",
+            "With --point: this repetition (from 0); default its median one.",
+        ),
     ] = None,
 ) -> None:
     """Write a run's report folder (PNG and SVG plots, one self-contained HTML page)."""

@@ -127,20 +127,12 @@ def _outcome(store, run_id: str):
 
 
 def memory_option(memory: str | None) -> int | None:
-    """--memory in bytes (None when not given), at least 64MB."""
-    from pgcachelab.units import parse_bytes
+    """--memory in bytes (None when not given), from 64MB to quantities' most."""
+    from pgcachelab.quantities import size
 
     if memory is None:
         return None
-    try:
-        amount = parse_bytes(memory)
-    except ValueError as error:
-        raise UserError(
-            f"--memory: invalid value {memory!r}: {error}", "e.g. --memory 1GiB"
-        ) from None
-    if amount < 64 * 1024 * 1024:
-        raise UserError(f"--memory: invalid value {memory!r}: below 64MB", "e.g. --memory 1GiB")
-    return amount
+    return size(memory, "--memory", 64 * 1024 * 1024, example="--memory 1GiB")
 
 
 def disk_option(disk: str | None) -> str | None:

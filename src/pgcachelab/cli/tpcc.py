@@ -11,13 +11,32 @@ from typing import Annotated
 
 import typer
 
+from pgcachelab.cli.options import number_option, whole_number_option
 from pgcachelab.errors import UserError
 from pgcachelab.printable import has_control_characters
+from pgcachelab.quantities import INT_MAX, MAX_RATE
+from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES
 
 HELP = "TPC-C-like workload: load the nine tables, run the five transactions."
 
-Warehouses = Annotated[int, typer.Option(help="Warehouses (about 100 MB each).")]
-Workers = Annotated[int, typer.Option(help="Parallel loading sessions.")]
+MAX_WORKERS = 64
+Warehouses = Annotated[
+    int,
+    whole_number_option(
+        "--warehouses", 1, MAX_WAREHOUSES, "--warehouses 2", "Warehouses (about 100 MB each)."
+    ),
+]
+Workers = Annotated[
+    int,
+    whole_number_option("--workers", 1, MAX_WORKERS, "--workers 2", "Parallel loading sessions."),
+]
+
+
+def _count(name: str, example: str, help: str):
+    """An option pgbench takes as a C int: 1 to INT_MAX."""
+    return whole_number_option(name, 1, INT_MAX, f"{name} {example}", help)
+
+
 Dsn = Annotated[
     str | None, typer.Option(help="Load into / run against this existing server instead.")
 ]
@@ -39,9 +58,9 @@ def _check_target_options(dsn: str | None, pg_bin: str | None) -> None:
 
 
 def _check_workers(workers: int) -> None:
-    if not 1 <= workers <= 64:
+    if not 1 <= workers <= MAX_WORKERS:
         raise UserError(
-            f"--workers: invalid value {workers!r}: must be between 1 and 64",
+            f"--workers: invalid value {workers!r}: must be between 1 and {MAX_WORKERS}",
             "e.g. --workers 2 (one per core)",
         )
 
@@ -172,17 +191,28 @@ def load(
 
 def run(
     warehouses: Annotated[
-        int | None, typer.Option(help="Warehouses; with --dsn it must match the load.")
+        int | None,
+        whole_number_option(
+            "--warehouses",
+            1,
+            MAX_WAREHOUSES,
+            "--warehouses 2",
+            "Warehouses; with --dsn it must match the load.",
+        ),
     ] = None,
-    clients: Annotated[int, typer.Option(help="Terminals (pgbench clients).")] = 4,
-    threads: Annotated[int, typer.Option(help="pgbench threads.")] = 2,
+    clients: Annotated[int, _count("--clients", "4", "Terminals (pgbench clients).")] = 4,
+    threads: Annotated[int, _count("--threads", "2", "pgbench threads.")] = 2,
     duration: Annotated[
         str | None,
         typer.Option(help='Measurement time: "60s", "2min", or seconds.', show_default="60s"),
     ] = None,
     transactions: Annotated[
         int | None,
-        typer.Option(help="Transactions per terminal instead of a duration (runTxnsPerTerminal)."),
+        _count(
+            "--transactions",
+            "4",
+            "Transactions per terminal instead of a duration (runTxnsPerTerminal).",
+        ),
     ] = None,
     weights: Annotated[
         str,
@@ -196,10 +226,21 @@ def run(
         ),
     ] = True,
     rate_tpm: Annotated[
-        float | None, typer.Option(help="Limit all terminals together to this many per minute.")
+        float | None,
+        number_option(
+            "--rate-tpm",
+            0,
+            MAX_RATE,
+            "--rate-tpm 300",
+            "Limit all terminals together to this many per minute.",
+            above=True,
+        ),
     ] = None,
     max_tries: Annotated[
-        int, typer.Option(help="Tries for serialization failures and deadlocks (pgbench 15+).")
+        int,
+        _count(
+            "--max-tries", "10", "Tries for serialization failures and deadlocks (pgbench 15+)."
+        ),
     ] = 10,
     mode: Annotated[
         str,

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from pgcachelab.units import (
+    MAX_NUMBER,
     MEMORY_UNITS_BYTES,
     SETTING_UNIT_BYTES,
     SETTING_UNIT_SECONDS,
@@ -196,6 +197,9 @@ def canonical_value(value, info: SettingInfo | None = None) -> int | float | str
         try:
             parsed = float(text), ""  # "1e-3": a real in exponent notation
         except ValueError:
+            return text
+        # not "nan", "inf", "1e999" nor "٣": float() takes them, no setting does (issue 48)
+        if not (text.isascii() and abs(parsed[0]) < MAX_NUMBER):
             return text
     return _amount_in_base_units(*parsed, info.unit)
 

@@ -38,12 +38,15 @@ from pgcachelab.failures import store_error_line
 from pgcachelab.machine.storage_probe import describe_probe, probe_storage
 from pgcachelab.probes.environment import host_facts
 from pgcachelab.progress import Progress
+from pgcachelab.quantities import duration
 from pgcachelab.store.postgresql import PostgresResultStore
 from pgcachelab.store.queue import Recorded, Unit, UnitQueue
 from pgcachelab.store.records import Measurement
 
 QUEUE_NEEDS_POSTGRESQL = "a queue needs the shared PostgreSQL store: --store postgresql://..."
 DEFAULT_LEASE_S = 60.0
+MIN_LEASE_S = 3.0  # the heartbeat renews every third of the lease: a second at least
+MAX_LEASE_S = 86400.0  # a day: a killed agent's unit goes back to the queue within one
 POLL_S = 5.0  # --wait: how often an idle agent looks for new units
 RECONNECT_FOR_S = 600.0  # how long an agent keeps trying a store that went away
 BACKOFF_S = (0.5, 15.0)  # first and longest wait between reconnection attempts
@@ -51,6 +54,12 @@ MACHINE_ID = Path("/etc/machine-id")
 HOST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,99}")
 
 T = TypeVar("T")
+
+
+def lease_seconds(value: str | float, name: str = "--lease") -> float:
+    """An agent's lease in seconds, from MIN_LEASE_S to MAX_LEASE_S: refused before the agent
+    starts (a lease of 400 digits was infinity, and its heartbeat thread died on it)."""
+    return duration(value, name, MIN_LEASE_S, MAX_LEASE_S, example=f"{name} 60s")
 
 
 def agent_host_facts() -> dict:
@@ -266,6 +275,7 @@ class Agent:
     measured: int = field(default=0, init=False)
 
     def __post_init__(self):
+        self.lease_s = lease_seconds(self.lease_s, "lease")  # before anything starts
         self.facts = agent_host_facts()
         self.host_class = self.given_class or host_class(self.facts)
         self.host_name = self.facts["hostname"] or platform.node()

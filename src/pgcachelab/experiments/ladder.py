@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 STEP_KEYS = {"name", "description", "settings"}
-_MEMORY_SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*of\s+memory\s*$", re.IGNORECASE)
+# re.ASCII: \d would take other scripts' digits ("٣% of memory")
+_MEMORY_SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*of\s+memory\s*$", re.IGNORECASE | re.ASCII)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ ESTIMATE_IS = (
     "estimate: each measurement's warm-up and measured run from the spec, plus "
     f"{OVERHEAD_S:.0f} s for the server's restart, probes and store write"
 )
-_MAJOR = re.compile(r"^(\d+)(?:\.\d+)?$")
+_MAJOR = re.compile(r"^([0-9]+)(?:\.[0-9]+)?$")  # ASCII: \d took "٣"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ TABLE_KEYS = {
     "bandwidth": "bandwidth",
 }
 MAX_LATENCY_S = 1.0  # beyond a second per request nothing useful is measured in minutes
+MAX_IOPS = 100_000_000  # a hundred times a fast NVMe's; TOML's inf and 400 digits overflowed
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ def _custom_profile(table: dict) -> DiskProfile:
     if "bandwidth" in table:
         raw = table["bandwidth"]
         try:
-            bandwidth = raw if isinstance(raw, int) else parse_bytes(str(raw).removesuffix("/s"))
+            bandwidth = parse_bytes(raw if isinstance(raw, int) else str(raw).removesuffix("/s"))
         except (ValueError, TypeError):
             raise DiskProfileError(
                 f"bandwidth: {raw!r} is not a size per second (e.g. 125MB)"
@@ -276,10 +277,12 @@ def _custom_profile(table: dict) -> DiskProfile:
 def _positive_int(key: str, value) -> int:
     try:
         number = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(inf), or a text of 4300 digits
         number = None
     if number is None or str(number) != str(value).strip() or number < 1:
         raise DiskProfileError(f"{key}: {value!r} is not a positive integer")
+    if number > MAX_IOPS:
+        raise DiskProfileError(f"{key}: {value!r} is above {MAX_IOPS}")
     return number
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pgcachelab.units import parse_bytes
+from pgcachelab.units import MAX_BYTES, parse_bytes
 
 THP_DIR = "/sys/kernel/mm/transparent_hugepage"
 THP_ENABLED = ("always", "madvise", "never")
@@ -23,6 +23,7 @@ IO_SCHEDULER = "io_scheduler"
 # by setting the ratio.
 DIRTY_BYTES_MIN = 2 * 4096
 SECTOR_BYTES = 512  # blockdev --setra counts 512-byte sectors
+ULONG_MAX = 2**64 - 1  # what a sysctl of the kernel's unsigned long takes at most
 # The kernel's elevator names (mq-deadline, bfq, kyber, none; before 5.0 deadline, cfq, noop)
 SCHEDULER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}", re.ASCII | re.IGNORECASE)
 
@@ -86,12 +87,12 @@ def _integer(low: int, high: int | None, hint: str) -> Callable[[object], str]:
     return convert
 
 
-def _bytes(minimum: int, hint: str) -> Callable[[object], str]:
+def _bytes(minimum: int, hint: str, maximum: int = MAX_BYTES) -> Callable[[object], str]:
     def convert(value) -> str:
         if not _is_int(value) and not isinstance(value, str):
             raise HostValueError("not a size", hint)
         try:
-            amount = parse_bytes(value)
+            amount = parse_bytes(value, "B", maximum)  # 400 digits: refused, not written
         except ValueError as error:
             raise HostValueError(str(error), hint) from None
         if amount < minimum:
@@ -107,6 +108,8 @@ def _readahead(value) -> str:
     if _is_int(value):
         if value < 0:
             raise HostValueError("not a number of sectors >= 0", hint)
+        if value > MAX_BYTES // SECTOR_BYTES:
+            raise HostValueError(f"above {MAX_BYTES // SECTOR_BYTES} sectors (1024TB)", hint)
         amount = value * SECTOR_BYTES
     elif isinstance(value, str):
         try:
@@ -162,8 +165,9 @@ TUNABLES = {
             "vm.swappiness", _integer(0, 200, "0 to 200; the seed's database hosts use 1 to 10")
         ),
         _sysctl("kernel.numa_balancing", _integer(0, 1, "0 (off, as the seed sets it) or 1")),
-        _sysctl("kernel.shmmax", _bytes(1, 'write a size such as "16GB"')),
-        _sysctl("kernel.shmall", _integer(1, None, "a number of pages, e.g. 4194304")),
+        # the kernel's own default is near ULONG_MAX: a spec may write it back
+        _sysctl("kernel.shmmax", _bytes(1, 'write a size such as "16GB"', ULONG_MAX)),
+        _sysctl("kernel.shmall", _integer(1, ULONG_MAX, "a number of pages, e.g. 4194304")),
     )
 }
 

@@ -25,10 +25,11 @@ on the held-out ones (3MB to 64GB, 50 to 2000 connections) it is at most 3 pages
 import math
 from dataclasses import dataclass
 
-from pgcachelab.units import parse_bytes, shared_buffers_bytes
+from pgcachelab.units import buffers_bytes, shared_buffers_bytes
 
 BUFFER_BYTES = 8192  # BLCKSZ, and XLOG_BLCKSZ for wal_buffers
 DEFAULT_MAX_CONNECTIONS = 100
+MAX_BACKENDS = 0x3FFFF  # postmaster.h: max_connections and the other processes together
 DEFAULT_PAGE_SIZE_BYTES = 2 * 1024**2
 LATEST_CALIBRATED_MAJOR = 18  # the embedded wheel's: what a run without --pg-bin runs
 # bufmgr's mapping table holds NBuffers + NUM_BUFFER_PARTITIONS entries (buf_table.c)
@@ -103,10 +104,8 @@ def wal_buffers_bytes(shared_buffers: int, setting: str | None = None) -> int:
     pages and at most a WAL segment's 2048 (xlog.c: XLOGChooseNumBuffers); a number without a
     unit counts 8kB pages."""
     text = "" if setting is None else str(setting).strip()
-    if text.isdigit():
-        return int(text) * BUFFER_BYTES
     if text not in ("", "-1"):
-        return parse_bytes(text)
+        return buffers_bytes(text)  # ASCII digits count pages; 400 of them are refused
     pages = max(8, min(2048, shared_buffers // BUFFER_BYTES // 32))
     return pages * BUFFER_BYTES
 
@@ -154,6 +153,15 @@ def shared_memory_bytes(
     return math.ceil(exact_bytes(shared_buffers, wal_buffers) + fitted)
 
 
+def _max_connections(value) -> int:
+    """ASCII digits up to MAX_BACKENDS: int() took "٣" and 400 digits, which overflowed the
+    float sums below."""
+    text = str(value).strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 6 or int(text) > MAX_BACKENDS:
+        raise ValueError(f"max_connections: not a number from 1 to {MAX_BACKENDS}: {value!r}")
+    return int(text)
+
+
 def estimate_huge_pages(
     settings: dict[str, str],
     major: int | None = None,
@@ -163,7 +171,7 @@ def estimate_huge_pages(
 
     Raises ValueError when shared_buffers, max_connections or wal_buffers is not a value."""
     shared = shared_buffers_bytes(settings.get("shared_buffers"))
-    connections = int(settings.get("max_connections", DEFAULT_MAX_CONNECTIONS))
+    connections = _max_connections(settings.get("max_connections", DEFAULT_MAX_CONNECTIONS))
     size = shared_memory_bytes(shared, major, connections, settings.get("wal_buffers"))
     return HugePagesEstimate(
         pages=math.ceil(size / page_size_bytes),

@@ -33,6 +33,7 @@ from pgcachelab.experiments.spec import rules
 from pgcachelab.experiments.spec.rules import WORKLOAD_TABLES
 from pgcachelab.experiments.spec.sweeps import SweepValues, SweptSettings
 from pgcachelab.experiments.spec.values import (
+    MAX_REPETITIONS,
     Control,
     Count,
     Disk,
@@ -650,11 +651,11 @@ class SpecFile(Table):
             "the median to reach."
         ),
     )
-    max_repetitions: Annotated[int, Count(MIN_EXACT_95)] = Field(
+    max_repetitions: Annotated[int, Count(MIN_EXACT_95, MAX_REPETITIONS)] = Field(
         DEFAULT_MAX_REPETITIONS,
         description='With repetitions = "auto": the most measured repetitions of a point.',
     )
-    warmup_repetitions: Annotated[int, Count(0)] = Field(
+    warmup_repetitions: Annotated[int, Count(0, MAX_REPETITIONS)] = Field(
         0, description="Repetitions run first at every point, stored, left out of every figure."
     )
     order: Order = Field(

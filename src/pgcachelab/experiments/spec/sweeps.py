@@ -1,5 +1,8 @@
 """What a sweep may list: values as written or a range, none twice, even once converted."""
 
+import math
+from typing import TypeGuard
+
 from pydantic_core import PydanticCustomError
 
 from pgcachelab.clusters.guc import canonical_value
@@ -12,6 +15,24 @@ from pgcachelab.experiments.spec.values import (
     show,
 )
 from pgcachelab.units import parse_bytes
+
+# A range of more values than this is a mistake (to = inf never ended; 10,000 points of one
+# repetition already take hours)
+MAX_RANGE_VALUES = 10_000
+
+
+def _finite(value) -> TypeGuard[int | float]:
+    """A number, finite, below 2**63: TOML's nan and inf, and 400-digit ints, overflowed."""
+    return is_number(value) and -(2**63) < value < 2**63
+
+
+def _too_many(count: float) -> PydanticCustomError | None:
+    if count > MAX_RANGE_VALUES:
+        return invalid(
+            f"a range of {count:.3g} values, more than {MAX_RANGE_VALUES}",
+            "narrow it, or take a larger step or factor",
+        )
+    return None
 
 
 def first_repeat(written: list, forms: list) -> tuple | None:
@@ -61,24 +82,32 @@ def _expand_range(table: dict) -> list:
     start, stop = table["from"], table["to"]
     if isinstance(start, str) and isinstance(stop, str):
         return _expand_size_range(table)
-    if not all(map(is_number, (start, stop))) or start <= 0 or stop < start:
-        raise invalid("from/to must be numbers, 0 < from <= to", "fix them")
+    if not all(map(_finite, (start, stop))) or start <= 0 or stop < start:
+        raise invalid("from/to must be finite numbers, 0 < from <= to", "fix them")
     values = []
     if "factor" in table:
         factor = table["factor"]
-        if not is_number(factor) or factor <= 1:
-            raise invalid("factor must be > 1", "use e.g. factor = 2")
+        if not _finite(factor) or factor <= 1:
+            raise invalid("factor must be a finite number > 1", "use e.g. factor = 2")
+        too_many = _too_many(math.log(stop / start) / math.log(factor) + 1)
+        if too_many:
+            raise too_many
         value = start
         while value <= stop * (1 + 1e-9):
             values.append(round(value) if isinstance(start, int) else value)
             value *= factor
         return sorted(set(values), key=values.index)
     step = table.get("step", 1)
-    if not is_number(step) or step <= 0:
-        raise invalid("step must be positive", "use e.g. step = 1")
+    if not _finite(step) or step <= 0:
+        raise invalid("step must be a finite positive number", "use e.g. step = 1")
+    too_many = _too_many((stop - start) / step + 1)
+    if too_many:
+        raise too_many
     value = start
     while value <= stop + 1e-9:
         values.append(value)
+        if value + step == value or len(values) > MAX_RANGE_VALUES:  # a step below from's ulp
+            raise invalid(f"a step of {step} does not move from {value}", "take a larger step")
         value += step
     return values
 
@@ -90,11 +119,14 @@ def _expand_size_range(table: dict) -> list[str]:
     except ValueError as error:
         raise invalid(str(error), 'write sizes such as "128kB"') from None
     factor = table.get("factor")
-    if "step" in table or not is_number(factor) or factor <= 1 or stop < start:
+    if "step" in table or not _finite(factor) or factor <= 1 or stop < start:
         raise invalid(
             "a size range needs from <= to and a factor > 1",
             'write {from = "128kB", to = "900MB", factor = 2}',
         )
+    too_many = _too_many(math.log(max(stop, 1) / max(start, 1)) / math.log(factor) + 1)
+    if too_many:
+        raise too_many
     values, size = [], float(start)
     while size <= stop * (1 + 1e-9):
         text = exact_size_text(int(size // 1024) * 1024)

@@ -6,6 +6,7 @@ A refusal is a PydanticCustomError whose context carries our sentence and its hi
 renders it as one line.
 """
 
+import math
 from functools import cache
 from typing import Annotated, Any, Literal, TypeGuard, get_args
 
@@ -19,7 +20,8 @@ from pgcachelab.experiments.ladder import memory_share
 from pgcachelab.machine import host_tunables
 from pgcachelab.machine.disk_profiles import DiskProfileError, canonical_disk
 from pgcachelab.printable import has_control_characters
-from pgcachelab.units import parse_bytes, parse_seconds
+from pgcachelab.quantities import INT_MAX, MAX_RATE, NumberError, duration, number, size
+from pgcachelab.units import MAX_SECONDS, beyond_limits
 from pgcachelab.user_files import regular_file_refusal
 from pgcachelab.workloads.parameters import Script
 from pgcachelab.workloads.tpcc.params import MAX_WAREHOUSES, NO_LIMIT, format_weights, parse_weights
@@ -68,25 +70,25 @@ def checked(kind: Any, check) -> Any:
 
 
 # pgbench reads its counts as C ints (option_parse_int(..., 1, INT_MAX)): a bigger one is refused
-# by pgbench only once the point runs, so it is refused here.
-INT_MAX = 2**31 - 1
+# by pgbench only once the point runs, so it is refused here (quantities.INT_MAX).
+# Repetitions of a point: each is a measurement the plan lists; 2**31 of them never finished.
+MAX_REPETITIONS = 10_000
 
 
-def _count(value, minimum: int) -> int:
+def _count(value, minimum: int, maximum: int = INT_MAX) -> int:
     if not _is_int(value) or value < minimum:
         raise invalid(f"not an integer >= {minimum}", f"use {minimum} or more")
-    if value > INT_MAX:
-        raise invalid(
-            f"more than pgbench's limit of {INT_MAX}", f"use a value from {minimum} to {INT_MAX}"
-        )
+    if value > maximum:
+        limit = f"pgbench's limit of {INT_MAX}" if maximum == INT_MAX else str(maximum)
+        raise invalid(f"more than {limit}", f"use a value from {minimum} to {maximum}")
     return value
 
 
 @cache
-def Count(minimum: int = 1) -> PlainValidator:
-    """An integer of at least `minimum` and at most pgbench's INT_MAX (not a bool, not "3"):
+def Count(minimum: int = 1, maximum: int = INT_MAX) -> PlainValidator:
+    """An integer from `minimum` to `maximum`, at most pgbench's INT_MAX (not a bool, not "3"):
     `Annotated[int, Count()]`."""
-    return PlainValidator(lambda value: _count(value, minimum))
+    return PlainValidator(lambda value: _count(value, minimum, maximum))
 
 
 def _warehouses(value) -> int:
@@ -101,16 +103,13 @@ def _threads(value) -> int | str:
 
 
 def _seconds(value, zero_ok: bool) -> float:
+    """Whole seconds up to a year (quantities.duration): nan, inf and 400 digits overflowed."""
     if not isinstance(value, str) and not is_number(value):
         raise invalid("not a duration", 'write e.g. "20s" or "2min"')
     try:
-        seconds = parse_seconds(value)
-    except ValueError as error:
-        raise invalid(str(error), 'write e.g. "20s" or "2min"') from None
-    if seconds < 0 or (seconds == 0 and not zero_ok) or seconds != int(seconds):
-        least = "0" if zero_ok else "> 0"
-        raise invalid(f"must be a whole number of seconds {least}", 'e.g. "20s"')
-    return seconds
+        return duration(value, "", 0 if zero_ok else 1, whole=True, example='"20s"')
+    except NumberError as error:
+        raise invalid(error.why, error.hint) from None
 
 
 @cache
@@ -121,15 +120,13 @@ def Seconds(zero_ok: bool = True) -> PlainValidator:
 
 
 def _size(value, minimum_mb: int) -> int:
+    """Bytes from `minimum_mb` to quantities' most (1024TB)."""
     if not isinstance(value, str) and not _is_int(value):
         raise invalid("not a size", 'write a size such as "1GiB"')
     try:
-        amount = parse_bytes(value)
-    except ValueError as error:
-        raise invalid(str(error), 'write a size such as "1GiB"') from None
-    if amount < minimum_mb * 1024 * 1024:
-        raise invalid(f"below {minimum_mb}MB", 'write a size such as "1GiB"')
-    return amount
+        return size(value, "", minimum_mb * 1024 * 1024, example='"1GiB"')
+    except NumberError as error:
+        raise invalid(error.why, error.hint) from None
 
 
 @cache
@@ -151,15 +148,24 @@ def _table_size(value) -> int | float:
 
 
 def _positive_rate(value, hint: str) -> int | float:
-    if not is_number(value) or value <= 0:
+    """Above 0, finite (TOML's nan and inf were measured: issue 48), at most MAX_RATE."""
+    if not is_number(value):
         raise invalid("not a positive rate", hint)
+    try:
+        number(value, "", 0, MAX_RATE, above=True)
+    except NumberError as error:
+        raise invalid(error.why, f"{hint}; {error.allowed}") from None
     return value
 
 
 def _latency_limit_ms(value) -> float:
-    if not is_number(value) or value <= 0:
+    """pgbench --latency-limit: milliseconds above 0, finite, at most a year."""
+    if not is_number(value):
         raise invalid("not a positive number of milliseconds", "milliseconds, e.g. 50")
-    return float(value)
+    try:
+        return number(value, "", 0, MAX_SECONDS * 1000, above=True)
+    except NumberError as error:
+        raise invalid(error.why, f"milliseconds, e.g. 50; {error.allowed}") from None
 
 
 def _rate_tpm(value) -> int | float | str:
@@ -180,9 +186,9 @@ def _fraction(value) -> float:
 
 
 def _repetitions(value) -> int | str:
-    if value != "auto" and (not _is_int(value) or value < 1):
+    if value != "auto" and (not _is_int(value) or not 1 <= value <= MAX_REPETITIONS):
         raise invalid(
-            'neither a positive integer nor "auto"',
+            f'neither an integer from 1 to {MAX_REPETITIONS} nor "auto"',
             'use 1 or more, or "auto" with target_ci and max_repetitions',
         )
     return value
@@ -253,7 +259,13 @@ def setting_text(value) -> str:
     """A server setting's value as postgresql.conf text; checked against a server later."""
     if isinstance(value, dict | list):
         raise invalid("not a setting value", "use a string, number or bool")
+    if isinstance(value, float) and not math.isfinite(value):
+        # TOML writes nan and inf; no server setting takes them
+        raise invalid("not a finite number", 'write the setting\'s value, e.g. 0.5 or "64MB"')
     text = setting_value_text(value)
+    beyond = beyond_limits(text)
+    if beyond:  # 400 digits were a float's infinity in the plan's sums (issue 48)
+        raise invalid(beyond, 'sizes go up to 1024TB and durations up to 365d, e.g. "64MB"')
     if has_control_characters(text):
         # postgresql.conf holds one setting per line: the server would not start (issue 35)
         raise invalid(
@@ -343,8 +355,13 @@ def _script(value, info: ValidationInfo) -> Script:
             "no such file", "paths are relative to the spec", at=("file",), value=entry["file"]
         )
     weight = entry.get("weight", 1)
-    if not _is_int(weight) or weight < 0:
-        raise invalid("not an integer >= 0", "use 0 or more", at=("weight",), value=weight)
+    if not _is_int(weight) or not 0 <= weight <= INT_MAX:  # pgbench's @weight: 0 .. INT_MAX
+        raise invalid(
+            f"not an integer from 0 to {INT_MAX}",
+            f"use 0 to {INT_MAX}",
+            at=("weight",),
+            value=weight,
+        )
     return Script(file=file, weight=weight)
 
 

@@ -15,6 +15,7 @@ from pgcachelab.clusters.client import one_row
 from pgcachelab.errors import UserError
 from pgcachelab.machine import owned
 from pgcachelab.progress import Progress
+from pgcachelab.quantities import INT_MAX, MAX_RATE, NumberError, number, whole_number
 from pgcachelab.workloads.pgbench import run_pgbench
 from pgcachelab.workloads.pgbench_log import parse_transaction_log
 from pgcachelab.workloads.pgbench_output import parse_progress_line
@@ -82,10 +83,7 @@ def check_run_options(options: RunOptions) -> RunOptions:
         ("--max-tries", options.max_tries),
         ("--transactions", 1 if options.transactions is None else options.transactions),
     ):
-        if value < 1:
-            raise UserError(
-                f"{option}: invalid value {value!r}: must be 1 or more", f"e.g. {option} 4"
-            )
+        whole_number(value, option, 1, INT_MAX, f"{option} 4")  # pgbench's C ints
     if options.terminal_times == "spec" and options.transactions is None:
         too_short = too_short_for_a_new_order(options.weights, options.duration_s)
         if too_short:
@@ -95,12 +93,22 @@ def check_run_options(options: RunOptions) -> RunOptions:
                 f"give --duration {suggested_duration_s(options.weights) // 60}min or more (ten"
                 " of a terminal's mean cycles), or --terminal-times off",
             )
-    if options.rate_tpm is not None and not options.rate_tpm > 0:
-        raise UserError(
-            f"--rate-tpm: invalid value {options.rate_tpm!r}: must be positive",
-            "leave it out for no limit, or e.g. --rate-tpm 300 (BenchmarkSQL's default)",
-        )
+    if options.rate_tpm is not None:
+        check_rate_tpm(options.rate_tpm)
     return options
+
+
+def check_rate_tpm(value: str | float) -> float:
+    """--rate-tpm: a finite number of transactions per minute above 0 (nan and inf were
+    measured: issue 48)."""
+    try:
+        return number(value, "--rate-tpm", 0, MAX_RATE, above=True)
+    except NumberError as error:
+        raise UserError(
+            error.message,
+            f"{error.allowed}; leave it out for no limit, or e.g. --rate-tpm 300 (BenchmarkSQL's"
+            " default)",
+        ) from None
 
 
 @dataclass

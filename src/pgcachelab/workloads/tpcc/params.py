@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from pgcachelab.errors import UserError
-from pgcachelab.units import parse_seconds
+from pgcachelab.quantities import NumberError, duration, whole_number
 
 # The order of the pgbench scripts, hence their number in pgbench's --log.
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
@@ -79,9 +79,14 @@ def parse_weights(text: str, option: str = "--weights") -> dict[str, int]:
     """
     hint = f"give five whole percentages summing to 100, e.g. {option} 45,43,4,4,4"
     parts = [part.strip() for part in text.split(",")]
-    if len(parts) != len(TRANSACTIONS) or not all(part.isdigit() for part in parts):
+    if len(parts) != len(TRANSACTIONS):
         raise UserError(f"{option}: invalid value {text!r}", hint)
-    weights = dict(zip(TRANSACTIONS, map(int, parts), strict=True))
+    try:  # ASCII digits: isdigit() also takes "²", which int() refuses (issue 48)
+        numbers = [whole_number(part, "", 0, 100) for part in parts]
+    except NumberError as error:
+        why = f"{error.value!r} is {error.why}"
+        raise UserError(f"{option}: invalid value {text!r}: {why}", hint) from None
+    weights = dict(zip(TRANSACTIONS, numbers, strict=True))
     if sum(weights.values()) != 100:
         raise UserError(
             f"{option}: invalid value {text!r}: the weights sum to {sum(weights.values())}", hint
@@ -109,18 +114,9 @@ def expected_row_counts(warehouses: int) -> dict[str, int]:
 
 
 def parse_duration_option(text: str, option: str = "--duration") -> int:
-    """Whole seconds from "5s", "2min" or a bare number of seconds, as specs write durations."""
-    try:
-        seconds = parse_seconds(text.strip())
-    except ValueError as error:
-        hint = f"e.g. {option} 60s"
-        raise UserError(f"{option}: invalid value {text!r}: {error}", hint) from None
-    if seconds < 1 or seconds != int(seconds):
-        raise UserError(
-            f"{option}: invalid value {text!r}: must be a whole number of seconds, 1 or more",
-            f"e.g. {option} 60s",
-        )
-    return int(seconds)
+    """Whole seconds from "5s", "2min" or a bare number of seconds, as specs write durations:
+    from 1 s to a year (quantities.duration)."""
+    return int(duration(text, option, 1, whole=True, example=f"{option} 60s"))
 
 
 def check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
