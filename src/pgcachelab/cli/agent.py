@@ -8,24 +8,14 @@ from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
 from pgcachelab.cli.stores import location_of, writable_store
 from pgcachelab.errors import UserError
 
-MIN_LEASE_S = 3.0  # the heartbeat renews every third of the lease: a second at least
 MAX_CLASS_LENGTH = 200  # as [fleet] host_class
 
 
 def parse_lease(text: str) -> float:
-    """--lease: a duration ("5s", "2min"), at least MIN_LEASE_S."""
-    from pgcachelab.units import parse_seconds
+    """--lease: a duration ("5s", "2min") from fleet's MIN_LEASE_S to MAX_LEASE_S."""
+    from pgcachelab.experiments.fleet import lease_seconds
 
-    try:
-        seconds = parse_seconds(text)
-    except ValueError as error:
-        raise UserError(f"--lease: invalid value {text!r}: {error}", "e.g. --lease 60s") from None
-    if seconds < MIN_LEASE_S:
-        raise UserError(
-            f"--lease: invalid value {text!r}: below {MIN_LEASE_S:g}s",
-            "give a lease of a few seconds at least, e.g. --lease 60s",
-        )
-    return seconds
+    return lease_seconds(text)
 
 
 def parse_class(text: str | None) -> str | None:
