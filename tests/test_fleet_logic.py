@@ -130,3 +130,12 @@ def test_runs_lists_a_queued_runs_units_by_state_and_host():
     assert fleet_line(units) == (
         "3 done (a 2, b 1), 1 leased (b 1), 3 queued, 0 failed, 0 cancelled"
     )
+
+
+def test_a_state_with_units_of_no_host_beside_named_ones_renders():
+    """Issue 49, F2: after a partly measured run was cancelled, or a class agent requeued a
+    killed agent's unit, one state held units with a host and units without: sorting the
+    hosts raised TypeError, and every later `runs` and `queue status` on that store failed."""
+    units = {("cancelled", "a"): 1, ("cancelled", None): 2, ("queued", "b"): 1,
+             ("queued", None): 1, ("done", None): 1}  # fmt: skip
+    assert fleet_line(units) == ("1 done, 0 leased, 2 queued (b 1), 0 failed, 3 cancelled (a 1)")

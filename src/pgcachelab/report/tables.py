@@ -58,7 +58,9 @@ def fleet_line(units: dict[tuple[str, str | None], int]) -> str:
     parts = []
     for state in UNIT_STATES:
         hosts = {host: n for (s, host), n in units.items() if s == state}
-        by_host = ", ".join(f"{host} {n}" for host, n in sorted(hosts.items()) if host)
+        # a unit never leased, or cancelled before it was, has no host: counted, not named
+        named = sorted((host, n) for host, n in hosts.items() if host)
+        by_host = ", ".join(f"{host} {n}" for host, n in named)
         parts.append(f"{sum(hosts.values())} {state}" + (f" ({by_host})" if by_host else ""))
     return ", ".join(parts)
 
