@@ -364,7 +364,7 @@ def test_inspect_watch_repeats_until_interrupted(idle_cluster, tmp_path):
     ("args", "message"),
     [
         ([], "pgcachelab: inspect needs one server: --dsn or --work-dir"),
-        (["--dsn", "x", "--top", "-2"], "pgcachelab: --top: invalid value -2: below 0"),
+        (["--dsn", "x", "--top", "-2"], "pgcachelab: --top: invalid value '-2': below 0"),
         (["--work-dir", "/nonexistent/pgcachelab"], "pgcachelab: --work-dir: no managed cluster"),
         (["--dsn", "host=/nonexistent port=1"], "pgcachelab: --dsn: cannot connect"),
     ],

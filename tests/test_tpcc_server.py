@@ -374,11 +374,11 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "--warehouses", "0"], "--warehouses: invalid value 0: must be between 1"),
-        (["load", "--warehouses", "0"], "--warehouses: invalid value 0: must be between 1"),
+        (["run", "--warehouses", "0"], "--warehouses: invalid value '0': below 1"),
+        (["load", "--warehouses", "0"], "--warehouses: invalid value '0': below 1"),
         (["run", "--weights", "45,43,4,4,5"], "the weights sum to 101"),
-        (["run", "--clients", "0"], "--clients: invalid value 0"),
-        (["load", "--workers", "0"], "--workers: invalid value 0"),
+        (["run", "--clients", "0"], "--clients: invalid value '0': below 1"),
+        (["load", "--workers", "0"], "--workers: invalid value '0': below 1"),
         (["run", "--dsn", "x", "--pg-bin", "18"], "--dsn and --pg-bin exclude each other"),
         (["run", "--set", "fsync"], "--set: invalid value 'fsync'"),
         (["run", "--set", "no_such=1"], "unknown or read-only server setting 'no_such'"),
