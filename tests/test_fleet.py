@@ -20,8 +20,11 @@ from fix_processes import processes_mentioning, wait_for
 from test_store_postgresql import new_database
 
 from pgcachelab.analysis.hosts import host_class
-from pgcachelab.experiments.fleet import agent_host_facts
-from pgcachelab.experiments.host_lock import lock_path
+from pgcachelab.cli.progress import LineProgress
+from pgcachelab.errors import UserError
+from pgcachelab.experiments import fleet
+from pgcachelab.experiments.fleet import Agent, Heartbeat, agent_host_facts
+from pgcachelab.experiments.host_lock import HostBusy, HostLock, lock_path
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
 from pgcachelab.store.postgresql import SCHEMA, PostgresResultStore
 from pgcachelab.store.queue import UnitQueue
@@ -272,9 +275,17 @@ def _agent(store, host: str, host_class: str = "class", lease_s: float = 60.0) -
 
 
 def _stall(store, queue: UnitQueue) -> None:
-    """The agent stops renewing its heartbeat for longer than its lease (killed, cut off)."""
+    """The agent stops renewing its heartbeat for longer than its lease (killed, cut off),
+    after the store started: last heard of at its start, its lease a quarter of the time
+    since (a heartbeat from before the start would be the store's outage: issue 49, F3)."""
     store.db.execute(
-        "update procrastinate_workers set last_heartbeat = now() - interval '1 hour' where id = %s",
+        "update procrastinate_workers set last_heartbeat = pg_postmaster_start_time()"
+        " where id = %s",
+        (queue.worker_id,),
+    )
+    store.db.execute(
+        "update agents set lease_s = extract(epoch from now() - pg_postmaster_start_time()) / 4"
+        " where worker_id = %s",
         (queue.worker_id,),
     )
 
@@ -386,3 +397,212 @@ def test_a_cancelled_run_stops_its_units_and_discards_the_one_being_measured(sto
     assert store.db.execute("select count(*) from measurements").fetchone() == (0,)
     assert queue.claim("class") is None
     store.close()
+
+
+# -- issue 49: the host lock after a store restart (F1), an outage (F3), an agent on a busy host
+
+
+def _host_locks(url: str, host_id: str) -> list[tuple]:
+    """The sessions holding `host_id`'s advisory lock in the store, by application_name."""
+    return query(
+        url,
+        "select a.application_name from pg_locks l join pg_stat_activity a on a.pid = l.pid"
+        " where l.locktype = 'advisory' and l.granted and l.objsubid = 2"
+        " and l.classid = hashtext('pgcachelab.host')::oid and l.objid = hashtext(%s)::oid",
+        (host_id,),
+    )
+
+
+def _host_lock(url: str, host_id: str, path=None) -> HostLock:
+    """A HostLock of its own store; `path`: its lock file, as on another machine."""
+    lock = HostLock(PostgresResultStore(url), host_id, f"pgcachelab host lock {host_id}")
+    if path is not None:
+        lock.path = path
+    return lock
+
+
+def test_the_host_lock_is_verified_and_taken_again_after_a_store_restart(store_server, tmp_path):
+    """Issue 49, F1: after `pg_ctl restart -m fast` the original agent's idle connection
+    still looked open, so its advisory lock was never taken again and a clone with the same
+    machine-id was admitted beside it."""
+    url = new_database(store_server, "hostlock")
+    original = _host_lock(url, "twin")
+    original.acquire(False, print)
+    clone = _host_lock(url, "twin", tmp_path / "clone.lock")  # another machine's lock file
+    with pytest.raises(HostBusy, match="host id 'twin' is held in the store by"):
+        clone.acquire(False, print)
+    session = original.db
+    original.retake_in_store()  # held: verified by pg_locks, on the same session
+    assert original.db is session and _host_locks(url, "twin") == [("pgcachelab host lock twin",)]
+
+    store_server.restart()
+    assert _host_locks(url, "twin") == []  # the restart dropped it...
+    assert not session.closed and not session.broken  # ...unknown to the idle connection
+    original.retake_in_store()
+    assert original.db is not session and original.lost is None
+    assert _host_locks(url, "twin") == [("pgcachelab host lock twin",)]
+    with pytest.raises(HostBusy, match="held in the store by"):
+        clone.acquire(False, print)  # refused after the restart as before it
+
+    # The clone first after a restart: the original has lost its host, for good.
+    store_server.restart()
+    clone.acquire(False, print)
+    with pytest.raises(HostBusy, match="host id 'twin' is held in the store by"):
+        original.retake_in_store()
+    assert original.lost is not None and "held in the store" in original.lost
+    clone.release()
+    with pytest.raises(HostBusy):
+        original.retake_in_store()  # lost stays lost: the agent stops
+    original.release()
+
+    # This agent's own earlier session, cut on its side only, still holds it: ended, retaken.
+    ghost = psycopg.connect(url, autocommit=True, application_name="ghost")
+    ghost.execute("select pg_advisory_lock(hashtext('pgcachelab.host'), hashtext('ghost'))")
+    ghostly = _host_lock(url, "ghost")
+    ghostly.session = tuple(ghost.execute(
+        "select pid, backend_start from pg_stat_activity where pid = pg_backend_pid()"
+    ).fetchone())  # fmt: skip
+    ghostly.retake_in_store()
+    assert _host_locks(url, "ghost") == [("pgcachelab host lock ghost",)]
+    with pytest.raises(psycopg.OperationalError):
+        ghost.execute("select 1")
+    ghost.close()
+    ghostly.release()
+    other = psycopg.connect(url, autocommit=True)  # another session: not ended, refused
+    other.execute("select pg_advisory_lock(hashtext('pgcachelab.host'), hashtext('ghost'))")
+    ghostly.session = (0, None)
+    with pytest.raises(HostBusy, match="held in the store"):
+        ghostly.retake_in_store()
+    assert other.execute("select 1").fetchone() == (1,)
+    other.close()
+    for lock in (original, clone, ghostly):
+        lock.store.close()
+
+
+def test_the_heartbeat_takes_the_host_lock_again_after_a_store_restart(store_server):
+    """Issue 49, F1: the lock is checked each beat, not only when the agent's own connection
+    finds the store gone (an agent waiting for units, or measuring, does not use it)."""
+    url = new_database(store_server, "heartlock")
+    store, _ = _queued_run(url)
+    queue = _agent(store, "beating", lease_s=3.0)
+    lock = _host_lock(url, "beating")
+    lock.acquire(False, print)
+    with Heartbeat(store, queue, 3.0, "pgcachelab heartbeat beating", lock):
+        store_server.restart()
+        wait_for(
+            lambda: _host_locks(url, "beating") == [("pgcachelab host lock beating",)],
+            what="the heartbeat taking the host's lock again",
+        )
+        wait_for(
+            lambda: query(
+                url,
+                "select count(*) from procrastinate_workers"
+                " where last_heartbeat > pg_postmaster_start_time()",
+            ) == [(1,)],
+            what="a heartbeat after the restart",
+        )  # fmt: skip
+    assert lock.lost is None
+    lock.release()
+    lock.store.close()
+    store.close()
+
+
+def test_an_outage_is_nobodys_fault(store_server):
+    """Issue 49, F3: with the default 60 s lease and a 60 s outage, the agent that came back
+    first gave the other's unit back ("stopped renewing its lease"), its finished measurement
+    was discarded and the try counted. Heartbeats are judged against the store's start: each
+    agent has its lease and a grace of one lease from it, and an agent last heard of before
+    the restart that stays away longer gives its unit back without a try counted."""
+    url = new_database(store_server, "outage")
+    units = ((0, 0), (1, 0), (0, 1), (1, 1))
+    store, run_id = _queued_run(url, units, max_tries=1)  # a try counted gives a unit up
+    measuring = {host: _agent(store, host) for host in ("in-lease", "in-grace", "away", "dead")}
+    held = {host: queue.claim("class") for host, queue in measuring.items()}
+    looking = _agent(store, "looking")
+
+    store_server.restart()  # the outage: every session cut, no heartbeat heard meanwhile
+    store.reconnect()
+    with store.db.transaction():  # one now(): the leases are set against it, not a clock
+        [(since_start,)] = store.db.execute(
+            "select extract(epoch from now() - pg_postmaster_start_time())::float"
+        ).fetchall()
+        # Every heartbeat from before the outage, an hour old; "dead" beat once after the
+        # restart, then stopped (killed): its lease is judged as before.
+        heard = {
+            "in-lease": ("pg_postmaster_start_time() - interval '1 hour'", 60.0),
+            "in-grace": ("pg_postmaster_start_time() - interval '1 hour'", since_start * 0.75),
+            "away": ("pg_postmaster_start_time() - interval '1 hour'", since_start * 0.4),
+            "dead": ("pg_postmaster_start_time() + make_interval(secs => %s)", since_start * 0.3),
+        }
+        for host, (beat, lease_s) in heard.items():
+            worker = measuring[host].worker_id
+            store.db.execute(
+                f"update procrastinate_workers set last_heartbeat = {beat} where id = %s",
+                (since_start * 0.1, worker) if "%s" in beat else (worker,),
+            )
+            store.db.execute("update agents set lease_s = %s where worker_id = %s",
+                             (lease_s, worker))  # fmt: skip
+        lines = looking.recover_stalled(60)
+    away, dead = held["away"].key, held["dead"].key
+    assert len(lines) == 2 and lines[0].startswith(f"unit {away}: queued again: the agent on away")
+    assert "was not heard of again after the store restarted at" in lines[0]
+    assert lines[0].endswith("the try is not counted")
+    assert lines[1] == (
+        f"unit {dead}: given up after 1 tries: the agent on dead stopped renewing its lease"
+    )
+    jobs = dict(store.db.execute(
+        "select args->>'point_index' || '/' || (args->>'repetition'), status || ' '"
+        " || attempts from procrastinate_jobs"
+    ).fetchall())  # fmt: skip
+    key = {host: f"{unit.point_index}/{unit.repetition}" for host, unit in held.items()}
+    assert [jobs[key[host]] for host in ("in-lease", "in-grace", "away", "dead")] == [
+        "doing 0", "doing 0", "todo 0", "failed 1"
+    ]  # fmt: skip
+    # The agents that came back store their measurements: nothing discarded.
+    for host in ("in-lease", "in-grace"):
+        unit = held[host]
+        measured = _unit_measurement(unit.point_index, unit.repetition)
+        assert measuring[host].record(unit, measured, 1).stored
+    # The unit given back without its try counted is measured on its next try, its first.
+    again = looking.claim("class")
+    assert (again.key, again.tries) == (away, 1)
+    outcomes = store.db.execute(
+        "select host_id, outcome from unit_tries order by at, host_id"
+    ).fetchall()
+    assert sorted(outcomes) == [("away", "abandoned"), ("dead", "abandoned"),
+                                ("in-grace", "stored"), ("in-lease", "stored")]  # fmt: skip
+    assert store.db.execute("select count(*) from measurements").fetchone() == (2,)
+    store.close()
+
+
+def test_an_agent_on_a_busy_host_is_refused_before_it_measures_the_host(
+    store_server, tmp_path, lab_tmp, monkeypatch
+):
+    """Issue 49: a second agent on a busy host was refused after ~13 s, its host facts and
+    storage probe measured first; and one stopped while waiting for the host said "the server
+    was stopped" when it had run none."""
+    url = new_database(store_server, "busyhost")
+    PostgresResultStore(url).close()
+    holder = _host_lock(url, "busy")
+    holder.acquire(False, print)
+    learned: list[str] = []
+    monkeypatch.setattr(fleet, "agent_host_facts", lambda: learned.append("facts") or {})
+    second = Agent(PostgresResultStore(url), LineProgress(), host_id="busy")
+    with pytest.raises(UserError, match=r"agent: host 'busy' is busy: agent pid \d+"):
+        second.work()
+    assert learned == []  # refused before anything of the host was measured
+    second.store.close()
+
+    waiting = ["agent", "--store", url, "--lab-dir", tmp_path / "lab", "--wait"]
+    waiting += ["--host-id", "busy"]
+    with lab_process(waiting, tmp_path, lab_tmp) as agent:
+        wait_for(
+            lambda: agent.poll() is not None or "waiting for it" in lab_stderr(tmp_path),
+            what="the agent waiting for the host",
+        )
+        agent.send_signal(signal.SIGINT)
+        assert agent.wait(timeout=60) == 130, lab_stderr(tmp_path)
+    said = lab_stderr(tmp_path)
+    assert said.splitlines()[-1] == "pgcachelab: interrupted" and "Traceback" not in said
+    holder.release()
+    holder.store.close()

@@ -336,7 +336,11 @@ def test_a_host_is_measured_by_one_agent_at_a_time(fleet_hosts):
     # Nothing queued: with --wait the first agent holds its host and waits for units.
     with a.process(agent(fleet, a, "--wait")) as holder:
         lock = (f"pgcachelab host lock {a.name}", a.address)
-        wait_for(lambda: alive(holder, a) and lock in sessions(fleet, "host lock"),
+        # holding it, then registered: its host's facts (a storage probe) measured once it holds
+        # the host, so that a second agent is refused at once (issue 49)
+        registered = "select count(*) from agents where host_id = %s and stopped_at is null"
+        wait_for(lambda: alive(holder, a) and lock in sessions(fleet, "host lock")
+                 and fleet.query(registered, (a.name,)) == [(1,)],
                  what="the first agent holding its host")  # fmt: skip
         # A second agent on the same host: its lock file says the host is busy.
         again = a.run(*agent(fleet, a))
@@ -358,9 +362,11 @@ def test_a_host_is_measured_by_one_agent_at_a_time(fleet_hosts):
             assert sessions(fleet, "host lock") == [lock]
             holder.send_signal(signal.SIGKILL)
             holder.wait()
+            taken = "select count(*) from agents where host_name = %s and stopped_at is null"
             wait_for(
                 lambda: alive(waiting, b)
-                and sessions(fleet, "host lock") == [(f"pgcachelab host lock {a.name}", b.address)],
+                and sessions(fleet, "host lock") == [(f"pgcachelab host lock {a.name}", b.address)]
+                and fleet.query(taken, (b.name,)) == [(1,)],  # its host's facts measured
                 what="the waiting agent taking the host",
             )  # fmt: skip
     assert_clean_end(fleet)

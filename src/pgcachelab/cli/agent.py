@@ -67,7 +67,13 @@ def agent(
 ) -> None:
     """Take units of queued runs from the shared PostgreSQL store and measure them here."""
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.experiments.fleet import Agent, check_queue_location, host_identity
+    from pgcachelab.experiments.fleet import (
+        Agent,
+        check_given_class,
+        check_queue_location,
+        host_identity,
+    )
+    from pgcachelab.store.queue import UnitQueue
 
     if once and wait:
         raise UserError("--once with --wait", "give one: --once stops after one unit")
@@ -76,6 +82,7 @@ def agent(
     given_class = parse_class(class_name)
     check_queue_location(*location_of(lab_dir, store_url))
     results = writable_store(lab_dir, store_url)
+    check_given_class(given_class, UnitQueue(results).known_classes())
     queued_run = None if run_id is None else _queued_run(results, run_id)
     worker = Agent(
         results,

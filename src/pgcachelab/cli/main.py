@@ -101,7 +101,9 @@ _register(app, COMMANDS)
 def _exit_interrupted() -> None:
     from pgcachelab import interrupts
 
-    print("pgcachelab: interrupted; the server was stopped", file=sys.stderr)
+    # said only when a server was running (an agent waiting for units, a report, runs none)
+    stopped = "; the server was stopped" if interrupts.stopped_servers() else ""
+    print(f"pgcachelab: interrupted{stopped}", file=sys.stderr)
     sys.exit(128 + (interrupts.received() or signal.SIGINT))  # 130, or 143 for SIGTERM
 
 

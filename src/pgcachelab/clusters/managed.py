@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgcachelab import interrupts
 from pgcachelab.clusters.binaries import PgInstall
 from pgcachelab.clusters.client import one_row
 from pgcachelab.clusters.guc import (
@@ -469,6 +470,7 @@ class ManagedCluster:
         if self.process is None:
             return
         process, self.process = self.process, None
+        interrupts.server_stopped()
         signals = ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGQUIT, 10.0))
         try:
             for sig, wait_s in signals[1:] if immediate else signals:

@@ -7,16 +7,18 @@ whose heartbeat a thread renews every third of its lease, and keeps its target (
 machine) between units of the same run. The store may go away (restarted, connections
 terminated): every store operation reconnects with backoff and runs again, and a measurement
 is stored only while its unit is still this agent's (a lease lost meanwhile discards it, with
-the reason logged). A killed agent stops renewing; the next agent that looks finds its unit
-stalled and queues it again, and its cluster is reaped by the next lab command on its host
-(experiments/reaping.py).
+the reason logged) and while the agent still holds its host (a store restart dropped the
+store's host lock: it is verified and taken again, and an agent that lost its host to another
+with its identity stops, its measurement not stored). A killed agent stops renewing; the next
+agent that looks finds its unit stalled and queues it again, and its cluster is reaped by the
+next lab command on its host (experiments/reaping.py).
 """
 
 import contextlib
 import os
 import platform
 import re
-import tempfile
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +37,7 @@ from pgcachelab.experiments.host_lock import HostBusy, HostLock
 from pgcachelab.experiments.reaping import reap_everything
 from pgcachelab.experiments.spec import ExperimentSpec
 from pgcachelab.failures import store_error_line
+from pgcachelab.machine import owned
 from pgcachelab.machine.storage_probe import describe_probe, probe_storage
 from pgcachelab.probes.environment import host_facts
 from pgcachelab.progress import Progress
@@ -67,7 +70,10 @@ def agent_host_facts() -> dict:
     class's (analysis/hosts.py), plus what its storage does and the servers it can run."""
     facts = host_facts()
     try:
-        storage = describe_probe(probe_storage(Path(tempfile.gettempdir())))
+        # in a directory of the owned registry's: an agent killed mid-probe leaves no 16 MB file
+        # in its TMPDIR that no reaper knows of
+        with owned.scratch_dir("pgcachelab-storage-probe-") as scratch:
+            storage = describe_probe(probe_storage(scratch))
     except OSError as error:  # a full or read-only temp directory: its clusters say so later
         storage = f"not measured: {error.strerror or error}"
     facts["storage"] = storage
@@ -95,6 +101,30 @@ def host_identity(given: str | None, machine_id: Path = MACHINE_ID) -> str:
             "give each host its own identity: --host-id NAME",
         )
     return found
+
+
+def class_names_text(classes: list[str]) -> str:
+    """Host classes as a message names them: each quoted on its own (a class's name may
+    hold a comma: 'Xeon x2, 8GB, Linux 6.1'), so 'a' or 'b' is not read as one 'a, b'."""
+    quoted = [repr(name) for name in classes]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def check_given_class(given: str | None, known: set[str]) -> None:
+    """--class names one class: a list of classes the store knows ('a, b', as a message
+    once quoted them) is refused, where an agent of class 'a, b' would take nothing. A class
+    of its own may hold commas ('Xeon x2, 8GB, Linux 6.1'): only a name the store does not know
+    whose parts it knows is refused."""
+    if given is None or given in known or "," not in given:
+        return
+    listed = [name for name in (part.strip() for part in given.split(",")) if name in known]
+    if listed:
+        named = class_names_text(listed).replace(" or ", " and ")
+        are = "are classes of their own" if len(listed) > 1 else "is a class of its own"
+        raise UserError(
+            f"--class: invalid value {given!r}: an agent has one host class, and {named} {are}",
+            f"give this host's one class: --class {shlex.quote(listed[0])}",
+        )
 
 
 def check_queue_location(location, option: str) -> None:
@@ -138,6 +168,15 @@ def queue_run(spec: ExperimentSpec, target: Target, store, progress: Progress) -
 
 class StoreGone(RunFailed):
     """The store stayed away for RECONNECT_FOR_S: the agent stops."""
+
+
+class HostLost(RunFailed):
+    """Another agent with this host's identity took the store's host lock (after a store
+    restart dropped this one's): the agent stops, and what it measured since is not stored."""
+
+
+def lost_host(busy: HostBusy | str) -> HostLost:
+    return HostLost(f"agent: {busy}", "stop one of the agents")
 
 
 class StoreKeeper:
@@ -191,8 +230,15 @@ class UnitStore:
     (store/queue.py), and the cluster's directory is this agent's, not the run's (a killed
     agent's is reaped through the owned-resource registry)."""
 
-    def __init__(self, store: PostgresResultStore, queue: UnitQueue, keeper: StoreKeeper):
+    def __init__(
+        self,
+        store: PostgresResultStore,
+        queue: UnitQueue,
+        keeper: StoreKeeper,
+        host_lost: Callable[[], str | None] = lambda: None,
+    ):
         self._store, self._queue, self._keeper = store, queue, keeper
+        self._host_lost = host_lost
         self.max_tries = 1
         self.unit: Unit | None = None
         self.fleet: dict = {}  # what each measurement says about who measured it
@@ -211,6 +257,12 @@ class UnitStore:
         m.metrics["fleet"] = self.fleet
         unit = self.unit
         assert unit is not None  # the agent sets it before measuring
+        lost = self._host_lost()
+        if lost is not None:  # measured beside another agent: neither the unit's fault nor kept
+            reason = f"this agent lost its host: {lost}"
+            self._keeper.run(lambda: self._queue.release(unit, reason))
+            self.recorded = Recorded(False, reason)
+            return
         self.recorded = self._keeper.run(lambda: self._queue.record(unit, m, self.max_tries))
 
     def record_snapshots(self, run_id: str, point_index: int, repetition: int, snapshots):
@@ -223,11 +275,22 @@ class UnitStore:
 
 class Heartbeat:
     """Renews the agent's heartbeat every third of its lease, on a connection of its own,
-    for the agent's life; a lost connection is made again at the next beat. (A unit cancelled
-    meanwhile is found when its measurement is recorded, and discarded.)"""
+    for the agent's life; a lost connection is made again at once, and while the store stays
+    away at the next beat. Each beat also verifies the host's lock in the store (`lock`: a
+    store restart drops it, and an idle connection does not know), so a lock lost is taken
+    again within a third of the lease, or found taken by another agent (`lock.lost`). (A unit
+    cancelled meanwhile is found when its measurement is recorded, and discarded.)"""
 
-    def __init__(self, store: PostgresResultStore, queue: UnitQueue, lease_s: float, name: str):
+    def __init__(
+        self,
+        store: PostgresResultStore,
+        queue: UnitQueue,
+        lease_s: float,
+        name: str,
+        lock: HostLock | None = None,
+    ):
         self.store, self.queue, self.lease_s, self.name = store, queue, lease_s, name
+        self.lock = lock
         self.unregistered = False  # the worker was pruned: the agent registers again
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._beat, name="agent heartbeat", daemon=True)
@@ -244,15 +307,25 @@ class Heartbeat:
 
     def _beat(self) -> None:
         while not self.stopped.wait(self.lease_s / 3):
+            alive = self._renew()
+            if alive is False:
+                self.unregistered = True
+            if self.lock is not None:
+                # HostBusy: lock.lost says so, and the agent stops; the store away: next beat
+                with contextlib.suppress(HostBusy, psycopg.Error):
+                    self.lock.retake_in_store()
+
+    def _renew(self) -> bool | None:
+        """The heartbeat renewed: whether the worker is still registered; None while the store
+        is away. A connection found cut (the store restarted) is made again at once."""
+        for _ in range(2):
             try:
                 if self.db is None:
                     self.db = self.store.another_connection(self.name)
-                alive = self.queue.heartbeat(self.db)
-            except psycopg.Error:  # the store is away: a new connection at the next beat
+                return self.queue.heartbeat(self.db)
+            except psycopg.Error:
                 self._close()
-                continue
-            if not alive:
-                self.unregistered = True
+        return None
 
     def _close(self) -> None:
         db, self.db = self.db, None
@@ -276,9 +349,11 @@ class Agent:
 
     def __post_init__(self):
         self.lease_s = lease_seconds(self.lease_s, "lease")  # before anything starts
-        self.facts = agent_host_facts()
-        self.host_class = self.given_class or host_class(self.facts)
-        self.host_name = self.facts["hostname"] or platform.node()
+        # The host's facts (its storage probe takes seconds) once it is held (`work`): a
+        # second agent on a busy host is refused at once.
+        self.facts: dict = {}
+        self.host_class = self.given_class or ""
+        self.host_name = platform.node()
         self.host_id = host_identity(self.host_id)
         self.queue = UnitQueue(self.store, self.host_id, self.host_name)
         self.keeper = StoreKeeper(self.store, f"pgcachelab agent {self.host_id}", self._note)
@@ -304,6 +379,7 @@ class Agent:
                     "one agent measures on a host at a time: wait for it, or give --wait",
                 ) from None
             try:
+                self._learn_host()
                 return self._work()
             finally:
                 self._stop()
@@ -313,6 +389,13 @@ class Agent:
                 message, f"{hint}; the unit this agent held goes back when its lease expires"
             ) from None
 
+    def _learn_host(self) -> None:
+        """This host's facts and class, measured once the host is this agent's."""
+        self.facts = agent_host_facts()
+        self.host_class = self.given_class or host_class(self.facts)
+        self.host_name = self.facts["hostname"] or platform.node()
+        self.queue.host_name = self.host_name
+
     def _work(self) -> int:
         self.keeper.run(self._register)
         self._note(
@@ -320,9 +403,11 @@ class Agent:
             f" host class {self.host_class}"
         )
         name = f"pgcachelab heartbeat {self.host_id}"
-        with self.progress, Heartbeat(self.store, self.queue, self.lease_s, name) as beat:
+        beat = Heartbeat(self.store, self.queue, self.lease_s, name, self.lock)
+        with self.progress, beat:
             self.heartbeat = beat
             while True:
+                self._check_host()
                 # Another agent on this host may have been killed since the last unit:
                 # its clusters, mounts and cgroups go before this one starts its own.
                 reap_everything(self._note)
@@ -338,6 +423,7 @@ class Agent:
                     time.sleep(min(POLL_S, self.lease_s / 3) if held else POLL_S)
                     continue
                 self._measure(unit)
+                self._check_host()
                 if self.once:
                     break
         if self.measured == 0:
@@ -368,11 +454,24 @@ class Agent:
             self._register()
             return self.queue.claim(self.host_class, self.run_id)
 
+    def _check_host(self) -> None:
+        """HostLost once the heartbeat found the host's lock taken by another agent."""
+        if self.lock.lost is not None:
+            raise lost_host(self.lock.lost)
+
+    def _host_lost(self) -> str | None:
+        """Why this agent no longer holds its host, verified now (before a measurement is
+        stored); None while it does, or while the store is away: the statement that stores it
+        then finds the store gone, and its reconnection verifies the lock again."""
+        with contextlib.suppress(HostBusy, psycopg.OperationalError):
+            self.lock.retake_in_store()
+        return self.lock.lost
+
     def _after_reconnect(self) -> None:
         try:
             self.lock.retake_in_store()
         except HostBusy as busy:
-            raise RunFailed(f"agent: {busy}", "stop one of the agents") from None
+            raise lost_host(busy) from None
         if self.queue.worker_id is not None and self.queue.registered():
             holding = self.holding.job_id if self.holding is not None else None
             self.queue.release_own_strays(holding)
@@ -401,6 +500,10 @@ class Agent:
             raise
         except StoreGone:
             raise  # the unit comes back when the lease lapses
+        except HostLost as lost:  # found on a reconnection while storing: not the unit's fault
+            with contextlib.suppress(psycopg.Error):
+                self.queue.release(unit, f"this agent lost its host: {lost.message}")
+            raise
         except Exception as error:  # noqa: BLE001 - the try fails with its reason, the agent goes on
             reason = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
             self.keeper.run(lambda: self.queue.fail(unit, reason, store.max_tries))
@@ -422,8 +525,8 @@ class Agent:
         self._close()
         run = self.keeper.run(lambda: self.store.run(run_id))
         assert run is not None  # the queue's units are of stored runs
-        spec, target = runner.target_for_run(run, self.progress)
-        unit_store = UnitStore(self.store, self.queue, self.keeper)
+        spec, target = runner.target_for_run(run, self.progress, resumable=False)
+        unit_store = UnitStore(self.store, self.queue, self.keeper, self._host_lost)
         unit_store.max_tries = self.keeper.run(lambda: self.queue.max_tries(run_id))
         unit_store.fleet = {
             "host": self.host_name,
@@ -444,10 +547,10 @@ class Agent:
             self._note("no queued unit waits for this agent")
             return
         for run_id, classes, count in elsewhere:
-            wanted = ", ".join(classes)
             self._note(
-                f"run {run_id}: {count} unit(s) wait for host class {wanted!r}; this agent is"
-                f" {self.host_class!r} (an agent of that class takes them: --class names it)"
+                f"run {run_id}: {count} unit(s) wait for host class {class_names_text(classes)};"
+                f" this agent is {self.host_class!r} (an agent of that class takes them:"
+                " --class names one)"
             )
 
     def _close(self) -> None:

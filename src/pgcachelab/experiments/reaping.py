@@ -142,7 +142,15 @@ REAPERS: dict[str, Callable[[owned.Entry], str | None]] = {
 
 
 def reap_everything(note=None) -> list[str]:
-    """Reap what dead labs left on this machine; `note` hears one line per thing reaped."""
+    """Reap what dead labs left on this machine; `note` hears one line per thing reaped.
+    It looks where its entries point, and nowhere else: the directory of kept clusters
+    (/var/tmp/pgcachelab-UID, shared by whatever runs on this machine under that user) only
+    when an entry names a cluster there, not at every command (an agent's clusters are all
+    under its TMPDIR)."""
+    in_kept_root = any(
+        entry.kind in ("cluster", "kept") and Path(entry.path).parent == kept_data_path()
+        for entry in owned.entries()
+    )
     done = owned.reap(REAPERS)
     # Labs before the registry named their mounts and cgroups by pid only: still looked for.
     done += [
@@ -152,7 +160,8 @@ def reap_everything(note=None) -> list[str]:
     restored = hugepages.restore_abandoned()
     if restored is not None:
         done.append(f"restored vm.nr_hugepages = {restored}, raised by a killed lab")
-    remove_kept_root_if_empty()
+    if in_kept_root:
+        remove_kept_root_if_empty()
     if note is not None:
         for line in done:
             note(line)

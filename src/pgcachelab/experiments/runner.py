@@ -483,9 +483,15 @@ def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None,
 
 
 def target_for_run(
-    run: Run, progress: Progress, pg_bin: str | None = None, dsn: str | None = None
+    run: Run,
+    progress: Progress,
+    pg_bin: str | None = None,
+    dsn: str | None = None,
+    resumable: bool = True,
 ) -> tuple[ExperimentSpec, Target]:
-    """(spec, target) to measure a stored run on this host again, checked as a new run is."""
+    """(spec, target) to measure a stored run on this host again, checked as a new run is.
+    Not `resumable` (an agent's unit: never resumed), its clusters are never kept: they live
+    in the temporary directory ($TMPDIR) with every other throwaway cluster."""
     run_id = run.run_id
     check_dsn_given(dsn)
     spec = parse_spec(run.spec_text, Path(run.spec_path))
@@ -507,6 +513,8 @@ def target_for_run(
     target = make_target(
         spec, pg_bin, dsn, memory_bytes, progress.note, disk, f"run {run_id}: its memory limit"
     )
+    if not resumable and isinstance(target, ManagedTarget):
+        target.keep_data = False
     _set_memory_for_shares(spec, target)
     prepare(spec, target, progress)
     return spec, target

@@ -10,7 +10,10 @@ transactions, and keeps what is the lab's own:
   takes the lowest job id, so a round's units all go out before the next round's;
 - host classes as queues: a unit waits in the queue of the class that may measure it (QUEUE_*);
 - a lease per agent: an agent whose heartbeat is older than its own lease is stalled, its unit
-  goes back (or is given up after max_tries) and its worker row goes;
+  goes back (or is given up after max_tries) and its worker row goes; a store that restarted
+  heard nobody while it was down, so each agent has its lease plus a grace of one lease from
+  the store's start (pg_postmaster_start_time) to beat again, and the try of an agent last
+  heard of before the restart is not counted (an outage is nobody's fault; issue 49, F3);
 - exactly once: a measurement is written in the transaction that holds its job row (`for update`)
   and finishes the job, only while the job is still this worker's and not aborted, and a
   succeeded measurement is never replaced (store/sql_store.py record_measurement_once);
@@ -125,18 +128,40 @@ _FETCH_OF_RUN = """
               queue_name, attempts, worker_id
 """
 
-# Doing jobs of the lab whose worker is gone, or whose heartbeat is older than its agent's lease.
-_STALLED = """
-    select j.id, j.attempts, f.max_tries, j.args, a.host_id, a.host_name, j.worker_id
+# When a worker was last heard of, as its lease is judged: its heartbeat, but not before the
+# store's start plus a grace of one lease. A store that was down (restarted, or stopped for an
+# outage) heard nobody meanwhile: every agent has a lease and a grace from its start to beat
+# again (it reconnects with backoff first), and none is stalled by the outage alone.
+_LEASE = "make_interval(secs => coalesce(a.lease_s, %(default_lease_s)s))"
+_HEARD_OF = f"greatest(w.last_heartbeat, pg_postmaster_start_time() + {_LEASE})"
+_LAPSED = f"{_HEARD_OF} < now() - {_LEASE}"
+
+# Doing jobs of the lab whose worker is gone, or whose agent was not heard of for its lease;
+# `before_restart`: its last heartbeat is older than the store's start (the outage stopped it).
+_STALLED = f"""
+    select j.id, j.attempts, f.max_tries, j.args, a.host_id, a.host_name, j.worker_id,
+           coalesce(w.last_heartbeat < pg_postmaster_start_time(), false),
+           pg_postmaster_start_time()
     from procrastinate_jobs j
     join fleet_runs f on f.run_id = j.args->>'run_id'
     left join procrastinate_workers w on w.id = j.worker_id
     left join agents a on a.worker_id = j.worker_id
-    where j.status = 'doing' and j.task_name = %s and j.worker_id is distinct from %s
-      and (w.id is null
-           or w.last_heartbeat < now() - make_interval(secs => coalesce(a.lease_s, %s)))
+    where j.status = 'doing' and j.task_name = %(task)s
+      and j.worker_id is distinct from %(worker_id)s
+      and (w.id is null or {_LAPSED})
     order by j.id
     for update of j skip locked
+"""
+
+# The workers of agents not heard of for their lease (never this agent's own: it is alive,
+# whatever its heartbeat could not say), once they hold no unit: a unit _STALLED skipped (its
+# row locked meanwhile) keeps its worker, so the next look gives it back naming its host, not
+# as a unit of no worker and no host.
+_PRUNE = f"""
+    delete from procrastinate_workers w using agents a
+    where a.worker_id = w.id and {_LAPSED} and w.id is distinct from %(worker_id)s
+      and not exists (select 1 from procrastinate_jobs j
+                      where j.worker_id = w.id and j.status = 'doing')
 """
 
 
@@ -250,31 +275,37 @@ class UnitQueue:
     def recover_stalled(self, default_lease_s: float) -> list[str]:
         """Units held by agents that stopped renewing their lease (killed, or cut off for
         longer than it): back to the queue, or given up after max_tries; the stalled agents'
-        workers go. Returns one line per unit."""
+        workers go. A store restart stops every heartbeat: an agent has its lease and a grace
+        from the store's start, and one last heard of before the restart that stays away gives
+        its unit back without the try counted. Returns one line per unit."""
         lines = []
+        params = {"task": TASK, "worker_id": self.worker_id, "default_lease_s": default_lease_s}
         with self.db.transaction():
-            rows = self.db.execute(_STALLED, (TASK, self.worker_id, default_lease_s)).fetchall()
-            for job_id, attempts, max_tries, args, host_id, host_name, worker_id in rows:
+            rows = self.db.execute(_STALLED, params).fetchall()
+            for job_id, attempts, max_tries, args, host_id, host_name, worker_id, *restart in rows:
+                before_restart, started = restart
                 tries = attempts + 1
-                reason = f"the agent on {host_name or host_id or '?'} stopped renewing its lease"
+                agent = f"the agent on {host_name or host_id or '?'}"
+                if before_restart:
+                    reason = (
+                        f"{agent} was not heard of again after the store restarted at"
+                        f" {started:%Y-%m-%d %H:%M:%S %Z} (a lease and a grace given): the try"
+                        " is not counted"
+                    )
+                else:
+                    reason = f"{agent} stopped renewing its lease"
                 self._log_try(job_id, args, tries, worker_id, host_id, host_name, ABANDONED, reason)
                 key = unit_key(args["run_id"], args["point_index"], args["repetition"])
-                if after_try(tries, max_tries) == "failed":
+                if not before_restart and after_try(tries, max_tries) == "failed":
                     self.db.execute(
                         "select procrastinate_finish_job_v1(%s, 'failed', false)", (job_id,)
                     )
                     lines.append(f"unit {key}: given up after {tries} tries: {reason}")
                 else:
-                    self._retry(job_id)
+                    self._retry(job_id, count=not before_restart)
                     lines.append(f"unit {key}: queued again: {reason}")
-            # never this agent's own: it is alive, whatever its heartbeat could not say
-            self.db.execute(
-                "delete from procrastinate_workers w using agents a where a.worker_id = w.id"
-                " and w.last_heartbeat < now() - make_interval(secs => a.lease_s)"
-                " and w.id is distinct from %s",
-                (self.worker_id,),
-            )
-        for run_id in {args["run_id"] for _, _, _, args, *_ in rows}:
+            self.db.execute(_PRUNE, params)
+        for run_id in {row[3]["run_id"] for row in rows}:
             self._finish_run_if_drained(run_id)
         return lines
 
@@ -562,6 +593,14 @@ class UnitQueue:
             (run_id, [pinned] if pinned else classes_of(classes), count)
             for run_id, pinned, classes, count in rows
         ]
+
+    def known_classes(self) -> set[str]:
+        """Every host class a queued run names or an agent has had."""
+        rows = self.db.execute(
+            "select host_class, classes from fleet_runs"
+            " union all select host_class, null from hosts"
+        ).fetchall()
+        return {name for pinned, listed in rows for name in [pinned, *classes_of(listed)] if name}
 
     def is_queued(self, run_id: str) -> bool:
         """Whether `run_id` was queued for agents (not measured by `run`)."""
