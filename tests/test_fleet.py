@@ -367,13 +367,24 @@ def test_hosts_same_keeps_a_run_on_the_class_that_started_it(store_server):
     store.close()
 
 
-def test_units_go_to_the_class_named_or_spread_over_the_classes_listed(store_server):
+def test_units_go_to_the_class_named_or_spread_over_the_classes_listed(
+    store_server, tmp_path, lab_tmp
+):
     url = new_database(store_server, "classes")
     units = ((0, 0), (1, 0), (0, 1), (1, 1))
     store, pinned = _queued_run(url, units, hosts="same", host_class="X")
     second_store, spread = _queued_run(url, units, classes=("X", "Y"))
     second_store.close()
     x, y = _agent(store, "x", "X"), _agent(store, "y", "Y")
+    # what `agent --class` is checked against: 'X, Y' is a list of these, not a class
+    assert UnitQueue(store).known_classes() == {"X", "Y"}
+    refused = run_cli("agent", "--store", url, "--lab-dir", tmp_path / "lab", "--class", "X, Y",
+                      "--once", tmpdir=lab_tmp)  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        "pgcachelab: --class: invalid value 'X, Y': an agent has one host class, and 'X' and"
+        " 'Y' are classes of their own",
+        "hint: give this host's one class: --class X",
+    ]  # fmt: skip
     assert y.pin_next_same_run("Y") is None  # a run named for X is never pinned to Y
     taken_by_y = [y.claim("Y") for _ in range(3)]
     assert [(u.run_id, u.repetition) for u in taken_by_y if u] == [(spread, 1), (spread, 1)]
@@ -606,3 +617,24 @@ def test_an_agent_on_a_busy_host_is_refused_before_it_measures_the_host(
     assert said.splitlines()[-1] == "pgcachelab: interrupted" and "Traceback" not in said
     holder.release()
     holder.store.close()
+
+
+def test_a_measurement_made_after_the_host_was_lost_is_not_stored(store_server):
+    """Issue 49, F1: an agent whose host another agent of its identity took (after a store
+    restart) stores nothing it measured then: its unit goes back, the try not counted."""
+    store, run_id = _queued_run(new_database(store_server, "hostlost"))
+    queue = _agent(store, "lost")
+    unit = queue.claim("class")
+    keeper = fleet.StoreKeeper(store, "pgcachelab agent lost", print)
+    taken = "host id 'lost' is held in the store by host clone, pid 7"
+    unit_store = fleet.UnitStore(store, queue, keeper, lambda: taken)
+    unit_store.unit = unit
+    unit_store.record_measurement(run_id, _unit_measurement(0, 0))
+    assert unit_store.recorded == fleet.Recorded(False, f"this agent lost its host: {taken}")
+    assert store.db.execute("select count(*) from measurements").fetchone() == (0,)
+    assert _statuses(store)[0] == (0, 0, "todo")
+    assert store.db.execute(
+        "select attempts from procrastinate_jobs where id = %s", (unit.job_id,)
+    ).fetchone() == (0,)  # fmt: skip
+    assert store.db.execute("select outcome from unit_tries").fetchall() == [("released",)]
+    store.close()
