@@ -26,9 +26,10 @@ from pgcachelab.experiments import fleet
 from pgcachelab.experiments.fleet import Agent, Heartbeat, agent_host_facts
 from pgcachelab.experiments.host_lock import HostBusy, HostLock, lock_path
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
+from pgcachelab.store import postgresql
 from pgcachelab.store.postgresql import SCHEMA, PostgresResultStore
-from pgcachelab.store.queue import UnitQueue
-from pgcachelab.store.records import Measurement
+from pgcachelab.store.queue import UnitQueue, repetition_class, run_queue
+from pgcachelab.store.records import Measurement, to_json
 
 pytestmark = pytest.mark.server
 
@@ -131,10 +132,14 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
     second_err = lab_stderr(second_out)
     assert "Traceback" not in second_err
 
-    jobs = query(url, f"select {UNIT}, status, attempts from procrastinate_jobs")
-    assert len(jobs) == 4 and {status for *_, status, _ in jobs} == {"succeeded"}
-    attempts = {(p, r): tried for p, r, _, tried in jobs}
-    assert attempts[killed_unit] == 2  # the killed try counted
+    jobs = query(url, f"select {UNIT}, status from procrastinate_jobs")
+    assert len(jobs) == 4 and {status for *_, status in jobs} == {"succeeded"}
+    counted = query(
+        url,
+        "select point_index, repetition, count(*) filter (where counted) from unit_tries"
+        " group by 1, 2",
+    )
+    assert {(p, r): n for p, r, n in counted}[killed_unit] == 1  # the killed try counted
     tries = query(
         url,
         "select point_index, repetition, host_id, outcome, reason from unit_tries order by at",
@@ -562,12 +567,17 @@ def test_an_outage_is_nobodys_fault(store_server):
         f"unit {dead}: given up after 1 tries: the agent on dead stopped renewing its lease"
     )
     jobs = dict(store.db.execute(
-        "select args->>'point_index' || '/' || (args->>'repetition'), status || ' '"
-        " || attempts from procrastinate_jobs"
+        "select args->>'point_index' || '/' || (args->>'repetition'), status::text"
+        " from procrastinate_jobs"
     ).fetchall())  # fmt: skip
     key = {host: f"{unit.point_index}/{unit.repetition}" for host, unit in held.items()}
-    assert [jobs[key[host]] for host in ("in-lease", "in-grace", "away", "dead")] == [
-        "doing 0", "doing 0", "todo 0", "failed 1"
+    counted = {
+        host: looking.counted_tries(run_id, unit.point_index, unit.repetition)
+        for host, unit in held.items()
+    }
+    hosts = ("in-lease", "in-grace", "away", "dead")
+    assert [(jobs[key[host]], counted[host]) for host in hosts] == [
+        ("doing", 0), ("doing", 0), ("todo", 0), ("failed", 1)
     ]  # fmt: skip
     # The agents that came back store their measurements: nothing discarded.
     for host in ("in-lease", "in-grace"):
@@ -633,8 +643,26 @@ def test_a_measurement_made_after_the_host_was_lost_is_not_stored(store_server):
     assert unit_store.recorded == fleet.Recorded(False, f"this agent lost its host: {taken}")
     assert store.db.execute("select count(*) from measurements").fetchone() == (0,)
     assert _statuses(store)[0] == (0, 0, "todo")
-    assert store.db.execute(
-        "select attempts from procrastinate_jobs where id = %s", (unit.job_id,)
-    ).fetchone() == (0,)  # fmt: skip
+    assert queue.counted_tries(run_id, 0, 0) == 0
     assert store.db.execute("select outcome from unit_tries").fetchall() == [("released",)]
+    store.close()
+
+
+def test_the_migrations_queue_names_are_the_queues_own(store_server):
+    """Migration 5 names a unit's queue in SQL (_UNIT_QUEUE_SQL), the queue in Python
+    (run_queue): the two agree for every kind of run, or a migrated unit is never fetched."""
+    store = PostgresResultStore(new_database(store_server, "queuenames"))
+    runs = {"spread": ("spread", None, []), "same": ("same", None, []),
+            "pinned": ("same", "X", []), "split": ("spread", None, ["X", "Y", "Z"])}  # fmt: skip
+    expression = postgresql._UNIT_QUEUE_SQL.replace("%", "%%")  # a modulo, not a parameter
+    for run_id, (hosts, pinned, classes) in runs.items():
+        for repetition in range(4):
+            [(in_sql,)] = store.db.execute(
+                f"select {expression} from (select %s::text as run_id, %s::text as hosts,"
+                " %s::text as host_class, %s::text as classes) f,"
+                " (select jsonb_build_object('repetition', %s::int) as args) l",
+                (run_id, hosts, pinned, to_json(classes), repetition),
+            ).fetchall()
+            listed = repetition_class(repetition, hosts, pinned, classes)
+            assert in_sql == run_queue(run_id, listed), (run_id, repetition)
     store.close()

@@ -17,10 +17,9 @@ from pgcachelab.experiments.fleet import check_given_class, class_names_text, ho
 from pgcachelab.experiments.spec.plan import schedule
 from pgcachelab.report.tables import fleet_line
 from pgcachelab.store.queue import (
-    ANY_QUEUE,
-    UNPINNED_QUEUE,
     after_try,
-    class_queue,
+    fetch_queues,
+    run_queue,
     unit_key,
     unit_queues,
 )
@@ -31,29 +30,50 @@ INTERLEAVED = [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]  # 3 points x 2
 
 
 def test_units_are_queued_in_the_runs_planned_order_round_by_round():
-    queued = unit_queues(INTERLEAVED, "spread", None, ())
+    queued = unit_queues("r", INTERLEAVED, "spread", None, ())
     assert [(p, r) for p, r, _ in queued] == INTERLEAVED  # job ids follow this order
-    assert {queue for *_, queue in queued} == {ANY_QUEUE}
+    assert {queue for *_, queue in queued} == {run_queue("r")}
     planned = schedule(4, 3, "random", seed=7)
-    assert [(p, r) for p, r, _ in unit_queues(planned, "spread", None, ())] == planned
+    assert [(p, r) for p, r, _ in unit_queues("r", planned, "spread", None, ())] == planned
 
 
-def test_each_unit_waits_in_the_queue_of_the_classes_that_may_take_it():
-    same = unit_queues(INTERLEAVED, "same", None, ())
-    assert {queue for *_, queue in same} == {UNPINNED_QUEUE}  # the first class to come pins it
-    named = unit_queues(INTERLEAVED, "same", "big box", ())
-    assert {queue for *_, queue in named} == {class_queue("big box")}
-    spread = unit_queues(INTERLEAVED, "spread", None, ("X", "Y"))
+def test_each_unit_waits_in_its_runs_queue_or_its_runs_share_for_a_listed_class():
+    for hosts, pinned in (("same", None), ("same", "big box"), ("spread", None)):
+        queued = unit_queues("r", INTERLEAVED, hosts, pinned, ())
+        assert {queue for *_, queue in queued} == {run_queue("r")}
+    # a pinned class or "same" does not split a run, even with classes listed
+    assert {q for *_, q in unit_queues("r", INTERLEAVED, "same", "X", ("X", "Y"))} == {
+        run_queue("r")
+    }
+    spread = unit_queues("r", INTERLEAVED, "spread", None, ("X", "Y"))
     by_class = {(p, r): queue for p, r, queue in spread}
     # every point on every class, each as often: point and class never line up
     for point in range(3):
-        assert [by_class[(point, r)] for r in (0, 1)] == [class_queue("X"), class_queue("Y")]
+        assert [by_class[(point, r)] for r in (0, 1)] == [run_queue("r", "X"), run_queue("r", "Y")]
 
 
-def test_a_class_queue_name_fits_procrastinate_whatever_the_class():
+def test_which_queues_a_class_fetches_from_is_the_labs_rule_over_its_runs():
+    runs = [
+        ("any", "spread", None, []),
+        ("pinned-x", "same", "X", []),
+        ("pinned-y", "same", "Y", []),
+        ("unpinned", "same", None, []),  # nobody's until a class pins it
+        ("split", "spread", None, ["X", "Z"]),
+    ]
+    assert fetch_queues("X", runs) == [
+        run_queue("any"), run_queue("pinned-x"), run_queue("split", "X")
+    ]  # fmt: skip
+    assert fetch_queues("Y", runs) == [run_queue("any"), run_queue("pinned-y")]
+    assert fetch_queues("Z", runs) == [run_queue("any"), run_queue("split", "Z")]
+    assert fetch_queues("X", []) == []
+
+
+def test_a_queue_name_fits_procrastinate_whatever_the_run_or_class():
     long = "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz x96, 768GB, Linux 6.1" * 3
-    assert len(class_queue(long)) <= 128
-    assert class_queue("a") != class_queue("b") and class_queue("a") == class_queue("a")
+    # procrastinate's NOTIFY channel is "procrastinate_queue_v1#QUEUE", at most 63 bytes
+    assert len("procrastinate_queue_v1#" + run_queue(long, long)) <= 63
+    assert run_queue("r", "a") != run_queue("r", "b") and run_queue("r", "a") == run_queue("r", "a")
+    assert run_queue("r") != run_queue("s")
     assert unit_key("20261127-abc", 3, 1) == "20261127-abc/3/1"
 
 

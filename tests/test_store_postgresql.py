@@ -20,7 +20,7 @@ from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import Point
 from pgcachelab.store import postgresql, sql_store
 from pgcachelab.store.postgresql import SCHEMA, SCHEMA_VERSION, PostgresResultStore
-from pgcachelab.store.queue import ANY_QUEUE, class_queue
+from pgcachelab.store.queue import run_queue
 from pgcachelab.store.records import Measurement, StoredSnapshot
 from pgcachelab.store.sqlite import SqliteResultStore
 
@@ -173,11 +173,16 @@ def test_units_waiting_in_a_version_3_queue_become_jobs_in_their_order(store_ser
         " from procrastinate_jobs order by id"
     ).fetchall()
     assert jobs == [
-        ("a", 1, class_queue("X"), "todo"),
-        ("a", 2, class_queue("X"), "todo"),
-        ("b", 1, ANY_QUEUE, "todo"),
-        ("b", 2, ANY_QUEUE, "todo"),
+        ("a", 1, run_queue("a"), "todo"),
+        ("a", 2, run_queue("a"), "todo"),
+        ("b", 1, run_queue("b"), "todo"),
+        ("b", 2, run_queue("b"), "todo"),
     ]  # the oldest run first, each in its order; a done unit stays done (its measurement)
+    # version 4 deferred them in the shared queues; version 5 deferred them again in their
+    # runs' queues through procrastinate's functions, and nothing is left in the old ones
+    assert store.db.execute(
+        "select count(*) from procrastinate_jobs where queue_name not like 'pgcachelab/r/%'"
+    ).fetchone() == (0,)  # fmt: skip
     assert store.db.execute("select to_regclass('units')").fetchone() == (None,)
     store.close()
 
@@ -192,6 +197,7 @@ def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
             (2,),
             (3,),
             (4,),
+            (5,),
         ]
         conn.execute(f"insert into {SCHEMA}.schema_version values (99, 'from the future')")
     with pytest.raises(UserError, match=r"written by a newer pgcachelab \(schema version 99"):

@@ -13,10 +13,16 @@ Schema history (schema_version.version):
   4 - the queue on procrastinate (issue 38): its schema (jobs, workers, events and their SQL
       functions) in this schema; units still waiting become jobs and `units` goes; agents,
       unit_tries; hosts keyed by a host identity, not a host name.
+  5 - the lab's routing beside procrastinate (issue 49): a unit waits in its run's queue (or
+      its run's share for one class), the classes that may fetch it are the lab's own table's
+      rule (fleet_runs), so pinning a run moves no job; tries are counted in unit_tries, not
+      in the engine's attempts; units waiting in the old shared queues are deferred again, in
+      their order, through procrastinate's own functions.
 """
 
 import contextlib
 import functools
+import importlib.resources
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -136,8 +142,17 @@ _VERSION_3 = [
 ]
 
 
-# The migration step that runs procrastinate's own schema script (store/queue.py).
+# The migration step that applies procrastinate's schema (store/queue.py), as frozen in the
+# lab's files: a store's schema is the lab's migrations, whatever procrastinate is installed.
+# Upgrading the pin is a new migration (docs/store-and-fleet.md, "Upgrading procrastinate").
 ENGINE_SCHEMA = "procrastinate's schema"
+ENGINE_VERSION = "3.10.0"
+ENGINE_DDL = f"engine/procrastinate-{ENGINE_VERSION}.sql"
+
+
+def engine_ddl() -> str:
+    """procrastinate's schema script for ENGINE_VERSION, as the lab ships it."""
+    return importlib.resources.files(__package__).joinpath(ENGINE_DDL).read_text()
 
 
 # The queue on procrastinate (store/queue.py): job queue names and the task name are the lab's
@@ -195,12 +210,43 @@ _VERSION_4 = [
     )""",
 ]
 
+# A unit's queue (store/queue.py run_queue, unit_queues) from its run's row and its arguments.
+_UNIT_QUEUE_SQL = """'pgcachelab/r/' || left(md5(f.run_id), 12)
+    || case when f.host_class is null and f.hosts <> 'same'
+                 and coalesce(jsonb_array_length(f.classes::jsonb), 0) > 0
+            then '/' || left(md5(f.classes::jsonb ->> ((l.args->>'repetition')::int
+                                   % jsonb_array_length(f.classes::jsonb))), 12)
+            else '' end"""
+
+# Routing is the lab's (issue 49): the old shared queues' waiting units are deferred again in
+# their run's queues, in their order (deleted and deferred by procrastinate's functions; a
+# unit being measured goes to its new queue when it is next retried); tries are the lab's.
+_VERSION_5 = [
+    "alter table {schema}.unit_tries add column seq bigserial,"
+    " add column counted boolean not null default false",
+    "update {schema}.unit_tries set counted = outcome in ('failed', 'abandoned')"
+    " and coalesce(reason, '') not like '%the try is not counted%'",
+    """create temporary table legacy_units on commit drop as
+        select id, queueing_lock, args from {schema}.procrastinate_jobs
+        where task_name = 'pgcachelab.measure_unit' and status = 'todo'
+          and queue_name not like 'pgcachelab/r/%'""",
+    "select {schema}.procrastinate_cancel_job_v1(id, false, true) from legacy_units order by id",
+    f"""select {{schema}}.procrastinate_defer_jobs_v1(array(
+        select row({_UNIT_QUEUE_SQL},
+            'pgcachelab.measure_unit', 0, null, l.queueing_lock, l.args,
+            null)::{{schema}}.procrastinate_job_to_defer_v1
+        from legacy_units l join {{schema}}.fleet_runs f on f.run_id = l.args->>'run_id'
+        order by l.id))
+        where exists (select 1 from legacy_units)""",
+]
+
 # (version, what it does, statements): applied in order, each in the transaction that records it.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "runs, points, measurements, point_server_settings", _VERSION_1),
     (2, "cache_snapshots: the cache snapshots taken during each measurement", _VERSION_2),
     (3, "fleet_runs, units, hosts: runs queued for agents on many hosts", _VERSION_3),
     (4, "the queue on procrastinate 3.10.0: jobs, workers, agents, unit_tries", _VERSION_4),
+    (5, "the lab's routing and tries beside procrastinate: queues per run", _VERSION_5),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -329,10 +375,8 @@ class PostgresResultStore(SqlResultStore):
         """procrastinate's objects in this store's schema: the functions name tables and types
         without a schema, so every connection that uses them sets this search_path (they all
         do: __init__, another_connection, reconnect)."""
-        from procrastinate.schema import SchemaManager
-
         self.db.execute(sql.SQL("set local search_path to {}").format(sql.Identifier(self.schema)))
-        self.db.execute(sql.SQL(SchemaManager.get_schema()))
+        self.db.execute(sql.SQL(engine_ddl()))
 
     def schema_version(self) -> int:
         return one_row(

@@ -1,23 +1,29 @@
-"""The queue of a run measured by agents on many hosts (issues 21, 38): procrastinate's jobs in
-the PostgreSQL store, driven by the lab's agent (experiments/fleet.py).
+"""The queue of a run measured by agents on many hosts (issues 21, 38, 49): procrastinate's jobs
+in the PostgreSQL store, driven by the lab's agent (experiments/fleet.py).
 
-procrastinate (store schema version 4) owns the jobs and their life: deferring, fetching with
-`for update skip locked`, workers and their heartbeats, retries, cancel and abort, and the
-history of every job (procrastinate_events); its own admin tools read the same tables. This
-module calls its SQL functions and queries, on the lab's connection and inside the lab's
-transactions, and keeps what is the lab's own:
+procrastinate (its schema frozen in store/engine/, applied by the store's migrations) owns the
+jobs and their life: deferring, fetching with `for update skip locked`, workers and their
+heartbeats, retries, cancel and abort, and the history of every job (procrastinate_events);
+its own admin tools read the same tables. The lab changes the engine's rows only through its
+query catalogue (procrastinate.sql.queries) and its SQL functions (procrastinate_*_v1/_v2),
+on the lab's connection and inside the lab's transactions. What is the lab's own lives in the
+lab's tables beside them:
+- routing: a unit waits in its run's queue, or its run's share for one class when the run
+  lists classes (run_queue); which queues an agent fetches from is the lab's rule over
+  fleet_runs (fetch_queues), so pinning a hosts = "same" run to a class moves no job;
 - the planned order: a run's units are deferred in the order the run measures them, and a fetch
-  takes the lowest job id, so a round's units all go out before the next round's;
-- host classes as queues: a unit waits in the queue of the class that may measure it (QUEUE_*);
+  takes the lowest job id of the queues it names, so a round's units all go out before the
+  next round's;
 - a lease per agent: an agent whose heartbeat is older than its own lease is stalled, its unit
-  goes back (or is given up after max_tries) and its worker row goes; a store that restarted
-  heard nobody while it was down, so each agent has its lease plus a grace of one lease from
-  the store's start (pg_postmaster_start_time) to beat again, and the try of an agent last
-  heard of before the restart is not counted (an outage is nobody's fault; issue 49, F3);
+  goes back (or is given up after max_tries) and its worker is unregistered; a store that
+  restarted heard nobody while it was down, so each agent has its lease plus a grace of one
+  lease from the store's start (pg_postmaster_start_time) to beat again, and the try of an
+  agent last heard of before the restart is not counted (an outage is nobody's fault; F3);
+- tries: unit_tries logs every try's outcome, host and reason, and says which count toward
+  max_tries (the engine's `attempts` counts every retry, the lab's rule does not);
 - exactly once: a measurement is written in the transaction that holds its job row (`for update`)
   and finishes the job, only while the job is still this worker's and not aborted, and a
-  succeeded measurement is never replaced (store/sql_store.py record_measurement_once);
-- unit_tries: every try's outcome, host and reason.
+  succeeded measurement is never replaced (store/sql_store.py record_measurement_once).
 Times are the database's `now()`: hosts whose clocks disagree still agree on a lease.
 """
 
@@ -34,13 +40,11 @@ from pgcachelab.store.postgresql import PostgresResultStore
 from pgcachelab.store.records import Measurement, from_json, to_json
 
 TASK = "pgcachelab.measure_unit"
-QUEUE_PREFIX = "pgcachelab/"
-ANY_QUEUE = "pgcachelab/any"  # any class takes it
-UNPINNED_QUEUE = "pgcachelab/unpinned"  # hosts = "same": waits for the first class to take it
+QUEUE_PREFIX = "pgcachelab/r/"
 
-# unit_tries.outcome
-STORED, FAILED, DISCARDED, ABANDONED, RELEASED = (
-    "stored", "failed", "discarded", "abandoned", "released"
+# unit_tries.outcome; RETRIED is the operator's `queue retry`: tries are counted afresh after it
+STORED, FAILED, DISCARDED, ABANDONED, RELEASED, RETRIED = (
+    "stored", "failed", "discarded", "abandoned", "released", "retried"
 )  # fmt: skip
 
 # A job's status as the lab names a unit's state.
@@ -54,9 +58,17 @@ UNIT_STATE = {
 }
 
 
-def class_queue(host_class: str) -> str:
-    """The queue of one host class (queue names are at most 128 characters; classes are not)."""
-    return f"{QUEUE_PREFIX}class/{hashlib.md5(host_class.encode()).hexdigest()[:16]}"
+def _digest(text: str) -> str:
+    # procrastinate notifies a queue's listeners on channel "procrastinate_queue_v1#QUEUE",
+    # and a channel name is at most 63 bytes: a queue name at most 40
+    return hashlib.md5(text.encode()).hexdigest()[:12]
+
+
+def run_queue(run_id: str, host_class: str | None = None) -> str:
+    """The queue a unit waits in: its run's, or its run's share for one class (the run lists
+    classes). store/postgresql.py's migration 5 names them alike in SQL."""
+    name = f"{QUEUE_PREFIX}{_digest(run_id)}"
+    return name if host_class is None else f"{name}/{_digest(host_class)}"
 
 
 def unit_key(run_id: str, point_index: int, repetition: int) -> str:
@@ -64,20 +76,51 @@ def unit_key(run_id: str, point_index: int, repetition: int) -> str:
     return f"{run_id}/{point_index}/{repetition}"
 
 
+def repetition_class(
+    repetition: int, hosts: str, host_class: str | None, classes: Sequence[str]
+) -> str | None:
+    """The class a repetition is for when its run lists classes: repetition r of every point on
+    classes[r % n], so every point sees every class in the same proportion; else None (the
+    run's queue, fetched by the classes fetch_queues allows)."""
+    if host_class is None and hosts != "same" and classes:
+        return classes[repetition % len(classes)]
+    return None
+
+
 def unit_queues(
-    planned: Sequence[tuple[int, int]], hosts: str, host_class: str | None, classes: Sequence[str]
+    run_id: str,
+    planned: Sequence[tuple[int, int]],
+    hosts: str,
+    host_class: str | None,
+    classes: Sequence[str],
 ) -> list[tuple[int, int, str]]:
-    """(point, repetition, queue) of each planned unit, in the order they are handed out: all in
-    the required class's queue; with hosts = "same" waiting for the first class; with classes
-    listed, repetition r of every point on classes[r % n], so every point sees every class in
-    the same proportion; otherwise any class takes any unit."""
-    if host_class is not None:
-        return [(p, r, class_queue(host_class)) for p, r in planned]
-    if hosts == "same":
-        return [(p, r, UNPINNED_QUEUE) for p, r in planned]
-    if classes:
-        return [(p, r, class_queue(classes[r % len(classes)])) for p, r in planned]
-    return [(p, r, ANY_QUEUE) for p, r in planned]
+    """(point, repetition, queue) of each planned unit, in the order they are handed out."""
+    return [
+        (p, r, run_queue(run_id, repetition_class(r, hosts, host_class, classes)))
+        for p, r in planned
+    ]
+
+
+def fetch_queues(
+    host_class: str, runs: Sequence[tuple[str, str, str | None, list[str]]]
+) -> list[str]:
+    """The queues an agent of `host_class` fetches from, of `runs` (run id, hosts, pinned
+    class, listed classes) still queued: a run pinned to its class (host_class, or hosts =
+    "same" once pinned), its share of a run listing it among classes, any other run with no
+    class rule; a hosts = "same" run nobody pinned yet is nobody's until pinned."""
+    queues = []
+    for run_id, hosts, pinned, classes in runs:
+        if pinned is not None:
+            if pinned == host_class:
+                queues.append(run_queue(run_id))
+        elif hosts == "same":
+            continue
+        elif classes:
+            if host_class in classes:
+                queues.append(run_queue(run_id, host_class))
+        else:
+            queues.append(run_queue(run_id))
+    return queues
 
 
 def after_try(tries: int, max_tries: int) -> str:
@@ -93,7 +136,7 @@ class Unit:
     run_id: str
     point_index: int
     repetition: int
-    tries: int  # with this one
+    tries: int  # counted toward max_tries, with this one
 
     @property
     def key(self) -> str:
@@ -113,19 +156,6 @@ _JOB_OF_UNIT = """
     where j.task_name = %s and j.args->>'run_id' = %s
       and (j.args->>'point_index')::int = %s and (j.args->>'repetition')::int = %s
     order by j.id desc limit 1
-"""
-
-# procrastinate's fetch_job (same columns, same order, same locking) restricted to one run's
-# units (agent --run): its function cannot filter on a job's arguments.
-_FETCH_OF_RUN = """
-    update procrastinate_jobs set status = 'doing', worker_id = %(worker_id)s
-    where id = (select id from procrastinate_jobs
-                where status = 'todo' and queue_name = any(%(queues)s::varchar[])
-                  and args->>'run_id' = %(run_id)s
-                  and (scheduled_at is null or scheduled_at <= now())
-                order by priority desc, id limit 1 for update skip locked)
-    returning id, status, task_name, priority, lock, queueing_lock, args, scheduled_at,
-              queue_name, attempts, worker_id
 """
 
 # When a worker was last heard of, as its lease is judged: its heartbeat, but not before the
@@ -156,12 +186,34 @@ _STALLED = f"""
 # The workers of agents not heard of for their lease (never this agent's own: it is alive,
 # whatever its heartbeat could not say), once they hold no unit: a unit _STALLED skipped (its
 # row locked meanwhile) keeps its worker, so the next look gives it back naming its host, not
-# as a unit of no worker and no host.
-_PRUNE = f"""
-    delete from procrastinate_workers w using agents a
-    where a.worker_id = w.id and {_LAPSED} and w.id is distinct from %(worker_id)s
+# as a unit of no worker and no host. Each is unregistered by procrastinate's function.
+_TO_PRUNE = f"""
+    select w.id from procrastinate_workers w join agents a on a.worker_id = w.id
+    where {_LAPSED} and w.id is distinct from %(worker_id)s
       and not exists (select 1 from procrastinate_jobs j
                       where j.worker_id = w.id and j.status = 'doing')
+    order by w.id
+"""
+
+# The runs whose units agents may fetch: (run id, hosts, pinned class, listed classes).
+_QUEUED_RUNS = """
+    select f.run_id, f.hosts, f.host_class, f.classes from fleet_runs f join runs r using (run_id)
+    where f.cancelled_at is null and r.status = 'queued'
+      and (%(run_id)s::text is null or f.run_id = %(run_id)s)
+    order by f.queued_at
+"""
+
+# run_queue(run_id) in SQL, of fleet_runs f
+_RUN_QUEUE_SQL = f"'{QUEUE_PREFIX}' || left(md5(f.run_id), 12)"
+
+# Tries of a unit that count toward max_tries: since the operator's last `queue retry`.
+_COUNTED_TRIES = """
+    select count(*) from unit_tries t
+    where t.run_id = %(run_id)s and t.point_index = %(point)s and t.repetition = %(repetition)s
+      and t.counted and t.seq > coalesce(
+        (select max(r.seq) from unit_tries r
+         where r.run_id = %(run_id)s and r.point_index = %(point)s
+           and r.repetition = %(repetition)s and r.outcome = 'retried'), 0)
 """
 
 
@@ -201,7 +253,7 @@ class UnitQueue:
                 Jsonb({"run_id": run_id, "point_index": point, "repetition": repetition}),
                 None,
             )
-            for point, repetition, queue in unit_queues(planned, hosts, host_class, classes)
+            for point, repetition, queue in unit_queues(run_id, planned, hosts, host_class, classes)
         ]
         with self.db.transaction():
             self.db.execute(
@@ -282,9 +334,9 @@ class UnitQueue:
         params = {"task": TASK, "worker_id": self.worker_id, "default_lease_s": default_lease_s}
         with self.db.transaction():
             rows = self.db.execute(_STALLED, params).fetchall()
-            for job_id, attempts, max_tries, args, host_id, host_name, worker_id, *restart in rows:
+            for job_id, _, max_tries, args, host_id, host_name, worker_id, *restart in rows:
                 before_restart, started = restart
-                tries = attempts + 1
+                tries = self._counted_tries(args) + 1
                 agent = f"the agent on {host_name or host_id or '?'}"
                 if before_restart:
                     reason = (
@@ -294,17 +346,21 @@ class UnitQueue:
                     )
                 else:
                     reason = f"{agent} stopped renewing its lease"
-                self._log_try(job_id, args, tries, worker_id, host_id, host_name, ABANDONED, reason)
+                counted = not before_restart
+                self._log_try(
+                    job_id, args, tries, worker_id, host_id, host_name, ABANDONED, reason, counted
+                )
                 key = unit_key(args["run_id"], args["point_index"], args["repetition"])
-                if not before_restart and after_try(tries, max_tries) == "failed":
+                if counted and after_try(tries, max_tries) == "failed":
                     self.db.execute(
                         "select procrastinate_finish_job_v1(%s, 'failed', false)", (job_id,)
                     )
                     lines.append(f"unit {key}: given up after {tries} tries: {reason}")
                 else:
-                    self._retry(job_id, count=not before_restart)
+                    self._retry(job_id, args)
                     lines.append(f"unit {key}: queued again: {reason}")
-            self.db.execute(_PRUNE, params)
+            for (worker_id,) in self.db.execute(_TO_PRUNE, params).fetchall():
+                self.db.execute(queries["unregister_worker"], {"worker_id": worker_id})
         for run_id in {row[3]["run_id"] for row in rows}:
             self._finish_run_if_drained(run_id)
         return lines
@@ -313,30 +369,37 @@ class UnitQueue:
         """Jobs this worker holds but does not know of (a fetch whose answer was lost with the
         connection): back to the queue, the try not counted."""
         rows = self.db.execute(
-            "select id from procrastinate_jobs where status = 'doing' and worker_id = %s"
-            " and id is distinct from %s",
-            (self.worker_id, holding),
+            "select id, args from procrastinate_jobs where status = 'doing' and worker_id = %s"
+            " and task_name = %s and id is distinct from %s",
+            (self.worker_id, TASK, holding),
         ).fetchall()
-        for (job_id,) in rows:
+        for job_id, args in rows:
             with self.db.transaction():
-                self._retry(job_id, count=False)
+                self._retry(job_id, args)
+
+    def queued_runs(self, run_id: str | None = None) -> list[tuple[str, str, str | None, list]]:
+        """(run id, hosts, pinned class, listed classes) of the runs agents may take units of."""
+        rows = self.db.execute(_QUEUED_RUNS, {"run_id": run_id}).fetchall()
+        return [(run, hosts, pinned, classes_of(listed)) for run, hosts, pinned, listed in rows]
 
     def pin_next_same_run(self, host_class: str) -> str | None:
         """A hosts = "same" run nobody has taken yet, queued before anything this class can
-        take: it becomes this class's, all its units move to the class's queue. None if none."""
-        mine = class_queue(host_class)
+        take: it becomes this class's (fleet_runs.host_class; its units stay in its queue,
+        which only that class fetches from now). None if none."""
+        mine = fetch_queues(host_class, self.queued_runs())
         with self.db.transaction():
             row = self.db.execute(
-                """select f.run_id from fleet_runs f
+                f"""select f.run_id from fleet_runs f join runs r using (run_id)
                 where f.hosts = 'same' and f.host_class is null and f.cancelled_at is null
-                  and exists (select 1 from procrastinate_jobs j where j.queue_name = %(unpinned)s
-                              and j.args->>'run_id' = f.run_id and j.status = 'todo'
+                  and r.status = 'queued'
+                  and exists (select 1 from procrastinate_jobs j
+                              where j.queue_name = {_RUN_QUEUE_SQL} and j.status = 'todo'
                               and j.id < coalesce((select min(id) from procrastinate_jobs
                                   where status = 'todo' and queue_name = any(%(mine)s)),
                                   9223372036854775807))
                 order by f.queued_at limit 1
                 for update of f skip locked""",
-                {"unpinned": UNPINNED_QUEUE, "mine": [mine, ANY_QUEUE]},
+                {"mine": mine},
             ).fetchone()
             if row is None:
                 return None
@@ -344,25 +407,22 @@ class UnitQueue:
             self.db.execute(
                 "update fleet_runs set host_class = %s where run_id = %s", (host_class, run_id)
             )
-            self.db.execute(
-                "update procrastinate_jobs set queue_name = %s where queue_name = %s"
-                " and args->>'run_id' = %s and status = 'todo'",
-                (mine, UNPINNED_QUEUE, run_id),
-            )
         return run_id
 
     def claim(self, host_class: str, run_id: str | None = None) -> Unit | None:
         """Fetch the next unit this class may take (of `run_id` only, if given), or None."""
-        queues = [class_queue(host_class), ANY_QUEUE]
-        params = {"queues": queues, "worker_id": self.worker_id, "run_id": run_id}
+        queues = fetch_queues(host_class, self.queued_runs(run_id))
+        if not queues:
+            return None
         with self.db.transaction():
             row = self.db.execute(
-                queries["fetch_job"] if run_id is None else _FETCH_OF_RUN, params
+                queries["fetch_job"], {"queues": queues, "worker_id": self.worker_id}
             ).fetchone()
-        if row is None or row[0] is None:
-            return None
-        job_id, args, attempts = row[0], row[6], row[9]
-        return Unit(job_id, args["run_id"], args["point_index"], args["repetition"], attempts + 1)
+            if row is None or row[0] is None:
+                return None
+            job_id, args = row[0], row[6]
+            tries = self._counted_tries(args) + 1
+        return Unit(job_id, args["run_id"], args["point_index"], args["repetition"], tries)
 
     # -- finishing ---------------------------------------------------------------------------
 
@@ -410,7 +470,7 @@ class UnitQueue:
         with self.db.transaction():
             if self._lost(unit) is not None:
                 return
-            self._retry(unit.job_id, count=False)
+            self._retry(unit.job_id, self._args(unit))
             self._log(unit, RELEASED, reason)
 
     def _lost(self, unit: Unit) -> str | None:
@@ -453,32 +513,74 @@ class UnitQueue:
                 "select procrastinate_finish_job_v1(%s, 'failed', false)", (unit.job_id,)
             )
         else:
-            self._retry(unit.job_id)
+            self._retry(unit.job_id, self._args(unit))
 
-    def _retry(self, job_id: int, count: bool = True) -> None:
-        """Back to the queue (procrastinate counts it as an attempt; `count` False undoes that)."""
-        self.db.execute("select procrastinate_retry_job_v2(%s, null, null, null, null)", (job_id,))
-        if not count:
+    def _retry(self, job_id: int, args: dict) -> None:
+        """Back to the queue: procrastinate's retry, into the unit's queue as the lab routes it
+        now (a unit deferred before migration 5 leaves the old shared queues so). The engine
+        counts an attempt; whether the try counts is the lab's (unit_tries.counted)."""
+        self.db.execute(
+            queries["retry_job"],
+            {
+                "job_id": job_id,
+                "retry_at": None,
+                "new_priority": None,
+                "new_queue_name": self._queue_of(args),
+                "new_lock": None,
+            },
+        )
+
+    def _queue_of(self, args: dict) -> str:
+        hosts, pinned, classes = one_row(
             self.db.execute(
-                "update procrastinate_jobs set attempts = attempts - 1 where id = %s", (job_id,)
+                "select hosts, host_class, classes from fleet_runs where run_id = %s",
+                (args["run_id"],),
             )
+        )
+        listed = repetition_class(args["repetition"], hosts, pinned, classes_of(classes))
+        return run_queue(args["run_id"], listed)
+
+    def _counted_tries(self, args: dict) -> int:
+        params = {
+            "run_id": args["run_id"],
+            "point": args["point_index"],
+            "repetition": args["repetition"],
+        }
+        return one_row(self.db.execute(_COUNTED_TRIES, params))[0]
+
+    def counted_tries(self, run_id: str, point_index: int, repetition: int) -> int:
+        """How many tries of a unit count toward its run's max_tries now."""
+        args = {"run_id": run_id, "point_index": point_index, "repetition": repetition}
+        return self._counted_tries(args)
+
+    @staticmethod
+    def _args(unit: Unit) -> dict:
+        return {
+            "run_id": unit.run_id,
+            "point_index": unit.point_index,
+            "repetition": unit.repetition,
+        }
 
     def _log(self, unit: Unit, outcome: str, reason: str | None) -> None:
         self._log_try(
             unit.job_id,
-            {"run_id": unit.run_id, "point_index": unit.point_index, "repetition": unit.repetition},
+            self._args(unit),
             unit.tries,
             self.worker_id,
             self.host_id,
             self.host_name,
             outcome,
             reason,
+            counted=outcome == FAILED,
         )
 
-    def _log_try(self, job_id, args, tries, worker_id, host_id, host_name, outcome, reason):
+    def _log_try(
+        self, job_id, args, tries, worker_id, host_id, host_name, outcome, reason, counted
+    ):
         self.db.execute(
             "insert into unit_tries (job_id, run_id, point_index, repetition, try, worker_id,"
-            " host_id, host_name, outcome, reason) values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " host_id, host_name, outcome, reason, counted)"
+            " values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 job_id,
                 args["run_id"],
@@ -490,6 +592,7 @@ class UnitQueue:
                 host_name,
                 outcome,
                 reason,
+                counted,
             ),
         )
 
@@ -538,10 +641,10 @@ class UnitQueue:
             job_id, status = row
             if status != "failed":
                 raise LookupError(f"it is {UNIT_STATE.get(status, status)}, not failed")
-            self.db.execute(
-                "select procrastinate_retry_job_v2(%s, null, null, null, null)", (job_id,)
-            )
-            self.db.execute("update procrastinate_jobs set attempts = 0 where id = %s", (job_id,))
+            args = {"run_id": run_id, "point_index": point_index, "repetition": repetition}
+            self._retry(job_id, args)
+            # its tries are counted afresh from here (_COUNTED_TRIES)
+            self._log_try(job_id, args, 0, None, None, None, RETRIED, "queue retry", counted=False)
             self.db.execute(
                 "update runs set status = 'queued', finished_at = null where run_id = %s"
                 " and status = 'done'",
@@ -569,25 +672,26 @@ class UnitQueue:
     def held_by_others(self, host_class: str, run_id: str | None = None) -> int:
         """Units this class may take that other agents hold: each is done, or comes back when
         its agent's lease lapses."""
+        queues = fetch_queues(host_class, self.queued_runs(run_id))
         return one_row(
             self.db.execute(
                 "select count(*) from procrastinate_jobs where task_name = %s and status = 'doing'"
-                " and queue_name = any(%s) and (%s::text is null or args->>'run_id' = %s)"
-                " and worker_id is distinct from %s",
-                (TASK, [class_queue(host_class), ANY_QUEUE], run_id, run_id, self.worker_id),
+                " and queue_name = any(%s) and worker_id is distinct from %s",
+                (TASK, queues, self.worker_id),
             )
         )[0]
 
     def waiting_elsewhere(self, host_class: str) -> list[tuple[str, list[str], int]]:
         """(run, the classes it waits for, units) of runs waiting for other classes than
         `host_class`: why an agent took nothing."""
+        mine = fetch_queues(host_class, self.queued_runs())
         rows = self.db.execute(
             """select f.run_id, f.host_class, f.classes, count(*)
             from procrastinate_jobs j join fleet_runs f on f.run_id = j.args->>'run_id'
             where j.task_name = %s and j.status = 'todo' and not j.queue_name = any(%s)
-              and j.queue_name <> %s
+              and not (f.hosts = 'same' and f.host_class is null)
             group by 1, 2, 3 order by 1""",
-            (TASK, [class_queue(host_class), ANY_QUEUE], UNPINNED_QUEUE),
+            (TASK, mine),
         ).fetchall()
         return [
             (run_id, [pinned] if pinned else classes_of(classes), count)
