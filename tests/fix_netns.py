@@ -1,4 +1,4 @@
-"""Two hosts on this machine, for the fleet's multi-host tests (issue 38): each a network
+"""Three hosts on this machine, for the fleet's multi-host tests (issues 38, 49): each a network
 namespace joined to a private test subnet through a veth pair and a bridge, with its own host
 name (a UTS namespace), its own /run/pgcachelab (a bind mount in a mount namespace: the lab's
 registry of what it made, its agents' host locks), its own TMPDIR and lab directory; and a
@@ -8,10 +8,11 @@ results store that only they reach, over TCP with scram, on the bridge's address
                    this subnet over TCP, scram-sha-256)
     10.231.R.2     host a, namespace pgcl-<hex>-a, host name pgcl-<hex>-a
     10.231.R.3     host b, namespace pgcl-<hex>-b, host name pgcl-<hex>-b
+    10.231.R.4     host c, namespace pgcl-<hex>-c, host name pgcl-<hex>-c
 
 Commands enter a host with `nsenter --net`, not `ip netns exec`: the latter mounts a fresh
 /sys in its own mount namespace, and /sys/fs/cgroup is then empty (the lab's cgroups and
-probes read it). Both hosts share this machine's pids, its files but /run/pgcachelab, and
+probes read it). The hosts share this machine's pids, its files but /run/pgcachelab, and
 /etc/machine-id, so agents are given distinct host ids (the host names). With a registry each,
 what a killed agent left is reaped by the next lab command on its own host, as on separate
 machines, and never another suite's leftovers on this machine.
@@ -44,7 +45,7 @@ from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.machine import owned
 
 SUBNET_PREFIX = "10.231"  # 10.231.R.0/24, R random and not on any interface or route here
-HOST_SUFFIXES = ("a", "b")
+HOST_SUFFIXES = ("a", "b", "c")
 TOOLS = ("ip", "nsenter", "unshare", "mount", "hostname")
 # What makes a command the host's, after its network: its host name in a fresh UTS namespace,
 # its /run/pgcachelab in a fresh (private) mount namespace, then exec. sh's $0 is the host
@@ -237,7 +238,7 @@ def skip_without_namespaces() -> None:
 
 @pytest.fixture(scope="module")
 def host_network() -> Iterator[Network]:
-    """Two hosts' namespaces on a fresh subnet; deleted when the module ends, checked gone."""
+    """The hosts' namespaces on a fresh subnet; deleted when the module ends, checked gone."""
     skip_without_namespaces()
     network = _make_network()
     try:
@@ -274,7 +275,7 @@ def check_scram_only(store: ManagedCluster, address: str) -> None:
 
 @dataclass
 class Fleet:
-    """The store and the two hosts of one test."""
+    """The store and the hosts of one test."""
 
     network: Network
     store: ManagedCluster

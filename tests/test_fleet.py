@@ -299,14 +299,22 @@ def _statuses(store) -> list[tuple]:
     return store.db.execute(f"select {UNIT}, status from procrastinate_jobs order by id").fetchall()
 
 
-def test_a_measurement_whose_lease_was_lost_is_discarded_never_stored(store_server):
-    store, run_id = _queued_run(new_database(store_server, "lost"))
+def test_a_measurement_whose_lease_was_lost_is_discarded_never_stored(store_server, lab_tmp):
+    url = new_database(store_server, "lost")
+    store, run_id = _queued_run(url)
     cut_off = _agent(store, "host-a")
     unit = cut_off.claim("class")
     assert (unit.point_index, unit.repetition, unit.tries) == (0, 0, 1)
     _stall(store, cut_off)  # its heartbeat connection was lost for longer than its lease
     other = _agent(store, "host-b")
     assert [line.split(":")[0] for line in other.recover_stalled(60)] == [f"unit {unit.key}"]
+    # Cut off, not gone from view: `queue status` shows it stale (issue 49) until it comes
+    # back (registers again) or another agent takes its host.
+    assert {row[1]: row[-1] for row in other.agents()} == {"host-a": True, "host-b": False}
+    shown = run_cli("queue", "status", "--store", url, tmpdir=lab_tmp)
+    assert shown.returncode == 0, shown.stderr
+    [row_a] = [line for line in shown.stdout.splitlines() if line.startswith("host-a ")]
+    assert "stale: its units went back" in row_a
     taken = other.claim("class")
     assert (taken.key, taken.tries) == (unit.key, 2)  # back first: the lowest in the order
     assert other.record(taken, _unit_measurement(0, 0), 2).stored
@@ -321,6 +329,10 @@ def test_a_measurement_whose_lease_was_lost_is_discarded_never_stored(store_serv
     # the answer to a commit lost with the connection: recording again is not a second row
     assert other.record(taken, _unit_measurement(0, 0), 2).stored
     assert store.db.execute("select count(*) from measurements").fetchone() == (1,)
+    cut_off.register("class", {}, 60.0, 1)  # back: its stale row is over
+    assert sorted(row[1:2] + row[-1:] for row in other.agents()) == [
+        ("host-a", False), ("host-b", False)
+    ]  # fmt: skip
     store.close()
 
 

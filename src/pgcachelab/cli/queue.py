@@ -61,8 +61,16 @@ def status(lab_dir: LabDir = DEFAULT_LAB_DIR, store_url: StoreOption = None) -> 
     agents = queue.agents()
     if agents:
         rows = [
-            (host_id, host_name, host_class, pid, f"{age:.0f} s ago", f"{lease:g} s", unit or "-")
-            for _, host_id, host_name, host_class, pid, age, lease, unit in agents
+            (
+                host_id,
+                host_name,
+                host_class,
+                pid,
+                f"{age:.0f} s ago" + (", stale: its units went back" if stale else ""),
+                f"{lease:g} s",
+                unit or "-",
+            )
+            for _, host_id, host_name, host_class, pid, age, lease, unit, stale in agents
         ]
         head = ["host id", "host", "class", "pid", "heartbeat", "lease", "measuring"]
         lines += ["", "agents:", format_table(head, rows)]

@@ -17,7 +17,8 @@ Schema history (schema_version.version):
       its run's share for one class), the classes that may fetch it are the lab's own table's
       rule (fleet_runs), so pinning a run moves no job; tries are counted in unit_tries, not
       in the engine's attempts; units waiting in the old shared queues are deferred again, in
-      their order, through procrastinate's own functions.
+      their order, through procrastinate's own functions; an agent pruned for its lease keeps
+      its row, marked, so `queue status` shows it stale.
 """
 
 import contextlib
@@ -224,6 +225,9 @@ _UNIT_QUEUE_SQL = """'pgcachelab/r/' || left(md5(f.run_id), 12)
 _VERSION_5 = [
     "alter table {schema}.unit_tries add column seq bigserial,"
     " add column counted boolean not null default false",
+    # an agent pruned (not heard of for its lease) is shown as stale, not dropped from view
+    "alter table {schema}.agents add column last_heard double precision,"
+    " add column pruned_at double precision",
     "update {schema}.unit_tries set counted = outcome in ('failed', 'abandoned')"
     " and coalesce(reason, '') not like '%the try is not counted%'",
     """create temporary table legacy_units on commit drop as

@@ -188,7 +188,8 @@ _STALLED = f"""
 # row locked meanwhile) keeps its worker, so the next look gives it back naming its host, not
 # as a unit of no worker and no host. Each is unregistered by procrastinate's function.
 _TO_PRUNE = f"""
-    select w.id from procrastinate_workers w join agents a on a.worker_id = w.id
+    select w.id, extract(epoch from w.last_heartbeat)
+    from procrastinate_workers w join agents a on a.worker_id = w.id
     where {_LAPSED} and w.id is distinct from %(worker_id)s
       and not exists (select 1 from procrastinate_jobs j
                       where j.worker_id = w.id and j.status = 'doing')
@@ -277,8 +278,15 @@ class UnitQueue:
     # -- agents ------------------------------------------------------------------------------
 
     def register(self, host_class: str, facts: dict, lease_s: float, pid: int) -> int:
-        """A new procrastinate worker for this agent, and its host's facts."""
+        """A new procrastinate worker for this agent, and its host's facts. The agents this
+        host had before are over (it holds its host: none of them runs), this one's own
+        earlier worker too when it registers again after being pruned."""
         with self.db.transaction():
+            self.db.execute(
+                "update agents set stopped_at = %s where stopped_at is null"
+                " and (host_id = %s or worker_id = %s)",
+                (time.time(), self.host_id, self.worker_id),
+            )
             [worker_id] = one_row(self.db.execute(queries["register_worker"]))
             self.db.execute(
                 "insert into agents (worker_id, host_id, host_name, host_class, pid, lease_s,"
@@ -359,7 +367,13 @@ class UnitQueue:
                 else:
                     self._retry(job_id, args)
                     lines.append(f"unit {key}: queued again: {reason}")
-            for (worker_id,) in self.db.execute(_TO_PRUNE, params).fetchall():
+            for worker_id, last_heard in self.db.execute(_TO_PRUNE, params).fetchall():
+                # its row stays, marked: `queue status` shows the agent as stale
+                self.db.execute(
+                    "update agents set pruned_at = extract(epoch from now()), last_heard = %s"
+                    " where worker_id = %s",
+                    (last_heard, worker_id),
+                )
                 self.db.execute(queries["unregister_worker"], {"worker_id": worker_id})
         for run_id in {row[3]["run_id"] for row in rows}:
             self._finish_run_if_drained(run_id)
@@ -734,17 +748,23 @@ class UnitQueue:
         return found
 
     def agents(self) -> list[tuple]:
-        """Agents running now: (worker, host id, host name, class, pid, heartbeat age s,
-        lease s, unit held or None)."""
+        """Agents running now, or stale: (worker, host id, host name, class, pid, heartbeat
+        age s, lease s, unit held or None, stale). A stale agent was not heard of for its
+        lease (cut off, or killed) and its units went back; it shows until it registers
+        again or another agent takes its host."""
         return self.db.execute(
             """select a.worker_id, a.host_id, a.host_name, a.host_class, a.pid,
-                extract(epoch from now() - w.last_heartbeat), a.lease_s,
+                extract(epoch from now())
+                    - coalesce(extract(epoch from w.last_heartbeat), a.last_heard),
+                a.lease_s,
                 (select j.args->>'run_id' || '/' || (j.args->>'point_index') || '/'
                         || (j.args->>'repetition')
                  from procrastinate_jobs j where j.worker_id = a.worker_id and j.status = 'doing'
-                 limit 1)
-            from agents a join procrastinate_workers w on w.id = a.worker_id
-            where a.stopped_at is null order by a.host_id, a.worker_id"""
+                 limit 1),
+                w.id is null
+            from agents a left join procrastinate_workers w on w.id = a.worker_id
+            where a.stopped_at is null and (w.id is not null or a.pruned_at is not null)
+            order by a.host_id, a.worker_id"""
         ).fetchall()
 
     def tries(self, run_id: str) -> list[tuple]:
