@@ -174,9 +174,11 @@ def test_agents_outlive_a_store_restart(fleet_hosts, tmp_path):
             and measuring(fleet, a.name) and measuring(fleet, b.name),
             what="both agents measuring",
         )  # fmt: skip
-        # Fast shutdown ends every session; the agents find the store gone for a second.
+        # Fast shutdown ends every session; the store stays away until both agents found it
+        # gone (each needs it once its unit is measured), then comes back.
         fleet.store.stop()
-        time.sleep(1)
+        wait_for(lambda: all(": reconnecting\n" in host.stderr() for host in (a, b)),
+                 what="both agents reconnecting")  # fmt: skip
         fleet.store.start()
         assert first.wait(timeout=300) == 0, a.stderr()
         assert second.wait(timeout=300) == 0, b.stderr()

@@ -176,6 +176,12 @@ def _random_offsets(count: int, seed: int) -> list[int]:
     ]
 
 
+def _stats_with(disk, **at_least) -> dict | None:
+    """The daemon's counters once each named one reached its value, else None."""
+    stats = disk.stats()
+    return stats if all(stats.get(key, 0) >= value for key, value in at_least.items()) else None
+
+
 @needs_fuse
 @pytest.mark.slow
 def test_cold_reads_pay_the_latency_warm_reads_do_not(dirs):
@@ -193,8 +199,11 @@ def test_cold_reads_pay_the_latency_warm_reads_do_not(dirs):
         _write_file(through, FILE_BYTES)
         _drop_cached_pages(through)  # the FUSE file's pages; the backing file's stay cached
         fuse_cold_us, fuse_warm_us = _pread_medians_us(through, offsets)
-        time.sleep(0.3)  # one stats interval
-        stats = disk.stats()
+        # the daemon writes its counters every stats interval
+        stats = wait_for(
+            lambda: _stats_with(disk, reads=len(offsets), writes=1, write_bytes=FILE_BYTES),
+            what="the reads and writes counted",
+        )
     print(f"cold median: plain {plain_cold_us:.1f} µs, FUSE {fuse_cold_us:.1f} µs")
     print(f"warm median: plain {plain_warm_us:.1f} µs, FUSE {fuse_warm_us:.1f} µs")
     expected_cold_us = read_latency_us + plain_cold_us
@@ -222,8 +231,7 @@ def test_fdatasync_pays_the_sync_latency_only(dirs):
                 took_us.append((time.perf_counter_ns() - start) / 1000)
         finally:
             os.close(fd)
-        time.sleep(0.3)
-        stats = disk.stats()
+        stats = wait_for(lambda: _stats_with(disk, syncs=20), what="the syncs counted")
     median_us = statistics.median(took_us)
     print(f"fdatasync median {median_us:.0f} µs (sync latency {sync_latency_us:.0f} µs)")
     assert 0.7 * sync_latency_us <= median_us <= 1.3 * sync_latency_us
@@ -266,8 +274,8 @@ def test_bandwidth_limit_is_shared_by_concurrent_transfers(dirs):
             while data.read(1024 * 1024):
                 pass
         took_s = time.perf_counter() - start
-        time.sleep(0.3)
-        read_bytes = disk.stats()["read_bytes"]
+        stats = wait_for(lambda: _stats_with(disk, read_bytes=size_bytes), what="reads counted")
+        read_bytes = stats["read_bytes"]
     print(f"{size_bytes} bytes at {bandwidth_bytes_s} B/s: {took_s:.3f} s")
     assert read_bytes >= size_bytes
     assert size_bytes / bandwidth_bytes_s <= took_s <= 3 * size_bytes / bandwidth_bytes_s

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from fix_processes import wait_for
 
 from pgcachelab.experiments import resource_sampler
 from pgcachelab.experiments.instruments import ResourceSeries
@@ -226,10 +227,26 @@ def test_sources_say_where_each_figure_comes_from_or_why_not(tmp_path):
     assert (emulated["device"], emulated["device_source"]) == ("hdd", "emulated disk")
 
 
-def test_the_sampler_on_this_machine_through_a_measurement(tmp_path):
+def counting_reads(monkeypatch) -> list:
+    """The sampler's reads, counted as they start: a test waits for a number of them, not for
+    a time a loaded machine may not keep."""
+    started: list = []
+    real = resource_sampler.read_sample
+
+    def counted(*args, **kwargs):
+        started.append(time.monotonic())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(resource_sampler, "read_sample", counted)
+    return started
+
+
+def test_the_sampler_on_this_machine_through_a_measurement(tmp_path, monkeypatch):
     recording = Recording(point_index=0, repetition=0)
+    reads = counting_reads(monkeypatch)
     with ResourceSeries(FakeTarget(tmp_path), recording):
-        time.sleep(0.6)
+        # three reads begun: the first two are a row; a fourth read at exit makes another
+        wait_for(lambda: len(reads) >= 3 and reads[-1] - reads[0] >= 0.2, what="three samples")
     resources = recording.metrics["resources"]
     assert resources["failed"] == 0 and resources["samples"] == len(resources["rows"]) + 1
     values = as_dict(resources["rows"][-1])
@@ -252,7 +269,7 @@ def test_a_sample_that_fails_is_counted_with_its_reason_and_the_series_goes_on(m
 
     sources = Sources(device="x", device_source="diskstats", read_device=flaky_device)
     sampler = ResourceSampler.start(sources, interval_s=0.05)
-    time.sleep(0.3)
+    wait_for(lambda: len(calls) >= 4, what="a failed sample and two after it")
     kept = sampler.close()
     assert kept["failed"] == 1 and kept["first_error"] == "OSError: diskstats went away"
     assert kept["rows"] and kept["samples"] == len(kept["rows"]) + 1
@@ -261,12 +278,15 @@ def test_a_sample_that_fails_is_counted_with_its_reason_and_the_series_goes_on(m
 
 
 def test_a_sampler_that_never_read_a_sample_keeps_no_summary(monkeypatch):
+    tried = []
+
     def broken(sources, proc=resource_sampler.PROC):
+        tried.append(1)
         raise ValueError("unparsable")
 
     monkeypatch.setattr(resource_sampler, "read_sample", broken)
     sampler = ResourceSampler.start(Sources(), interval_s=0.05)
-    time.sleep(0.12)
+    wait_for(lambda: len(tried) >= 2, what="two failed samples")
     kept = sampler.close()
     assert kept["rows"] == [] and kept["summary"] is None and kept["samples"] == 0
     assert kept["failed"] >= 2 and kept["first_error"] == "ValueError: unparsable"
@@ -286,8 +306,9 @@ def test_a_summary_that_cannot_be_made_leaves_the_series(monkeypatch, tmp_path):
         raise KeyError("ios")
 
     monkeypatch.setattr(resource_sampler, "summary", broken)
+    reads = counting_reads(monkeypatch)
     sampler = ResourceSampler.start(sources_of(FakeTarget(tmp_path)), interval_s=0.05)
-    time.sleep(0.12)
+    wait_for(lambda: len(reads) >= 3, what="a row of two samples")  # the third began after it
     kept = sampler.close()
     assert kept["rows"] and kept["summary"] is None
     assert kept["failed"] == 1 and kept["first_error"] == "summary: KeyError: 'ios'"
