@@ -2,13 +2,17 @@
 per session for the figure, findings and browser tests."""
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 REPORT_RUNS_DIR = Path(__file__).parent / "data" / "report-runs"
+# one directory per pytest-xdist worker (gw0, gw1: each builds its own session's reports)
 REPORT_ARTIFACTS = Path(__file__).parent.parent / "test-artifacts" / "report-browser"
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    REPORT_ARTIFACTS /= os.environ["PYTEST_XDIST_WORKER"]
 
 
 @dataclasses.dataclass

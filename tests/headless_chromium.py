@@ -94,7 +94,8 @@ class DevTools:
 @contextlib.contextmanager
 def headless_chromium():
     """A running headless Chromium's DevTools connection; the browser is gone on exit."""
-    profile = Path(tempfile.mkdtemp(prefix="pgcachelab-chromium-"))
+    # in /tmp itself, whatever TMPDIR says: its singleton socket's path must fit in 108 bytes
+    profile = Path(tempfile.mkdtemp(prefix="pgcachelab-chromium-", dir="/tmp"))
     # Chromium keeps its singleton socket in $TMPDIR and, killed, leaves it there: inside the
     # profile it goes away with it.
     scratch = profile / "tmp"

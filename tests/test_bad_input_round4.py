@@ -273,6 +273,24 @@ def _commands_as_the_user(tmpdir: Path, commands: list[list]) -> str:
     return json.dumps({"codes": codes, "left": sorted(p.name for p in tmpdir.iterdir())})
 
 
+def _import_what_they_use(commands: list[list]) -> None:
+    """Each command once here, its output dropped: whatever it imports lazily is imported before
+    the fork, whichever tests ran before in this process (none, under a fresh xdist worker)."""
+    from pgcachelab.cli import main as cli_main
+
+    argv = sys.argv
+    with (
+        open(os.devnull, "w") as devnull,
+        contextlib.redirect_stdout(devnull),
+        contextlib.redirect_stderr(devnull),
+    ):
+        for args in commands:
+            sys.argv = ["pgcachelab", *map(str, args)]
+            with contextlib.suppress(SystemExit):
+                cli_main.main()
+    sys.argv = argv
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="becoming the unprivileged user needs root")
 def test_commands_of_a_user_without_a_runtime_dir_leave_no_registry_behind():
     # The user cannot read this interpreter's standard library (under /root): what the
@@ -289,6 +307,7 @@ def test_commands_of_a_user_without_a_runtime_dir_leave_no_registry_behind():
         spec = tmpdir / "spec.toml"
         spec.write_text('[pgbench]\nscale = 1\nduration = "1s"\n')
         commands = [["run", spec, "--plan"], ["runs", "--lab-dir", tmpdir / "no-lab"]]
+        _import_what_they_use(commands)
         nobody = pwd.getpwnam("nobody")
         done = output_as_user(nobody, lambda: _commands_as_the_user(tmpdir, commands))
     assert json.loads(done) == {
