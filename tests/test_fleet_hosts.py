@@ -137,6 +137,16 @@ def assert_clean_end(fleet) -> None:
         assert [p.name for p in host.tmpdir.iterdir()] == [host.registry.name]
 
 
+def assert_refused_as_a_clone(clone, host_id: str) -> None:
+    """An agent with another host's identity, refused by the store's lock: exit 2, one line."""
+    assert clone.returncode == 2, clone.stderr
+    assert re.match(
+        rf"pgcachelab: agent: host id '{re.escape(host_id)}' is held in the store by host"
+        rf" {re.escape(host_id)}, pid",
+        clone.stderr,
+    ), clone.stderr
+
+
 def test_two_hosts_measure_one_run_over_tcp(fleet_hosts, tmp_path):
     fleet = fleet_hosts
     run_id = queue_run(fleet, tmp_path, from_host=True)
@@ -352,12 +362,7 @@ def test_a_host_is_measured_by_one_agent_at_a_time(fleet_hosts):
         assert re.match(busy, again.stderr), again.stderr
         # Another machine with the same identity (a cloned VM): the store's lock refuses it.
         clone = b.run(*agent(fleet, b, host_id=a.name))
-        assert clone.returncode == 2, clone.stderr
-        assert re.match(
-            rf"pgcachelab: agent: host id '{re.escape(a.name)}' is held in the store by host"
-            rf" {re.escape(a.name)}, pid",
-            clone.stderr,
-        ), clone.stderr
+        assert_refused_as_a_clone(clone, a.name)
         # With --wait it waits for the host, and takes it when the first agent is gone.
         with b.process(agent(fleet, b, "--wait", host_id=a.name), name="waiting") as waiting:
             wait_for(lambda: alive(waiting, b) and "waiting for it" in b.stderr("waiting"),
@@ -411,12 +416,7 @@ def test_a_clone_is_refused_after_a_store_restart(fleet_hosts, tmp_path):
         wait_for(lambda: alive(original, a) and advisory_holders(fleet) == [a.name],
                  what="the agent's host lock taken again")  # fmt: skip
         clone = b.run(*agent(fleet, b, host_id=a.name))
-        assert clone.returncode == 2, clone.stderr
-        assert re.match(
-            rf"pgcachelab: agent: host id '{re.escape(a.name)}' is held in the store by host"
-            rf" {re.escape(a.name)}, pid",
-            clone.stderr,
-        ), clone.stderr
+        assert_refused_as_a_clone(clone, a.name)
         assert original.wait(timeout=300) == 0, a.stderr()
     measured = assert_stored_once(fleet)
     assert {fleet_facts["host_id"] for *_, fleet_facts in measured} == {a.name}

@@ -169,7 +169,7 @@ _LAPSED = f"{_HEARD_OF} < now() - {_LEASE}"
 # Doing jobs of the lab whose worker is gone, or whose agent was not heard of for its lease;
 # `before_restart`: its last heartbeat is older than the store's start (the outage stopped it).
 _STALLED = f"""
-    select j.id, j.attempts, f.max_tries, j.args, a.host_id, a.host_name, j.worker_id,
+    select j.id, f.max_tries, j.args, a.host_id, a.host_name, j.worker_id,
            coalesce(w.last_heartbeat < pg_postmaster_start_time(), false),
            pg_postmaster_start_time()
     from procrastinate_jobs j
@@ -342,7 +342,7 @@ class UnitQueue:
         params = {"task": TASK, "worker_id": self.worker_id, "default_lease_s": default_lease_s}
         with self.db.transaction():
             rows = self.db.execute(_STALLED, params).fetchall()
-            for job_id, _, max_tries, args, host_id, host_name, worker_id, *restart in rows:
+            for job_id, max_tries, args, host_id, host_name, worker_id, *restart in rows:
                 before_restart, started = restart
                 tries = self._counted_tries(args) + 1
                 agent = f"the agent on {host_name or host_id or '?'}"
@@ -375,7 +375,7 @@ class UnitQueue:
                     (last_heard, worker_id),
                 )
                 self.db.execute(queries["unregister_worker"], {"worker_id": worker_id})
-        for run_id in {row[3]["run_id"] for row in rows}:
+        for run_id in {args["run_id"] for _, _, args, *_ in rows}:
             self._finish_run_if_drained(run_id)
         return lines
 
