@@ -190,7 +190,7 @@ def test_tpcc_run_on_a_dsn_without_its_password_uses_pgpassword(password_only_tc
     loader.load(password_only_tcp_cluster.connect, 1, 2, LineProgress(), random.Random(2))
     result = _run_with_pgpassword(
         password_only_tcp_cluster, lab_tmp, "tpcc", "run", "--dsn",
-        _tcp_dsn(password_only_tcp_cluster), "--transactions", "5", "--clients", "1", "--json",
+        _tcp_dsn(password_only_tcp_cluster), "--transactions", "40", "--clients", "1", "--json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["run"]["summary"]["completed"] > 0
