@@ -79,6 +79,10 @@ debian-python-venv:
 		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
 
+# pytest-xdist's workers for `make test` (PARALLEL= runs the suite in one process)
+TEST_WORKERS ?= 2
+PARALLEL ?= --tx $(TEST_WORKERS)*popen//python=tests/xdist-worker --dist loadscope
+
 test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(VENV)/bin/ruff check src tests bench docs/hooks
 	$(VENV)/bin/ruff format --check src tests bench docs/hooks
@@ -87,9 +91,14 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(MAKE) --no-print-directory docs-strict
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome
 	@# (Ctrl-C and SIGTERM included: make's Interrupt used to leave it)
+	@# Two workers (pytest-xdist), each with its own lab registry (tests/xdist-worker); the
+	@# tests that share the machine's state run on one of them (conftest.py MACHINE_MODULES).
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
-	trap 'rm -rf "$$base"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
-	$(VENV)/bin/pytest --basetemp="$$base/t" --durations=25 -m "not source_build"
+	trap 'flock -w 300 "$$base/workers.lock" true 2>/dev/null; rm -rf "$$base"; \
+	      rmdir /run/pgcachelab 2>/dev/null || true' EXIT; \
+	trap 'exit 130' INT; trap 'exit 143' TERM; \
+	PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" --durations=25 \
+		-m "not source_build" $(PARALLEL)
 
 # PostgreSQL built from Debian's source package end to end (tests/test_source_build.py; about
 # 2.5 minutes of gcc on 2 cores): left out of `make test` to keep its pytest short, run by
