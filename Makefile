@@ -110,11 +110,14 @@ test-source-build: $(INSTALLED)
 
 # The tests that start no server (pure functions, parsers on captured outputs, bad input through
 # the CLI, reports from the fixture store): those not marked `server` (tests/fix_clusters.py marks
-# every user of a server fixture). pytest exits 5 when the selection is empty, so a broken
+# every user of a server fixture) or `browser` (headless Chromium), on the same workers as
+# `make test`; under a minute on 2 cores. pytest exits 5 when the selection is empty, so a broken
 # marker expression fails here instead of passing with nothing run.
 test-fast: $(INSTALLED)
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
-	$(VENV)/bin/pytest --basetemp="$$base/t" -m "not server"; status=$$?; rm -rf "$$base"; exit $$status
+	PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" \
+		-m "not server and not browser" $(PARALLEL); status=$$?; \
+	flock -w 300 "$$base/workers.lock" true 2>/dev/null; rm -rf "$$base"; exit $$status
 
 # The whole fault suite (tests/test_faults.py): 20 random kill -9s of a lab then --resume, where
 # `make test` runs 3 (PGCACHELAB_FAULT_KILLS); PGCACHELAB_FAULT_SEED picks other moments.

@@ -28,6 +28,7 @@ pytestmark = [
         chromium_path() is None, reason="no chromium: `make test` installs Debian's (as root)"
     ),
     pytest.mark.slow,
+    pytest.mark.browser,
 ]
 
 

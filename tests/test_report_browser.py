@@ -38,9 +38,12 @@ TINY_RUN = {
 TINY_RUNS = sorted(set(TINY_RUN.values()))
 PAGES = [*TINY_RUNS, "compare"]  # compare: what compare-quick and its async twin are for
 
-pytestmark = pytest.mark.skipif(
-    chromium_path() is None, reason="no chromium: `make test` installs Debian's (as root)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        chromium_path() is None, reason="no chromium: `make test` installs Debian's (as root)"
+    ),
+    pytest.mark.browser,
+]
 
 
 def _shape(spec) -> tuple:

@@ -108,6 +108,7 @@ def test_text_and_json_carry_every_claim(fixture_results):
     assert document["studies"][-1]["reason"] == "no root here"
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(chromium_path() is None, reason="no chromium: `make test` installs it (root)")
 def test_the_page_opens_cleanly_in_chromium(fixture_results):
     results, base = fixture_results

@@ -19,6 +19,8 @@ from pgcachelab.studies.versions.report import clients_panels
 
 FUSE, WHY_NOT = fusedisk.availability()
 needs_fuse = pytest.mark.skipif(not FUSE, reason=f"emulated disk unavailable: {WHY_NOT}")
+# every test here runs the lab, which starts its servers itself (no server fixture to mark it)
+pytestmark = pytest.mark.server
 
 
 def _installed(version: str) -> str:
