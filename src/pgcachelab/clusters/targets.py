@@ -51,6 +51,9 @@ def kept_data_root() -> Path:
 
 class ManagedTarget:
     kind = "managed"
+    # Set by __init__; declared here so that the protocol's check sees them on the class.
+    machine: "EmulatedMachine"
+    emulated_disk: bool
 
     def __init__(
         self,
@@ -282,6 +285,7 @@ class VersionedTarget:
     """
 
     kind = "managed"
+    machine: "EmulatedMachine"  # its own, shared by its clusters: set by __init__
 
     def __init__(
         self,

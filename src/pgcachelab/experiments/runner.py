@@ -642,7 +642,7 @@ def prepare_caches(
     if mode != "keep":
         conn.execute("checkpoint")  # DONTNEED and drop_caches leave dirty pages behind
     if mode == "drop-cluster":
-        assert ctx.target.data_dir is not None  # prepare() refuses it for a --dsn server
+        assert ctx.target.data_dir is not None  # preflight.check_run refuses it for a --dsn server
         done["evicted"] = oscache.evict_files(ctx.target.data_dir)
     elif mode == "drop-all":
         oscache.drop_all()
