@@ -321,7 +321,7 @@ class VersionedTarget:
         self._record_work_dir: Callable[[str], None] | None = None
         # version -> names of settings that version does not know: left out of its points
         self.skipped_settings: dict[str, list[str]] = {}
-        # version -> {spec's name: the setting it runs as}: experiments/runner.py fills it
+        # version -> {spec's name: the setting it runs as}; both filled by preflight()
         self.translated_settings: dict[str, dict[str, str]] = {}
 
     # What the current cluster answers.
