@@ -16,7 +16,7 @@ from pgcachelab.analysis.cache_split import best_setting
 from pgcachelab.analysis.compare import compare_runs, match_points
 from pgcachelab.analysis.summary import best_by_median, summarise
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.runner import check_memory_fits_host
+from pgcachelab.experiments.preflight import check_memory_fits_host
 from pgcachelab.probes.environment import memory_total_bytes
 from pgcachelab.units import exact_amount_text, format_bytes
 

@@ -1,9 +1,14 @@
 """The sizes a run is checked against before it starts (issue 35): pure, no server."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from test_spec import captured_catalogue
 
+from pgcachelab.clusters.binaries import PgInstall
+from pgcachelab.clusters.guc import SettingInfo
+from pgcachelab.clusters.targets import VersionedTarget
 from pgcachelab.errors import UserError
 from pgcachelab.experiments import preflight
 from pgcachelab.experiments.spec import parse_spec
@@ -74,3 +79,49 @@ def test_shared_buffers_beyond_the_memory_limit_is_refused_only_when_no_point_fi
     with pytest.raises(UserError, match=r"sweep\.settings\.shared_buffers: invalid value 512MB"):
         preflight.check_shared_buffers_fit(none_fit, 256 * 1024**2)
     preflight.check_shared_buffers_fit(none_fit, None)  # no limit: nothing to exceed
+
+
+class _Install:
+    """A version's install as VersionedTarget.preflight reads it: its catalogue, its version."""
+
+    def __init__(self, version: str, catalogue: dict):
+        self.install = PgInstall(Path(f"/pg/{version}/bin"), version, int(version.split(".")[0]),
+                                 "test")  # fmt: skip
+        self._catalogue = catalogue
+
+    def catalogue(self) -> dict:
+        return self._catalogue
+
+
+def test_a_version_sweep_runs_each_setting_as_each_version_knows_it():
+    """Seed 001: one spec for every version. 9.3 knows max_wal_size as checkpoint_segments and
+    has no hash_mem_multiplier: the target says so in its preflight facts and keeps it for
+    apply(); the pass validates each version without them and says each once."""
+    newer = captured_catalogue("15")
+    older = {n: i for n, i in newer.items() if n not in ("max_wal_size", "hash_mem_multiplier")}
+    older["checkpoint_segments"] = SettingInfo("checkpoint_segments", "sighup", "integer")
+    target = object.__new__(VersionedTarget)  # its installs, without finding them on disk
+    target.targets = {"9.3": _Install("9.3.5", older), "15": _Install("15.8", newer)}  # type: ignore[dict-item]
+    spec = spec_of(
+        '[server.settings]\nmax_wal_size = "1GB"\nhash_mem_multiplier = 2.0\n'
+        '[sweep]\nversion = ["9.3", "15"]\n'
+    )
+    facts = target.preflight(spec.setting_names())
+    assert target.skipped_settings == {"9.3": ["hash_mem_multiplier"]}
+    assert target.translated_settings == {"9.3": {"max_wal_size": "checkpoint_segments"}}
+    assert [(s.name, s.skipped, s.translated) for s in facts.servers] == [
+        ("PostgreSQL 9.3", ("hash_mem_multiplier",), {"max_wal_size": "checkpoint_segments"}),
+        ("PostgreSQL 15", (), {}),
+    ]
+    notes: list[str] = []
+    preflight._check_settings(spec, facts, SimpleNamespace(note=notes.append))  # type: ignore[arg-type]
+    assert notes == [
+        "PostgreSQL 9.3 does not know hash_mem_multiplier: its points run without it",
+        "PostgreSQL 9.3 knows max_wal_size as checkpoint_segments: its points run with those",
+    ]
+    # a setting no version knows is refused, naming the first version's catalogue
+    typo = spec_of(
+        '[server.settings]\nhash_mem_multiplyer = 2.0\n[sweep]\nversion = ["9.3", "15"]\n'
+    )
+    with pytest.raises(UserError, match='unknown server setting "hash_mem_multiplyer"'):
+        preflight._check_settings(typo, target.preflight(typo.setting_names()), None)

@@ -259,7 +259,6 @@ def run(
     import psycopg
 
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.clusters.targets import pgbench_for
     from pgcachelab.report.tpcc_text import format_load, format_run, run_json
     from pgcachelab.workloads.pgbench import PgbenchError
     from pgcachelab.workloads.tpcc import driver, loader
@@ -317,7 +316,7 @@ def run(
                 progress.note(format_load(load_result))
             result = driver.run(
                 target,
-                pgbench_for(target),
+                target.pgbench(),
                 options,
                 progress,
                 where,

@@ -24,8 +24,8 @@ from pgcachelab.clusters.guc import SettingInfo, catalogue_from_pg_settings
 from pgcachelab.clusters.installs import read_record, resolve, source_of
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.clusters.osuser import install_usable_by, server_user
-from pgcachelab.clusters.setting_history import translate_settings
-from pgcachelab.clusters.target import ManagedServer, Target
+from pgcachelab.clusters.setting_history import names_in, translate_settings
+from pgcachelab.clusters.target import ManagedServer, Preflight, ServerFacts, Target
 from pgcachelab.errors import PointError, UserError
 from pgcachelab.machine.disk_profiles import HOST, resolve_disk
 from pgcachelab.machine.storage_probe import probe_storage
@@ -51,6 +51,9 @@ def kept_data_root() -> Path:
 
 class ManagedTarget:
     kind = "managed"
+    # Set by __init__; declared here so that the protocol's check sees them on the class.
+    machine: "EmulatedMachine"
+    emulated_disk: bool
 
     def __init__(
         self,
@@ -62,6 +65,7 @@ class ManagedTarget:
         disks: tuple[str | None, ...] = (),  # the disks the run's points name (canonical texts)
         disk_override: str | None = None,  # --disk: recorded, so --resume uses it again
         machine: "EmulatedMachine | None" = None,  # shared with other targets, run by them
+        resume_dir: Path | None = None,  # --resume: the cluster a stopped run kept there
     ):
         from pgcachelab.machine.emulated import EmulatedMachine
 
@@ -74,7 +78,7 @@ class ManagedTarget:
         # Data that takes long to build (cache-wash) is kept when a run stops unfinished, in a
         # directory outside /tmp, and picked up again by --resume.
         self.keep_data = keep_data
-        self.resume_dir: Path | None = None
+        self.resume_dir = resume_dir
         # {"store": location, "run_id": id}: recorded with a kept cluster (machine/owned.py), so
         # a later lab can tell a cluster its run may resume from one whose run or store is gone.
         self.kept_for: dict[str, str] = {}
@@ -109,6 +113,20 @@ class ManagedTarget:
 
     def applicable_contexts(self) -> set[str] | None:
         return None
+
+    def preflight(self, setting_names: set[str]) -> Preflight:
+        """Its one install and catalogue; the lab sets max_connections and runs as superuser."""
+        name = f"PostgreSQL {self.install.version}"
+        return Preflight((ServerFacts(name, self.catalogue(), None, self.install),))
+
+    def pgbench(self) -> Path:
+        return find_pgbench(self.install)
+
+    def label_kept(self, kept_for: dict[str, str]) -> None:
+        self.kept_for = kept_for
+
+    def switch(self, version: str | None, group: tuple) -> tuple[dict, dict] | None:
+        return None  # one cluster, current from open() on
 
     def describe(self) -> dict:
         return {
@@ -193,6 +211,10 @@ class ManagedTarget:
             return f"emulated disk failed: {error}"
         return None
 
+    def postmaster_pid(self) -> int | None:
+        process = self.cluster.process if self.cluster is not None else None
+        return process.pid if process is not None else None
+
     def disk_record(self) -> dict:
         """The disk a measurement ran on: its profile, the storage probe, the device counters."""
         disk = self.cluster.disk if self.cluster else None
@@ -259,10 +281,11 @@ class VersionedTarget:
     every other cluster's files from the OS page cache before the next one starts, so one
     server holds the (emulated) memory at a time and no version inherits another's warm
     cache. All clusters share one emulated machine: one memory cgroup, one huge pages
-    reservation. Everything else is the current cluster's ManagedTarget.
+    reservation. Everything else is the current cluster's ManagedTarget, asked by name below.
     """
 
     kind = "managed"
+    machine: "EmulatedMachine"  # its own, shared by its clusters: set by __init__
 
     def __init__(
         self,
@@ -298,16 +321,10 @@ class VersionedTarget:
         self._record_work_dir: Callable[[str], None] | None = None
         # version -> names of settings that version does not know: left out of its points
         self.skipped_settings: dict[str, list[str]] = {}
-        # version -> {spec's name: the setting it runs as}: experiments/runner.py fills it
+        # version -> {spec's name: the setting it runs as}; both filled by preflight()
         self.translated_settings: dict[str, dict[str, str]] = {}
 
-    def __getattr__(self, name):
-        if name in ("current", "targets"):  # not set yet: no recursion through __getattr__
-            raise AttributeError(name)
-        return getattr(self.current, name)
-
-    # What the current cluster answers, spelled out for the Target protocols (__getattr__
-    # passes the rest: install, cluster, park...).
+    # What the current cluster answers.
     @property
     def server_major(self) -> int:
         return self.current.server_major
@@ -350,6 +367,53 @@ class VersionedTarget:
     def disk_record(self) -> dict:
         return self.current.disk_record()
 
+    def postmaster_pid(self) -> int | None:
+        return self.current.postmaster_pid()
+
+    def preflight(self, setting_names: set[str]) -> Preflight:
+        """Each version's catalogue, with the run's settings it knows by another name and those
+        it does not know at all, kept for apply() and the run's record.
+
+        Same settings for every version: one a version knows by another name runs as that
+        (clusters/setting_history: max_wal_size is checkpoint_segments before 9.5), one it does
+        not know at all is skipped for it (seed 001 compares like with like, as far as each
+        version allows)."""
+        catalogues = {version: t.catalogue() for version, t in self.targets.items()}
+        renamed = {v: names_in(t.install.version, setting_names) for v, t in self.targets.items()}
+
+        def known(name: str, version: str) -> bool:
+            return renamed[version].get(name, name) in catalogues[version]
+
+        known_somewhere = {
+            name for name in setting_names if any(known(name, v) for v in catalogues)
+        }
+        self.skipped_settings, self.translated_settings = {}, {}
+        servers = []
+        for version, catalogue in catalogues.items():
+            skipped = sorted(name for name in known_somewhere if not known(name, version))
+            translated = {
+                name: other
+                for name, other in renamed[version].items()
+                if other != name and other in catalogue
+            }
+            if skipped:
+                self.skipped_settings[version] = skipped
+            if translated:
+                self.translated_settings[version] = translated
+            install = self.targets[version].install
+            servers.append(
+                ServerFacts(
+                    f"PostgreSQL {version}", catalogue, None, install, tuple(skipped), translated
+                )
+            )
+        return Preflight(tuple(servers))
+
+    def pgbench(self) -> Path:
+        return _newest_pgbench()  # one pgbench, the newest, for every version (seed 001)
+
+    def label_kept(self, kept_for: dict[str, str]) -> None:
+        return None  # its clusters are never kept: close() removes them all
+
     @property
     def server_version(self) -> str:
         return ", ".join(target.server_version for target in self.targets.values())
@@ -389,10 +453,11 @@ class VersionedTarget:
         self._record_work_dir = record_work_dir
         self.machine.open()
 
-    def switch(self, version: str, group: tuple) -> tuple[dict, dict] | None:
+    def switch(self, version: str | None, group: tuple) -> tuple[dict, dict] | None:
         """Make the cluster of `version` and data `group` current (created on first use, its
         server started by the next apply). Returns its workload state and what was dropped from
         the OS cache, or None when it was current already."""
+        assert version is not None  # the spec sweeps version: every point has one
         if version in self.unavailable:
             # a row with its reason, not a failed run: the sweep goes on with the others
             raise PointError(
@@ -513,6 +578,34 @@ class ExistingTarget:
     def applicable_contexts(self) -> set[str] | None:
         return SESSION_CONTEXTS
 
+    def preflight(self, setting_names: set[str]) -> Preflight:
+        """Its catalogue, its own max_connections, and whether the role may run CHECKPOINT
+        (the lab runs it before a measured run, and before it drops the OS cache)."""
+        with self.connect() as conn:
+            max_connections = int(_current_setting(conn, "max_connections"))
+            role = _current_setting(conn, "session_authorization")
+            # CASE, so that pg_has_role never meets a role that does not exist: a superuser,
+            # or from 15 a member of pg_checkpoint
+            may_checkpoint = one_row(
+                conn.execute(
+                    "select case when rolsuper then true"
+                    " when exists (select 1 from pg_roles where rolname = 'pg_checkpoint')"
+                    " then pg_has_role('pg_checkpoint', 'member') else false end"
+                    " from pg_roles where rolname = current_user"
+                )
+            )[0]
+        server = ServerFacts("the server given by --dsn", self._catalogue, SESSION_CONTEXTS)
+        return Preflight((server,), max_connections, may_checkpoint, role)
+
+    def pgbench(self) -> Path:
+        return _newest_pgbench()
+
+    def label_kept(self, kept_for: dict[str, str]) -> None:
+        return None  # the lab keeps nothing of a server it does not run
+
+    def switch(self, version: str | None, group: tuple) -> tuple[dict, dict] | None:
+        return None
+
     def describe(self) -> dict:
         return {"kind": self.kind, "conninfo": self.conninfo}  # no secret, ever
 
@@ -532,23 +625,6 @@ class ExistingTarget:
         return PgbenchTarget(
             self.conninfo, self.password, session_options=settings or None, secrets=others
         )
-
-    def current_setting(self, name: str) -> str:
-        with self.connect() as conn:
-            return one_row(conn.execute("select current_setting(%s)", (name,)))[0]
-
-    def may_checkpoint(self) -> bool:
-        """Whether the role may run CHECKPOINT: a superuser, or from 15 a member of
-        pg_checkpoint (CASE, so that pg_has_role never meets a role that does not exist)."""
-        with self.connect() as conn:
-            return one_row(
-                conn.execute(
-                    "select case when rolsuper then true"
-                    " when exists (select 1 from pg_roles where rolname = 'pg_checkpoint')"
-                    " then pg_has_role('pg_checkpoint', 'member') else false end"
-                    " from pg_roles where rolname = current_user"
-                )
-            )[0]
 
     def close(self, finished: bool = True) -> None:
         return None
@@ -579,11 +655,8 @@ def _check_service_secrets(conninfo: dict, secrets: dict) -> None:
         ) from None
 
 
-def pgbench_for(target: Target) -> Path:
-    """pgbench of the managed install, else the newest the lab has."""
-    if isinstance(target, ManagedTarget):
-        return find_pgbench(target.install)
-    return _newest_pgbench()
+def _current_setting(conn: psycopg.Connection, name: str) -> str:
+    return one_row(conn.execute("select current_setting(%s)", (name,)))[0]
 
 
 @functools.cache

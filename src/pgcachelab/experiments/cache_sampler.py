@@ -19,7 +19,7 @@ from pgcachelab.analysis.inspect_accuracy import MEASURED_PREFIX, REFERENCE, ROU
 from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.clusters.client import one_row
 from pgcachelab.clusters.managed import ClusterError
-from pgcachelab.clusters.target import Target
+from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.experiments.spec import InspectOptions, parse_inspect_method
 from pgcachelab.probes.buffercache import (
     SAMPLER_APPLICATION_NAME,
@@ -115,7 +115,7 @@ class CacheSampler:
         conn = target.connect(settings)
         try:
             conn.execute(f"set application_name = '{SAMPLER_APPLICATION_NAME}'")
-            if target.kind == "managed":
+            if is_managed(target):
                 _create_extensions(conn, requested)
             method = choose_method(requested, available_methods(conn))
             if method is None:
@@ -128,7 +128,7 @@ class CacheSampler:
                 data_dir, why_not = local_data_dir(conn)
                 note = os_cache_note(data_dir, why_not)
             backend_pid = None
-            if target.kind == "managed" or data_dir is not None:  # the server runs here
+            if is_managed(target) or data_dir is not None:  # the server runs here
                 backend_pid = one_row(conn.execute("select pg_backend_pid()"))[0]
         except BaseException:
             conn.close()

@@ -21,7 +21,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -30,7 +30,7 @@ import psycopg
 
 from pgcachelab.analysis.hosts import host_class
 from pgcachelab.clusters import installs
-from pgcachelab.clusters.target import Target
+from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import runner
 from pgcachelab.experiments.host_lock import HostBusy, HostLock
@@ -44,7 +44,7 @@ from pgcachelab.progress import Progress
 from pgcachelab.quantities import duration
 from pgcachelab.store.postgresql import PostgresResultStore
 from pgcachelab.store.queue import Recorded, Unit, UnitQueue
-from pgcachelab.store.records import Measurement
+from pgcachelab.store.records import Measurement, Run, StoredSnapshot
 
 QUEUE_NEEDS_POSTGRESQL = "a queue needs the shared PostgreSQL store: --store postgresql://..."
 DEFAULT_LEASE_S = 60.0
@@ -146,7 +146,7 @@ def queue_run(spec: ExperimentSpec, target: Target, store, progress: Progress) -
             " the results of the earlier ones",
             "give a number of repetitions to queue the run",
         )
-    if target.kind != "managed":
+    if not is_managed(target):
         raise UserError("--queue with --dsn: each agent runs its own clusters", "drop --dsn")
     earlier = queue.waiting_runs_of_spec(spec.text)
     run_id = runner.record_run(spec, target, store, progress, measured_here=False)
@@ -244,11 +244,30 @@ class UnitStore:
         self.fleet: dict = {}  # what each measurement says about who measured it
         self.recorded: Recorded | None = None
 
-    def __getattr__(self, name):
-        found = getattr(self._store, name)
-        if not callable(found):
-            return found
-        return lambda *args, **kwargs: self._keeper.run(lambda: found(*args, **kwargs))
+    # What runner.RunStore asks, each call through the keeper (a lost connection is made again).
+    @property
+    def location(self) -> str:
+        return self._store.location
+
+    def run(self, run_id: str) -> Run | None:
+        return self._keeper.run(lambda: self._store.run(run_id))
+
+    def completed(self, run_id: str) -> set[tuple[int, int]]:
+        return self._keeper.run(lambda: self._store.completed(run_id))
+
+    def measurements(self, run_id: str, metrics: Sequence[str] | None = None) -> list[Measurement]:
+        return self._keeper.run(lambda: self._store.measurements(run_id, metrics))
+
+    def mark_running(self, run_id: str, lab_pid: int, work_dir: str | None) -> None:
+        self._keeper.run(lambda: self._store.mark_running(run_id, lab_pid, work_dir))
+
+    def finish_run(
+        self, run_id: str, status: str, failure: str | None = None, kept_dir: str | None = None
+    ) -> None:
+        self._keeper.run(lambda: self._store.finish_run(run_id, status, failure, kept_dir))
+
+    def record_server_settings(self, run_id: str, point_index: int, settings: dict) -> None:
+        self._keeper.run(lambda: self._store.record_server_settings(run_id, point_index, settings))
 
     def set_work_dir(self, run_id: str, work_dir: str | None) -> None:
         return None
@@ -265,7 +284,9 @@ class UnitStore:
             return
         self.recorded = self._keeper.run(lambda: self._queue.record(unit, m, self.max_tries))
 
-    def record_snapshots(self, run_id: str, point_index: int, repetition: int, snapshots):
+    def record_snapshots(
+        self, run_id: str, point_index: int, repetition: int, snapshots: Sequence[StoredSnapshot]
+    ) -> None:
         """The snapshots of the measurement just stored; none when it was not."""
         if self.recorded is not None and self.recorded.stored:
             self._keeper.run(

@@ -276,7 +276,7 @@ def _with_scale(point: Point, memory_bytes: int | None) -> tuple[Point, str | No
         return point, None
     try:
         workload = point.workload.sized_for(shared_buffers, memory_bytes)
-    except ScaleClassError as error:  # runner._check_scale_classes refuses the whole run
+    except ScaleClassError as error:  # preflight.check_run refuses the whole run
         return point, f"scale_class: {error}: the run refuses to start"
     return dataclasses.replace(point, workload=workload), None
 

