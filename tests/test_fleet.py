@@ -106,8 +106,18 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
             )
             return done >= 1 and leased == 1
 
-        wait_for(measuring_its_second_unit, what="the first agent on its second unit")
-        # A second agent beside it: it takes the next unit while the first measures its own.
+        def frozen_on_its_second_unit():
+            # Frozen, then asked again: a loaded machine let the first agent finish the unit
+            # between a query and a signal, and the test then killed an idle agent.
+            wait_for(measuring_its_second_unit, what="the first agent on its second unit")
+            first.send_signal(signal.SIGSTOP)
+            held = query(url, f"select {UNIT}" + of_first + " and j.status = 'doing'", (first.pid,))
+            if not held:
+                first.send_signal(signal.SIGCONT)
+            return held
+
+        [killed_unit] = wait_for(frozen_on_its_second_unit, what="the first agent frozen on a unit")
+        # A second agent beside it: it takes the next unit while the first holds its own.
         with lab_process([*agent, "--host-id", "second"], second_out, lab_tmp) as second:
             wait_for(
                 lambda: (
@@ -115,13 +125,7 @@ def test_a_killed_agents_unit_is_measured_once_by_another(
                     == [(2,)]
                     or second.poll() is not None
                 ),
-                what="both agents measuring",
-            )
-            # Frozen before its unit is read: a loaded machine let the first agent finish the
-            # unit between this query and the kill, and the test then killed an idle agent.
-            first.send_signal(signal.SIGSTOP)
-            [killed_unit] = query(
-                url, f"select {UNIT}" + of_first + " and j.status = 'doing'", (first.pid,)
+                what="both agents holding a unit",
             )
             cluster_dirs = list(lab_tmp.glob("pgcachelab-*"))
             assert cluster_dirs, "the agents' clusters"
