@@ -14,7 +14,6 @@ from pgcachelab.analysis.claims import (
     REPRODUCED,
     SETUP,
 )
-from pgcachelab.analysis.ladder import StepSamples
 from pgcachelab.analysis.qualifiers import QUALIFIERS
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.studies.tpcc.claims import (
@@ -37,6 +36,7 @@ from pgcachelab.studies.tpcc.claims import (
     judge_warehouse_size,
     rung_steps,
 )
+from pgcachelab.studies.tpcc.step_results import StepSamples
 from pgcachelab.studies.tpcc.study import Tpcc
 
 IO_CHANGES = {"synchronous_commit": "off", "checkpoint_timeout": "30min", "autovacuum": "off"}

@@ -6,6 +6,7 @@ on a real cache-wash run, is in test_doctor_advise.py.
 
 import platform
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from pgcachelab.doctor.lab_evidence import (
 )
 from pgcachelab.doctor.server_checks import check_shared_buffers
 from pgcachelab.doctor.server_facts import ServerFacts
-from pgcachelab.experiments.spec import Point
+from pgcachelab.experiments.spec import Point, parse_spec
 from pgcachelab.store.records import Measurement
 from pgcachelab.store.sqlite import SqliteResultStore
 
@@ -47,7 +48,10 @@ def store_run(lab_dir, env=None, target=None, spec=CACHE_WASH_SPEC, idx2=IDX2_MS
         for index, size in enumerate(idx2)
     ]  # fmt: skip
     target = target or {"kind": "managed", "source": "wheel", "memory_limit_bytes": None}
-    run_id = store.create_run("split", "split.toml", spec, target, env or environment(), points)
+    study = parse_spec(spec, Path("split.toml")).study  # as the runner records it
+    run_id = store.create_run(
+        "split", "split.toml", spec, target, env or environment(), points, study
+    )
     for point, latencies in zip(points, idx2.values(), strict=True):
         for repetition, idx2_ms in enumerate(latencies):
             wash = {"idx1_ms": [0.2] * 5, "seq_ms": [900.0], "idx2_ms": [idx2_ms] * 5}

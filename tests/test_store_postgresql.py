@@ -80,7 +80,8 @@ def _exercise(store) -> dict:
     points = [Point(0, {"scale": 1}, {"shared_buffers": "32MB"}, {"scale": 1}),
               Point(1, {"scale": 2}, {"shared_buffers": "32MB"}, {"scale": 2})]  # fmt: skip
     run_id = store.create_run("n", "spec.toml", "name = 'n'", {"kind": "managed"},
-                              {"hostname": "h", "ratio": float("nan")}, points)  # fmt: skip
+                              {"hostname": "h", "ratio": float("nan")}, points,
+                              "big-cache")  # fmt: skip
     store.mark_running(run_id, 4242, "/work/dir")
     failed = Measurement(0, 0, "failed", "why", 1.0, 2.0, 1.0, "start", None, None, None, {})
     store.record_measurement(run_id, failed)
@@ -123,7 +124,7 @@ def _picked(store) -> list:
     with_nan = dataclasses.replace(clean, metrics={"load": float("nan"), "flag": False})
     found = []
     for metrics in (clean, with_nan):
-        run_id = store.create_run("n", "spec.toml", "", {}, {}, [Point(0, {}, {}, {})])
+        run_id = store.create_run("n", "spec.toml", "", {}, {}, [Point(0, {}, {}, {})], "big-cache")
         store.record_measurement(run_id, metrics)
         for paths in (("flag",), ("nested",), ("flag", "name", "nested.samples", "nested.gone",
                                                   "nested.deeper.n", "missing")):  # fmt: skip

@@ -1,6 +1,7 @@
-"""The study registry (studies/registry.py): every stored run belongs to exactly one study, and a
-new study, registered from here, runs, reports and advises through the lab's own commands
-without a line of runner, report or advise knowing it."""
+"""The study registry (studies/registry.py): every stored run records exactly one study, chosen
+from its spec when it is created (experiments/spec/study.py), and a new study, registered from
+here, runs, reports and advises through the lab's own commands without a line of runner, report
+or advise knowing it."""
 
 import json
 import statistics
@@ -51,7 +52,7 @@ def test_each_fixture_run_is_its_study(fixture_runs, name):
 def test_every_study_declares_what_it_is():
     names = [study.name for study in registry.STUDIES]
     assert len(set(names)) == len(names)
-    assert names[-1] == "big-cache"  # takes what the others leave: last
+    assert registry.FALLBACK in names  # the study of a run whose own is not registered here
     for study in registry.STUDIES:
         assert study.title and study.seed and study.claims, study.name
         assert study.workload in WORKLOADS, study.name
@@ -74,7 +75,8 @@ TOY_SPEC = SPECS_DIR / "toy-study.toml"
 
 
 class Toy(Study):
-    """Claims the runs named toy-study; judges which clients count gave the higher median."""
+    """Its runs are those `reproduce toy` records as its own (its spec alone makes a big-cache
+    run); judges which clients count gave the higher median."""
 
     name = "toy"
     title = "which clients count is faster (a test's own study)"
@@ -89,9 +91,6 @@ class Toy(Study):
         return at_least(figure, 1.01, "2 clients' tps at least 1.01× 1 client's")
 
     claims = (PublishedClaim("toy", "nowhere", "two clients beat one", judge=more_clients),)
-
-    def recognises(self, data: RunData) -> bool:
-        return data.run.name == "toy-study"
 
     def medians(self, data: RunData) -> dict[int, float]:
         return {
@@ -153,7 +152,9 @@ def test_a_toy_study_reproduces_reports_and_advises_through_the_cli(toy, tmp_pat
     assert len(SqliteResultStore.in_lab_dir(lab).runs()) == 1
     assert study["claims"][0]["verdict"] in (REPRODUCED, CONTRADICTED, NOISE)
 
-    # Unregistered, the same run is a plain clients sweep again: big-cache's advice, no toy.
+    # Unregistered, the run keeps its study's name, read as the fallback's: a plain clients
+    # sweep, big-cache's advice, no toy.
+    assert data.run.study == "toy"
     registry.unregister(toy.name)
     assert registry.study_of(data).name == "big-cache"
     assert registry.advise(data)[0].topic == "clients"
