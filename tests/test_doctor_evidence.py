@@ -107,6 +107,15 @@ def test_no_evidence_says_why(tmp_path):
     # doctor only reads: the store is opened read-only, and a read-only open writes nothing
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         SqliteResultStore.open_read_only(tmp_path / "results.sqlite").db.execute("delete from runs")
+    # a store of an older version is not migrated by doctor, which only reads: it says so
+    path = tmp_path / "results.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("pragma user_version = 2")
+    assert read_cache_split_evidence(tmp_path, HOST, "off") == (
+        None,
+        f"cannot read the results store {path}: written by an older pgcachelab (v2):"
+        " `pgcachelab runs` migrates it",
+    )
 
 
 def test_measured_with_the_same_memory_the_evidence_decides(tmp_path):

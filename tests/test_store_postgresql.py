@@ -15,6 +15,8 @@ from fix_lab import lab_process, lab_stderr
 from fix_processes import server_reachable_dir, wait_for
 from test_cli import assert_user_error
 from test_store_metric_paths import METRICS
+from test_store_migration import FIXTURE_STORE
+from test_study_registry import FIXTURE_STUDIES
 
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import Point
@@ -188,6 +190,30 @@ def test_units_waiting_in_a_version_3_queue_become_jobs_in_their_order(store_ser
     store.close()
 
 
+def test_a_version_5_stores_runs_get_the_study_they_were_recognised_as(store_server, monkeypatch):
+    """The fixture store's runs written into a version 5 store (before runs.study): version 6
+    gives each the study its reports have shown (tests/test_study_registry.py)."""
+    url = new_database(store_server, "study6")
+    with monkeypatch.context() as old_lab:
+        old_lab.setattr(postgresql, "MIGRATIONS", postgresql.MIGRATIONS[:5])
+        old_lab.setattr(postgresql, "SCHEMA_VERSION", 5)
+        PostgresResultStore(url).close()
+    fixture = sqlite3.connect(FIXTURE_STORE)
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cursor:
+        cursor.execute(f"set search_path to {SCHEMA}")
+        for table in ("runs", "points", "measurements"):
+            columns = [column for column in TABLES[table] if column != "study"]
+            names = ", ".join(columns)
+            rows = fixture.execute(f"select {names} from {table}").fetchall()
+            placeholders = ", ".join(["%s"] * len(columns))
+            cursor.executemany(f"insert into {table} ({names}) values ({placeholders})", rows)
+    fixture.close()
+    store = PostgresResultStore(url)
+    assert {run.name: run.study for run in store.runs()} == FIXTURE_STUDIES
+    assert store.schema_version() == SCHEMA_VERSION == 6
+    store.close()
+
+
 def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
     url = new_database(store_server, "migrations")
     PostgresResultStore(url).close()
@@ -199,6 +225,7 @@ def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
             (3,),
             (4,),
             (5,),
+            (6,),
         ]
         conn.execute(f"insert into {SCHEMA}.schema_version values (99, 'from the future')")
     with pytest.raises(UserError, match=r"written by a newer pgcachelab \(schema version 99"):

@@ -15,7 +15,11 @@ from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.claims import CONTRADICTED, NOISE, REPRODUCED, Figure, Verdict, at_least
 from pgcachelab.analysis.run_data import RunData, load_run
 from pgcachelab.analysis.versions import welch_log_ratio
+from pgcachelab.experiments.reproduce import spec_path
+from pgcachelab.experiments.spec import load_spec, parse_spec
+from pgcachelab.experiments.spec.load import stored_spec
 from pgcachelab.experiments.spec.schema import SpecFile
+from pgcachelab.experiments.spec.study import SPEC_STUDIES, study_name
 from pgcachelab.report.render import Section, table
 from pgcachelab.store.records import ResultStore
 from pgcachelab.store.sqlite import SqliteResultStore
@@ -47,6 +51,54 @@ def test_each_fixture_run_is_its_study(fixture_runs, name):
     assert registry.study_of(data).name == FIXTURE_STUDIES[name]
     found = [s.name for s in registry.studies_of(data) if s.name != "big-cache"]
     assert found == [FIXTURE_STUDIES[name], *ALSO.get(name, [])] or found == []
+
+
+@pytest.mark.parametrize(
+    "text, study",
+    [
+        ('workload = "cache-wash"\n', "cache-wash"),
+        ('workload = "tpcc"\n[[ladder]]\nname = "a"\n[[ladder]]\nname = "b"\n', "tpcc"),
+        ('workload = "tpcc"\n[inspect]\nevery = "1s"\n[sweep]\n'
+         'inspect_method = ["none", "pg_buffercache"]\n', "tpcc"),
+        ("[sweep]\nclients = [1, 2]\n", "big-cache"),
+        ("[sweep]\nrate = [100, 200]\n", "big-cache"),
+        ('[sweep]\nversion = ["15", "18"]\n', "versions"),
+        ('control = true\n[sweep]\nversion = ["15", "18"]\n', "versions"),
+        ('[inspect]\nevery = "1s"\n[sweep]\ninspect_method = ["none", "pg_buffercache"]\n',
+         "inspect-overhead"),
+        ('[inspect]\nevery = "1s"\n[sweep]\ninspect_method = ["none", "pg_buffercache"]\n'
+         'version = ["15", "18"]\n', "inspect-overhead"),  # and the versions' sections
+    ],
+)  # fmt: skip
+def test_a_spec_of_each_workload_and_design_makes_a_run_of_its_study(text, study):
+    spec = parse_spec(text, Path("x.toml"))
+    assert spec.study == study == study_name(stored_spec(text, "x.toml"))
+
+
+def test_the_studies_a_spec_makes_are_the_registrys():
+    names = [s.name for s in registry.STUDIES]
+    assert sorted(SPEC_STUDIES) == sorted(names)
+    for study in registry.STUDIES:  # each study's own specs make runs of it
+        reproduction = study.reproduction
+        assert reproduction is not None, study.name
+        for name in filter(None, (reproduction.quick, reproduction.full,
+                                  reproduction.quick_without_root)):  # fmt: skip
+            assert load_spec(spec_path(name)).study == study.name, name
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_STUDIES))
+def test_the_fixture_runs_spec_makes_the_study_they_were_recognised_as(fixture_runs, name):
+    run = fixture_runs[name].run
+    spec = stored_spec(run.spec_text, run.spec_path)
+    assert spec is not None and study_name(spec) == run.study == FIXTURE_STUDIES[name]
+
+
+def test_a_stored_spec_that_no_longer_validates_is_read_as_none():
+    assert stored_spec("not = [toml", "x.toml") is None
+    assert stored_spec('workload = "pgbench"\nkey_of_an_older_lab = 1\n', "x.toml") is None
+    # a custom script the run read is not looked for again: it may have moved since
+    spec = stored_spec('[pgbench]\nmode = "custom"\nscripts = ["gone.sql"]\n', "/nowhere/x.toml")
+    assert spec is not None and spec.workload == "pgbench"
 
 
 def test_every_study_declares_what_it_is():

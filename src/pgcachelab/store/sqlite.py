@@ -177,7 +177,21 @@ class SqliteResultStore(SqlResultStore):
     def open_read_only(cls, path: Path) -> "SqliteResultStore":
         """Open an existing store for reading only: no directory, schema or pragma is written,
         so a reader that only looks (doctor, possibly not root) changes nothing.
-        Raises sqlite3.Error when the file is missing or not readable."""
+        Raises sqlite3.Error when the file is missing or not readable, or when it is a store
+        of an older version, whose rows lack columns every reader asks for: it is migrated by
+        the next command that opens it for writing."""
+        store = cls._read_only(path)
+        version = store.db.execute("pragma user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:
+            store.db.close()
+            raise sqlite3.DatabaseError(
+                f"written by an older pgcachelab (v{version}): `pgcachelab runs` migrates it"
+            )
+        return store
+
+    @classmethod
+    def _read_only(cls, path: Path) -> "SqliteResultStore":
+        """The file opened read-only; refused when a newer pgcachelab wrote it."""
         store = cls.__new__(cls)
         store.path = Path(path)
         store.db = sqlite3.connect(
@@ -199,7 +213,7 @@ class SqliteResultStore(SqlResultStore):
         An older store is opened for writing, to migrate it.
         """
         try:
-            store = cls.open_read_only(path)
+            store = cls._read_only(path)
         except sqlite3.OperationalError:
             store = cls.__new__(cls)
             store.path = Path(path)
