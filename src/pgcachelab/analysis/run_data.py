@@ -153,9 +153,9 @@ def schedule_of(run: Run) -> dict:
 def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
     """What each repetition measured: tps, or a cache-wash repetition's median per phase."""
     figures = {"tps": [m.tps for m in ok if m.tps is not None]}
-    washes = [samples for m in ok if (samples := phase_samples(m.metrics))]
+    lookups = [samples for m in ok if (samples := phase_samples(m.metrics))]
     for phase in PHASES:
-        figures[f"{phase} ms"] = [statistics.median(samples[phase]) for samples in washes]
+        figures[f"{phase} ms"] = [statistics.median(samples[phase]) for samples in lookups]
     return {name: values for name, values in figures.items() if values}
 
 

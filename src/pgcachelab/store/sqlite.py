@@ -162,6 +162,7 @@ class SqliteResultStore(SqlResultStore):
         with self._transaction():
             if self.db.execute("pragma user_version").fetchone()[0] >= target:
                 return
+            # executescript would commit first: one statement at a time (none holds a ";")
             for statement in _MIGRATIONS[target].split(";"):
                 if statement.strip():
                     self.db.execute(statement)
