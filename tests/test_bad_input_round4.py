@@ -214,10 +214,10 @@ def test_agent_takes_last_as_every_command_does(shared_cluster, tmp_path):
     url = new_database(shared_cluster, "round4_agent")
     store = PostgresResultStore(url)
     try:
-        measured = store.create_run("measured", "m.toml", "", {}, {}, [])
+        measured = store.create_run("measured", "m.toml", "", {}, {}, [], "big-cache")
         args = ("agent", "--store", url, "--run", "last", "--once", "--host-id", "round4-agent")
         not_queued = run_cli(*args, "--lab-dir", tmp_path / "lab")
-        queued = store.create_run("queued", "q.toml", "", {}, {}, [])
+        queued = store.create_run("queued", "q.toml", "", {}, {}, [], "big-cache")
         UnitQueue(store).enqueue(queued, [], "spread", 1)
         taken = run_cli(*args, "--lab-dir", tmp_path / "lab")
     finally:

@@ -1,4 +1,4 @@
-"""The figures that decide seed 000's claims (analysis/cache_split_claims.py), on constructed
+"""The figures that decide seed 000's claims (studies/cache_wash/figures.py), on constructed
 repetitions. Pure.
 
 The intervals quoted were checked by hand: three repetitions whose idx2/idx1 ratios are 4, 5
@@ -11,7 +11,8 @@ import math
 import pytest
 
 from pgcachelab.analysis.cache_split import Repetition
-from pgcachelab.analysis.cache_split_claims import (
+from pgcachelab.analysis.claims import BadFigure
+from pgcachelab.studies.cache_wash.figures import (
     SEED_WARMUP_PER_INDEX_PAGE,
     PrewarmRepetition,
     both_ways,
@@ -25,7 +26,6 @@ from pgcachelab.analysis.cache_split_claims import (
     whole_test_across_sizes,
     whole_test_ms,
 )
-from pgcachelab.analysis.claims import BadFigure
 
 MB = 2**20
 GB = 2**30

@@ -218,7 +218,9 @@ def _blocks_run(lab_dir, accounting=True) -> str:
     target = {"kind": "managed", "memory_limit_bytes": GB}
     environment = {"memory_total_bytes": 8 * GB, "schedule": schedule}
     spec = 'name = "blocks"\nworkload = "cache-wash"\n'
-    run_id = store.create_run("blocks", "blocks.toml", spec, target, environment, points)
+    run_id = store.create_run(
+        "blocks", "blocks.toml", spec, target, environment, points, "cache-wash"
+    )
     for point in points:
         hp, size_mb = point.settings["huge_pages"], int(point.settings["shared_buffers"][:-2])
         for repetition in range(3):

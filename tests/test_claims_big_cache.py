@@ -261,7 +261,7 @@ def emulated_run(levels, memory_limit_mb=128, profile="seed-004-vm", clients=4):
         points.append(PointResult(point, measurements, None, None, mb * MB, None, 16 * MB))
     target = {"memory_limit_bytes": memory_limit_mb * MB if memory_limit_mb else None}
     run = Run("r", "r", "", "", target, {"memory_total_bytes": 24 * 2**30}, "done", None, None,
-              0.0, None, None)  # fmt: skip
+              0.0, None, None, "big-cache")  # fmt: skip
     return RunData(run, points)
 
 

@@ -7,7 +7,6 @@ import inspect
 import pytest
 
 from pgcachelab.analysis.cache_split import Repetition
-from pgcachelab.analysis.cache_split_claims import PrewarmRepetition
 from pgcachelab.analysis.claims import (
     CANNOT,
     CONTRADICTED,
@@ -30,6 +29,7 @@ from pgcachelab.studies.cache_wash.claims import (
     scan_speeds_up_verdict,
     washed_verdict,
 )
+from pgcachelab.studies.cache_wash.figures import PrewarmRepetition
 from pgcachelab.studies.cache_wash.study import CacheWash
 
 MB = 2**20

@@ -378,7 +378,9 @@ def overhead_run(methods: dict[str, tuple[float, ...]], version_num=180000, snap
         point = StoredPoint(index, method, swept, workload, {})
         points.append(PointResult(point, measurements, None, None, None, None, 4 * 2**30))
         settings[index] = {"server_version_num": {"normalised": float(version_num)}}
-    run = Run("r", "r", "", "", {}, {"cores": 2}, "done", None, None, 0.0, None, None)
+    run = Run(
+        "r", "r", "", "", {}, {"cores": 2}, "done", None, None, 0.0, None, None, "inspect-overhead"
+    )
     return RunData(run, points, settings, snapshots=list(snapshots))
 
 
@@ -511,7 +513,9 @@ def alternating_run(factors: dict[str, float], polls_in: dict[str, int]):
         point = StoredPoint(index, method, swept, {"mode": "select-only"}, {})
         points.append(PointResult(point, measurements, None, None, None, None, 4 * 2**30))
         settings[index] = {"server_version_num": {"normalised": 180000.0}}
-    run = Run("r", "r", "", "", {}, {"cores": 2}, "done", None, None, 0.0, None, None)
+    run = Run(
+        "r", "r", "", "", {}, {"cores": 2}, "done", None, None, 0.0, None, None, "inspect-overhead"
+    )
     return RunData(run, points, settings, snapshots=snapshots)
 
 

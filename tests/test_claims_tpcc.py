@@ -2,6 +2,7 @@
 constructed steps for every verdict it can give, and the study's judges on the fixture store's
 tiny ladder. Pure: StepSamples and figures are built here, no server starts."""
 
+import dataclasses
 import math
 
 import pytest
@@ -14,7 +15,6 @@ from pgcachelab.analysis.claims import (
     REPRODUCED,
     SETUP,
 )
-from pgcachelab.analysis.ladder import StepSamples
 from pgcachelab.analysis.qualifiers import QUALIFIERS
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.studies.tpcc.claims import (
@@ -37,6 +37,7 @@ from pgcachelab.studies.tpcc.claims import (
     judge_warehouse_size,
     rung_steps,
 )
+from pgcachelab.studies.tpcc.step_results import StepSamples
 from pgcachelab.studies.tpcc.study import Tpcc
 
 IO_CHANGES = {"synchronous_commit": "off", "checkpoint_timeout": "30min", "autovacuum": "off"}
@@ -464,3 +465,29 @@ def test_figures_are_finite_in_every_constructed_verdict():
     verdicts += [judge_disk_at_limit(at_50000([30, 32, 31], [66, 64, 65]))]
     for verdict in verdicts:
         assert verdict.figure is not None and math.isfinite(verdict.figure.value)
+
+
+def test_a_stored_spec_that_no_longer_validates_leaves_the_ladder_without_its_words(
+    tiny_ladder,
+):
+    """A run stored by an older lab whose spec keys have changed since: its steps, verdicts
+    and advice are read from its points as ever, only the steps' descriptions (the spec's)
+    are left out (experiments/spec/load.py stored_spec)."""
+    from pgcachelab.studies.tpcc.claims import os_step_names
+    from pgcachelab.studies.tpcc.ladder import ladder_advice, step_samples
+
+    described = {s.name: s.description for s in step_samples(tiny_ladder)}
+    assert described["rate-limited"] == "BenchmarkSQL's default limit"
+    older = dataclasses.replace(
+        tiny_ladder.run, spec_text="key_of_an_older_lab = 1\n" + tiny_ladder.run.spec_text
+    )
+    data = RunData(older, tiny_ladder.points, tiny_ladder.server_settings, tiny_ladder.schedule)
+    steps = step_samples(data)
+    assert [s.name for s in steps] == list(described) and not any(s.description for s in steps)
+    assert os_step_names(data) == frozenset()
+    assert [c.judge(data).outcome for c in Tpcc.claims] == [
+        c.judge(tiny_ladder).outcome for c in Tpcc.claims
+    ]
+    assert [a.recommendation for a in ladder_advice(data)] == [
+        a.recommendation for a in ladder_advice(tiny_ladder)
+    ]

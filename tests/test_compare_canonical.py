@@ -157,7 +157,8 @@ def test_report_markers_never_show_more_memory_than_the_host_had():
 
     def data(limit):
         run = Run("r", "n", "exp.toml", "", {"memory_limit_bytes": limit},
-                  {"memory_total_bytes": 24 * GB}, "done", None, None, 0.0, None, None)  # fmt: skip
+                  {"memory_total_bytes": 24 * GB}, "done", None, None, 0.0, None, None,
+                  "big-cache")  # fmt: skip
         return RunData(run, [])
 
     assert data(4 * 1024 * GB).memory_limit_bytes == 24 * GB

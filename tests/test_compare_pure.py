@@ -303,7 +303,7 @@ def test_the_compare_experiments_differ_only_in_synchronous_commit(name):
 def test_only_this_hosts_killed_runs_are_abandoned():
     def stored(hostname):
         return Run("r", "n", "p", "", {}, {"hostname": hostname}, "running", 2**22 + 7, None,
-                   0.0, None, None)  # fmt: skip
+                   0.0, None, None, "big-cache")  # fmt: skip
 
     here, elsewhere = stored(platform.node()), stored("another-host")
     assert abandoned([here, elsewhere]) == [here]

@@ -6,6 +6,7 @@ on a real cache-wash run, is in test_doctor_advise.py.
 
 import platform
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from pgcachelab.doctor.lab_evidence import (
 )
 from pgcachelab.doctor.server_checks import check_shared_buffers
 from pgcachelab.doctor.server_facts import ServerFacts
-from pgcachelab.experiments.spec import Point
+from pgcachelab.experiments.spec import Point, parse_spec
 from pgcachelab.store.records import Measurement
 from pgcachelab.store.sqlite import SqliteResultStore
 
@@ -47,7 +48,10 @@ def store_run(lab_dir, env=None, target=None, spec=CACHE_WASH_SPEC, idx2=IDX2_MS
         for index, size in enumerate(idx2)
     ]  # fmt: skip
     target = target or {"kind": "managed", "source": "wheel", "memory_limit_bytes": None}
-    run_id = store.create_run("split", "split.toml", spec, target, env or environment(), points)
+    study = parse_spec(spec, Path("split.toml")).study  # as the runner records it
+    run_id = store.create_run(
+        "split", "split.toml", spec, target, env or environment(), points, study
+    )
     for point, latencies in zip(points, idx2.values(), strict=True):
         for repetition, idx2_ms in enumerate(latencies):
             wash = {"idx1_ms": [0.2] * 5, "seq_ms": [900.0], "idx2_ms": [idx2_ms] * 5}
@@ -103,6 +107,15 @@ def test_no_evidence_says_why(tmp_path):
     # doctor only reads: the store is opened read-only, and a read-only open writes nothing
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         SqliteResultStore.open_read_only(tmp_path / "results.sqlite").db.execute("delete from runs")
+    # a store of an older version is not migrated by doctor, which only reads: it says so
+    path = tmp_path / "results.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("pragma user_version = 2")
+    assert read_cache_split_evidence(tmp_path, HOST, "off") == (
+        None,
+        f"cannot read the results store {path}: written by an older pgcachelab (v2):"
+        " `pgcachelab runs` migrates it",
+    )
 
 
 def test_measured_with_the_same_memory_the_evidence_decides(tmp_path):

@@ -272,7 +272,7 @@ def _queued_run(url: str, units=((0, 0), (1, 0)), max_tries: int = 2, **fleet) -
     store = PostgresResultStore(url)
     points = [SimpleNamespace(index=i, label=f"p{i}", swept={}, workload={}, settings={})
               for i in (0, 1)]  # fmt: skip
-    run_id = store.create_run("q", "q.toml", "", {}, {}, points)
+    run_id = store.create_run("q", "q.toml", "", {}, {}, points, "big-cache")
     UnitQueue(store).enqueue(run_id, list(units), fleet.pop("hosts", "spread"), max_tries, **fleet)
     return store, run_id
 

@@ -120,7 +120,7 @@ def _queued_run(lab_dir, classes_by_point: list[list[dict]], at_once: bool = Fal
     environment = {"hostname": "queuer", "server_version": "17.2", "schedule": schedule}
     spec = 'name = "fleet-sweep"\n[sweep]\nclients = [1, 2]\n'
     run_id = store.create_run(
-        "fleet-sweep", "s.toml", spec, {"kind": "managed"}, environment, points
+        "fleet-sweep", "s.toml", spec, {"kind": "managed"}, environment, points, "big-cache"
     )
     for point, hosts in zip(points, classes_by_point, strict=True):
         for repetition, facts in enumerate(hosts):

@@ -52,7 +52,9 @@ def _as_if_killed(entry_file: Path) -> None:
 
 def _store_with_run(path: Path, work_dir: Path) -> tuple[SqliteResultStore, str]:
     store = SqliteResultStore(path)
-    run_id = store.create_run("cache-wash", "spec.toml", "", {"keep_data": True}, {}, [])
+    run_id = store.create_run(
+        "cache-wash", "spec.toml", "", {"keep_data": True}, {}, [], "cache-wash"
+    )
     store.set_work_dir(run_id, str(work_dir))
     return store, run_id
 

@@ -82,7 +82,7 @@ def pages(tiny_reports) -> dict[str, Path]:
 
     store = SqliteResultStore(REPORT_ARTIFACTS / "results.sqlite")  # the copy the reports came from
     run_id = _run_id(store, "big-cache-tiny")
-    comparison = load_comparison(store, run_id, store, run_id)
+    comparison = load_comparison(store, run_id, store, run_id, ("pgbench", "pgbench"))
     store.db.close()
     found = {tiny: tiny_reports[f"{tiny}-tiny"].index for tiny in TINY_RUNS}
     found["compare"] = render_html(comparison, REPORT_ARTIFACTS / "compare" / "index.html")

@@ -143,9 +143,6 @@ class UnrunnableStudy(Study):
     reproduction = Reproduction(quick="/nonexistent/spec.toml", full="/nonexistent/spec.toml")
     claims = (PublishedClaim("toy", "nowhere", "this one never runs"),)
 
-    def recognises(self, data: RunData) -> bool:
-        return False
-
 
 @pytest.fixture
 def unrunnable():

@@ -456,7 +456,7 @@ def test_a_run_stored_before_the_fix_shows_no_sslpassword(tmp_path):
     store = SqliteResultStore(tmp_path / "results.sqlite")
     conninfo = {"host": "/run/pg", "dbname": "bench", "sslpassword": "Zq7old", "PassWord": "x"}
     run_id = store.create_run("old", "old.toml", "", {"kind": "existing", "conninfo": conninfo},
-                              {}, [])  # fmt: skip
+                              {}, [], "big-cache")  # fmt: skip
     assert store.run(run_id).target == {
         "kind": "existing",
         "conninfo": {"host": "/run/pg", "dbname": "bench"},

@@ -28,7 +28,7 @@ METRICS = {
 def _store_with(tmp_path, *metrics: dict) -> tuple[SqliteResultStore, str]:
     store = SqliteResultStore(tmp_path / "results.sqlite")
     point = SimpleNamespace(index=0, label="p", swept={}, workload={}, settings={})
-    run_id = store.create_run("n", "spec.toml", "", {}, {}, [point])
+    run_id = store.create_run("n", "spec.toml", "", {}, {}, [point], "big-cache")
     for repetition, figures in enumerate(metrics):
         store.record_measurement(run_id, Measurement(0, repetition, "ok", None, 1.0, 2.0, 1.0,
                                                      None, 10.0, None, None, figures))  # fmt: skip

@@ -15,6 +15,8 @@ from fix_lab import lab_process, lab_stderr
 from fix_processes import server_reachable_dir, wait_for
 from test_cli import assert_user_error
 from test_store_metric_paths import METRICS
+from test_store_migration import FIXTURE_STORE
+from test_study_registry import FIXTURE_STUDIES
 
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.spec import Point
@@ -80,7 +82,8 @@ def _exercise(store) -> dict:
     points = [Point(0, {"scale": 1}, {"shared_buffers": "32MB"}, {"scale": 1}),
               Point(1, {"scale": 2}, {"shared_buffers": "32MB"}, {"scale": 2})]  # fmt: skip
     run_id = store.create_run("n", "spec.toml", "name = 'n'", {"kind": "managed"},
-                              {"hostname": "h", "ratio": float("nan")}, points)  # fmt: skip
+                              {"hostname": "h", "ratio": float("nan")}, points,
+                              "big-cache")  # fmt: skip
     store.mark_running(run_id, 4242, "/work/dir")
     failed = Measurement(0, 0, "failed", "why", 1.0, 2.0, 1.0, "start", None, None, None, {})
     store.record_measurement(run_id, failed)
@@ -123,7 +126,7 @@ def _picked(store) -> list:
     with_nan = dataclasses.replace(clean, metrics={"load": float("nan"), "flag": False})
     found = []
     for metrics in (clean, with_nan):
-        run_id = store.create_run("n", "spec.toml", "", {}, {}, [Point(0, {}, {}, {})])
+        run_id = store.create_run("n", "spec.toml", "", {}, {}, [Point(0, {}, {}, {})], "big-cache")
         store.record_measurement(run_id, metrics)
         for paths in (("flag",), ("nested",), ("flag", "name", "nested.samples", "nested.gone",
                                                   "nested.deeper.n", "missing")):  # fmt: skip
@@ -187,6 +190,30 @@ def test_units_waiting_in_a_version_3_queue_become_jobs_in_their_order(store_ser
     store.close()
 
 
+def test_a_version_5_stores_runs_get_the_study_they_were_recognised_as(store_server, monkeypatch):
+    """The fixture store's runs written into a version 5 store (before runs.study): version 6
+    gives each the study its reports have shown (tests/test_study_registry.py)."""
+    url = new_database(store_server, "study6")
+    with monkeypatch.context() as old_lab:
+        old_lab.setattr(postgresql, "MIGRATIONS", postgresql.MIGRATIONS[:5])
+        old_lab.setattr(postgresql, "SCHEMA_VERSION", 5)
+        PostgresResultStore(url).close()
+    fixture = sqlite3.connect(FIXTURE_STORE)
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cursor:
+        cursor.execute(f"set search_path to {SCHEMA}")
+        for table in ("runs", "points", "measurements"):
+            columns = [column for column in TABLES[table] if column != "study"]
+            names = ", ".join(columns)
+            rows = fixture.execute(f"select {names} from {table}").fetchall()
+            placeholders = ", ".join(["%s"] * len(columns))
+            cursor.executemany(f"insert into {table} ({names}) values ({placeholders})", rows)
+    fixture.close()
+    store = PostgresResultStore(url)
+    assert {run.name: run.study for run in store.runs()} == FIXTURE_STUDIES
+    assert store.schema_version() == SCHEMA_VERSION == 6
+    store.close()
+
+
 def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
     url = new_database(store_server, "migrations")
     PostgresResultStore(url).close()
@@ -198,6 +225,7 @@ def test_migrations_run_once_and_a_newer_schema_is_refused(store_server):
             (3,),
             (4,),
             (5,),
+            (6,),
         ]
         conn.execute(f"insert into {SCHEMA}.schema_version values (99, 'from the future')")
     with pytest.raises(UserError, match=r"written by a newer pgcachelab \(schema version 99"):

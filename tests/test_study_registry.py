@@ -1,6 +1,7 @@
-"""The study registry (studies/registry.py): every stored run belongs to exactly one study, and a
-new study, registered from here, runs, reports and advises through the lab's own commands
-without a line of runner, report or advise knowing it."""
+"""The study registry (studies/registry.py): every stored run records exactly one study, chosen
+from its spec when it is created (experiments/spec/study.py), and a new study, registered from
+here, runs, reports and advises through the lab's own commands without a line of runner, report
+or advise knowing it."""
 
 import json
 import statistics
@@ -14,7 +15,11 @@ from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.claims import CONTRADICTED, NOISE, REPRODUCED, Figure, Verdict, at_least
 from pgcachelab.analysis.run_data import RunData, load_run
 from pgcachelab.analysis.versions import welch_log_ratio
+from pgcachelab.experiments.reproduce import spec_path
+from pgcachelab.experiments.spec import load_spec, parse_spec
+from pgcachelab.experiments.spec.load import stored_spec
 from pgcachelab.experiments.spec.schema import SpecFile
+from pgcachelab.experiments.spec.study import SPEC_STUDIES, study_name
 from pgcachelab.report.render import Section, table
 from pgcachelab.store.records import ResultStore
 from pgcachelab.store.sqlite import SqliteResultStore
@@ -48,10 +53,58 @@ def test_each_fixture_run_is_its_study(fixture_runs, name):
     assert found == [FIXTURE_STUDIES[name], *ALSO.get(name, [])] or found == []
 
 
+@pytest.mark.parametrize(
+    "text, study",
+    [
+        ('workload = "cache-wash"\n', "cache-wash"),
+        ('workload = "tpcc"\n[[ladder]]\nname = "a"\n[[ladder]]\nname = "b"\n', "tpcc"),
+        ('workload = "tpcc"\n[inspect]\nevery = "1s"\n[sweep]\n'
+         'inspect_method = ["none", "pg_buffercache"]\n', "tpcc"),
+        ("[sweep]\nclients = [1, 2]\n", "big-cache"),
+        ("[sweep]\nrate = [100, 200]\n", "big-cache"),
+        ('[sweep]\nversion = ["15", "18"]\n', "versions"),
+        ('control = true\n[sweep]\nversion = ["15", "18"]\n', "versions"),
+        ('[inspect]\nevery = "1s"\n[sweep]\ninspect_method = ["none", "pg_buffercache"]\n',
+         "inspect-overhead"),
+        ('[inspect]\nevery = "1s"\n[sweep]\ninspect_method = ["none", "pg_buffercache"]\n'
+         'version = ["15", "18"]\n', "inspect-overhead"),  # and the versions' sections
+    ],
+)  # fmt: skip
+def test_a_spec_of_each_workload_and_design_makes_a_run_of_its_study(text, study):
+    spec = parse_spec(text, Path("x.toml"))
+    assert spec.study == study == study_name(stored_spec(text, "x.toml"))
+
+
+def test_the_studies_a_spec_makes_are_the_registrys():
+    names = [s.name for s in registry.STUDIES]
+    assert sorted(SPEC_STUDIES) == sorted(names)
+    for study in registry.STUDIES:  # each study's own specs make runs of it
+        reproduction = study.reproduction
+        assert reproduction is not None, study.name
+        for name in filter(None, (reproduction.quick, reproduction.full,
+                                  reproduction.quick_without_root)):  # fmt: skip
+            assert load_spec(spec_path(name)).study == study.name, name
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_STUDIES))
+def test_the_fixture_runs_spec_makes_the_study_they_were_recognised_as(fixture_runs, name):
+    run = fixture_runs[name].run
+    spec = stored_spec(run.spec_text, run.spec_path)
+    assert spec is not None and study_name(spec) == run.study == FIXTURE_STUDIES[name]
+
+
+def test_a_stored_spec_that_no_longer_validates_is_read_as_none():
+    assert stored_spec("not = [toml", "x.toml") is None
+    assert stored_spec('workload = "pgbench"\nkey_of_an_older_lab = 1\n', "x.toml") is None
+    # a custom script the run read is not looked for again: it may have moved since
+    spec = stored_spec('[pgbench]\nmode = "custom"\nscripts = ["gone.sql"]\n', "/nowhere/x.toml")
+    assert spec is not None and spec.workload == "pgbench"
+
+
 def test_every_study_declares_what_it_is():
     names = [study.name for study in registry.STUDIES]
     assert len(set(names)) == len(names)
-    assert names[-1] == "big-cache"  # takes what the others leave: last
+    assert registry.FALLBACK in names  # the study of a run whose own is not registered here
     for study in registry.STUDIES:
         assert study.title and study.seed and study.claims, study.name
         assert study.workload in WORKLOADS, study.name
@@ -74,7 +127,8 @@ TOY_SPEC = SPECS_DIR / "toy-study.toml"
 
 
 class Toy(Study):
-    """Claims the runs named toy-study; judges which clients count gave the higher median."""
+    """Its runs are those `reproduce toy` records as its own (its spec alone makes a big-cache
+    run); judges which clients count gave the higher median."""
 
     name = "toy"
     title = "which clients count is faster (a test's own study)"
@@ -89,9 +143,6 @@ class Toy(Study):
         return at_least(figure, 1.01, "2 clients' tps at least 1.01× 1 client's")
 
     claims = (PublishedClaim("toy", "nowhere", "two clients beat one", judge=more_clients),)
-
-    def recognises(self, data: RunData) -> bool:
-        return data.run.name == "toy-study"
 
     def medians(self, data: RunData) -> dict[int, float]:
         return {
@@ -153,7 +204,9 @@ def test_a_toy_study_reproduces_reports_and_advises_through_the_cli(toy, tmp_pat
     assert len(SqliteResultStore.in_lab_dir(lab).runs()) == 1
     assert study["claims"][0]["verdict"] in (REPRODUCED, CONTRADICTED, NOISE)
 
-    # Unregistered, the same run is a plain clients sweep again: big-cache's advice, no toy.
+    # Unregistered, the run keeps its study's name, read as the fallback's: a plain clients
+    # sweep, big-cache's advice, no toy.
+    assert data.run.study == "toy"
     registry.unregister(toy.name)
     assert registry.study_of(data).name == "big-cache"
     assert registry.advise(data)[0].topic == "clients"

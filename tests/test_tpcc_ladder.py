@@ -12,16 +12,16 @@ from fix_cli import SPECS_DIR, run_cli
 from fix_clusters import dsn_of
 from fix_lab import store_query
 
-from pgcachelab.analysis.ladder import (
+from pgcachelab.errors import UserError
+from pgcachelab.experiments.ladder import memory_share, resolve_memory_shares
+from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.studies.tpcc.step_results import (
     StepSamples,
     ladder_results,
     limit_verdicts,
     risks,
     steps_that_mattered,
 )
-from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import memory_share, resolve_memory_shares
-from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.workloads.tpcc.driver import reached_rate_limit
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 
 import pgcachelab.workloads.tpcc
 from pgcachelab.errors import UserError
-from pgcachelab.report.tpcc_text import format_run, run_json
+from pgcachelab.studies.tpcc.text import format_run, run_json
 from pgcachelab.workloads.pgbench_log import LoggedTransaction, parse_transaction_log
 from pgcachelab.workloads.pgbench_output import StatementLatency
 from pgcachelab.workloads.tpcc import client_scripts, differences

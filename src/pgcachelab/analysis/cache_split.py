@@ -59,6 +59,15 @@ class Repetition:
         return {phase: statistics.fmean(samples) for phase, samples in self.samples_ms.items()}
 
 
+def phase_samples(metrics: dict) -> dict[str, list[float]] | None:
+    """A cache-wash measurement's lookups, phase -> every latency; None for another workload's
+    (or a wash that lacks a phase, which no table could use)."""
+    wash = metrics.get("cache_wash")
+    if not wash or not all(wash.get(f"{phase}_ms") for phase in PHASES):
+        return None
+    return {phase: wash[f"{phase}_ms"] for phase in PHASES}
+
+
 def point_groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
     """(huge pages, shared_buffers) -> that point's repetitions, in one pass."""
     groups: dict[tuple[str, int], list[Repetition]] = {}

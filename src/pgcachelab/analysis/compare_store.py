@@ -1,18 +1,18 @@
 """Two stored runs as `compare` sees them: read from the store, then compared (pure)."""
 
 import statistics
-import tomllib
 
 from pgcachelab.analysis.compare import Comparison, PointSide, RunSide, compare_runs
 from pgcachelab.analysis.run_data import schedule_of
 from pgcachelab.store.records import gc_paused
 
 
-def load_side(store, run_id: str) -> RunSide:
+def load_side(store, run_id: str, workload: str | None) -> RunSide:
     """One run as compare sees it: each point's tps over the repetitions the report counts
     (after the warm-up ones, succeeded). Read straight from the store: the report's dataset
     also computes warnings, noise and summaries, half of compare's time at 100,000
-    measurements, none of which compare uses (issue 24)."""
+    measurements, none of which compare uses (issue 24). `workload`: what its stored spec ran
+    (experiments/spec/load.py reads it), None when the spec no longer reads."""
     run = store.run(run_id)
     warmup_repetitions = schedule_of(run).get("warmup_repetitions") or 0
     counted: dict[int, list] = {}
@@ -62,18 +62,9 @@ def load_side(store, run_id: str) -> RunSide:
         run.target,
         points,
         load,
-        workload_of(run.spec_text),
+        workload,
         tuple(sorted(classes)),
     )
-
-
-def workload_of(spec_text: str) -> str | None:
-    """The workload a stored spec ran (pgbench when it names none), None when unreadable."""
-    try:
-        workload = tomllib.loads(spec_text or "").get("workload", "pgbench")
-    except tomllib.TOMLDecodeError:
-        return None
-    return workload if isinstance(workload, str) else None
 
 
 def _as_text(settings: dict) -> dict[str, str]:
@@ -97,5 +88,10 @@ def _chosen_by_server(settings: dict) -> frozenset:
     )
 
 
-def load_comparison(store_a, run_a: str, store_b, run_b: str) -> Comparison:
-    return compare_runs(load_side(store_a, run_a), load_side(store_b, run_b))
+def load_comparison(
+    store_a, run_a: str, store_b, run_b: str, workloads: tuple[str | None, str | None]
+) -> Comparison:
+    """`workloads`: each run's, as load_side takes it."""
+    return compare_runs(
+        load_side(store_a, run_a, workloads[0]), load_side(store_b, run_b, workloads[1])
+    )

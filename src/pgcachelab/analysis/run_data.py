@@ -5,10 +5,9 @@ Renderers only read this; it is rebuilt from the store alone.
 
 import functools
 import statistics
-import tomllib
 from dataclasses import dataclass, field
 
-from pgcachelab.analysis.cache_split import PGBENCH_LOG_TIMING, PHASES, Repetition
+from pgcachelab.analysis.cache_split import PHASES, phase_samples
 from pgcachelab.analysis.latency import PointPercentiles, point_percentiles
 from pgcachelab.analysis.memory_accounting import MeasuredMemory
 from pgcachelab.analysis.statistics import (
@@ -71,15 +70,14 @@ class PointResult:
     shared_buffers_bytes: float | None
     cgroup_peak_bytes: float | None = None  # the emulated machine's memory, when capped
     page_cache_bytes: float | None = None
-    phase_medians_ms: dict | None = None  # cache-wash: phase -> median of repetition medians
+    # What each counted repetition measured, by figure: "tps", or a cache-wash phase's median
+    # ("idx1 ms"): the samples of its stability warnings and of the run's noise
+    figures: dict[str, list[float]] = field(default_factory=dict)
     warmup: list[Measurement] = field(default_factory=list)  # discarded warm-up repetitions
     latency_percentiles: PointPercentiles | None = None  # pgbench points with their logs
     resources: dict | None = None  # medians of the resource sampler's summaries
     warnings: list[StabilityWarning] = field(default_factory=list)
     settled: bool | None = None  # repetitions = "auto": whether it reached the target
-    # cache-wash: each ok repetition's lookups, built once (its phase medians are then taken
-    # once however many tables ask: issue 24)
-    washes: list[Repetition] = field(default_factory=list)
 
     # Once per point: sections ask for them again and again (a scan of every measurement each
     # time); a loaded point's measurements do not change.
@@ -145,45 +143,20 @@ def swept_text(cell: tuple) -> str:
 
 
 def schedule_of(run: Run) -> dict:
-    """The run's order, seed and repetitions: recorded by the runner; for runs stored before
-    it recorded them, read from the stored spec with the spec's defaults."""
-    if run.environment.get("schedule"):
-        return run.environment["schedule"]
-    try:
-        raw = tomllib.loads(run.spec_text)
-    except tomllib.TOMLDecodeError:
-        raw = {}
-    return {
-        "order": raw.get("order", "sequential"),
-        "seed": raw.get("seed", 1),
-        "repetitions": raw.get("repetitions", 1),
-        "max_repetitions": None,
-        "target_ci": None,
-        "warmup_repetitions": raw.get("warmup_repetitions", 0),
-    }
+    """The run's order, seed and repetitions, as the runner recorded them; {} for a run stored
+    before it did (commit d02b303), when a spec could set neither warm-up nor automatic
+    repetitions: its figures count every repetition (its report reads the rest from the
+    stored spec, report/build.py)."""
+    return run.environment.get("schedule") or {}
 
 
-def repetition_figures(ok: list[Measurement], washes: list[Repetition]) -> dict[str, list[float]]:
+def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
     """What each repetition measured: tps, or a cache-wash repetition's median per phase."""
     figures = {"tps": [m.tps for m in ok if m.tps is not None]}
+    lookups = [samples for m in ok if (samples := phase_samples(m.metrics))]
     for phase in PHASES:
-        figures[f"{phase} ms"] = [wash.median(phase) for wash in washes]
+        figures[f"{phase} ms"] = [statistics.median(samples[phase]) for samples in lookups]
     return {name: values for name, values in figures.items() if values}
-
-
-def wash_repetition(settings: dict, m: Measurement) -> Repetition | None:
-    """A cache-wash measurement's lookups; None for another workload's (or a wash that lacks a
-    phase, which no table could use)."""
-    wash = m.metrics.get("cache_wash")
-    if not wash or not all(wash.get(f"{phase}_ms") for phase in PHASES):
-        return None
-    return Repetition(
-        shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
-        huge_pages=str(settings.get("huge_pages", "")).lower(),
-        repetition=m.repetition,
-        samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
-        timing=wash.get("timing", PGBENCH_LOG_TIMING),
-    )
 
 
 def _warnings(
@@ -227,8 +200,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
         mine = [m for m in everything if m.repetition >= warmup_repetitions]
         ok = [m for m in mine if m.status == "ok"]
         tps = [m.tps for m in ok if m.tps is not None]
-        washes = [w for m in ok if (w := wash_repetition(point.settings, m))]
-        figures = figures_by_point[point.point_index] = repetition_figures(ok, washes)
+        figures = figures_by_point[point.point_index] = repetition_figures(ok)
         stored_sizes = [m.metrics.get("database_size_bytes") for m in ok]
         sizes = [s for s in stored_sizes if s is not None]
         hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
@@ -249,11 +221,10 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
                 shared_buffers_bytes=shared_buffers.get("normalised"),
                 cgroup_peak_bytes=_max_cgroup(ok, "peak_bytes"),
                 page_cache_bytes=_max_cgroup(ok, "page_cache_bytes"),
-                phase_medians_ms=_phase_medians(figures),
+                figures=figures,
                 warmup=[m for m in everything if m.repetition < warmup_repetitions],
                 warnings=_warnings(point, ok, target, figures),
                 settled=settled(tps, target) if target else None,
-                washes=washes,
             )
         )
     by_figure: dict[str, dict[int, list[float]]] = {}
@@ -266,20 +237,6 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
     )
 
 
-def phase_median_ms(measurement: Measurement, phase: str) -> float | None:
-    samples = (measurement.metrics.get("cache_wash") or {}).get(f"{phase}_ms")
-    return statistics.median(samples) if samples else None
-
-
-def _phase_medians(figures: dict[str, list[float]]) -> dict | None:
-    """Phase -> the median of the repetitions' medians, from repetition_figures."""
-    medians = {}
-    for phase in ("idx1", "seq", "idx2"):
-        if figures.get(f"{phase} ms"):
-            medians[phase] = statistics.median(figures[f"{phase} ms"])
-    return medians or None
-
-
 def _max_cgroup(measurements: list[Measurement], key: str) -> float | None:
     stored = [((m.metrics.get("machine") or {}).get("cgroup") or {}).get(key) for m in measurements]
     values = [v for v in stored if v is not None]
@@ -288,11 +245,6 @@ def _max_cgroup(measurements: list[Measurement], key: str) -> float | None:
 
 def _probe(measurement: Measurement, counter: str):
     return measurement.metrics.get("probes", {}).get("database", {}).get(counter)
-
-
-def repetitions(data: RunData) -> list[Repetition]:
-    """Every cache-wash repetition of the run with its phase latencies (seed 000's sample)."""
-    return [wash for result in data.points for wash in result.washes]
 
 
 def measured_memory(data: RunData) -> list[MeasuredMemory]:

@@ -28,6 +28,7 @@ def compare(
 ) -> None:
     """B/A per matched point with 95% intervals, and what differs besides the parameters."""
     from pgcachelab.analysis.compare_store import load_comparison
+    from pgcachelab.experiments.spec.load import stored_spec
     from pgcachelab.report.compare_text import FORMATS
 
     if format not in FORMATS:
@@ -36,7 +37,9 @@ def compare(
     results_b = existing_store(lab_dir, store_b) if store_b else results_a
     a = run_of(results_a, run_a)
     b = run_of(results_b, run_b)
-    comparison = load_comparison(results_a, a.run_id, results_b, b.run_id)
+    spec_a, spec_b = (stored_spec(run.spec_text, run.spec_path) for run in (a, b))
+    workloads = (spec_a.workload if spec_a else None, spec_b.workload if spec_b else None)
+    comparison = load_comparison(results_a, a.run_id, results_b, b.run_id, workloads)
     text = FORMATS[format](comparison)
     sys.stdout.write((text if format == "json" else printable_lines(text)) + "\n")
     if html is not None:

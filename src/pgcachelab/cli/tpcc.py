@@ -157,7 +157,7 @@ def load(
     import psycopg
 
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.report.tpcc_text import format_load
+    from pgcachelab.studies.tpcc.text import format_load
     from pgcachelab.workloads.tpcc import loader
     from pgcachelab.workloads.tpcc.checks import ConsistencyError
     from pgcachelab.workloads.tpcc.params import check_warehouses
@@ -259,7 +259,7 @@ def run(
     import psycopg
 
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.report.tpcc_text import format_load, format_run, run_json
+    from pgcachelab.studies.tpcc.text import format_load, format_run, run_json
     from pgcachelab.workloads.pgbench import PgbenchError
     from pgcachelab.workloads.tpcc import driver, loader
     from pgcachelab.workloads.tpcc.checks import ConsistencyError

@@ -12,17 +12,17 @@ Pure functions, apart from `read_cache_split_evidence`, which reads the results 
 """
 
 import sqlite3
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgcachelab.analysis.advice import choose, format_interval
 from pgcachelab.analysis.cache_split import index_survives_from
-from pgcachelab.analysis.run_data import RunData, load_run, repetitions
+from pgcachelab.analysis.run_data import RunData, load_run
 from pgcachelab.analysis.summary import Summary
 from pgcachelab.store.location import STORE_FILE
 from pgcachelab.store.records import Run
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes
 
 
@@ -100,7 +100,7 @@ def major_of_version_num(version_num: int) -> str:
 def why_not_evidence(run: Run, identity: HostIdentity) -> str | None:
     """None when the stored run can speak for this server; else the reason it cannot."""
     environment = run.environment
-    if _workload(run) != "cache-wash":
+    if run.study != "cache-wash":
         return "not a cache-split run"
     if run.target.get("kind") != "managed" or run.target.get("source") == "versions":
         return "not a single-version managed cluster"
@@ -111,13 +111,6 @@ def why_not_evidence(run: Run, identity: HostIdentity) -> str | None:
     if major_of(environment.get("server_version", "")) != identity.server_major:
         return f"measured PostgreSQL {environment.get('server_version')}"
     return None
-
-
-def _workload(run: Run) -> str | None:
-    try:
-        return tomllib.loads(run.spec_text).get("workload")
-    except tomllib.TOMLDecodeError:
-        return None
 
 
 def evidence_from_run(data: RunData, huge_pages_in_use: str | None) -> CacheSplitEvidence | None:

@@ -153,6 +153,7 @@ def reproduce_study(
     started = time.monotonic()
     try:
         spec = load_spec(spec_path(name))
+        spec.study = study.name  # the study's own spec, run as that study (spec/study.py)
         if study.needs_extension:
             _ensure_extension(pg_bin, progress)
         earlier = None if again else latest_run_of(store, spec.text, spec.name)

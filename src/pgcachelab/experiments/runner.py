@@ -229,7 +229,7 @@ def record_run(
     environment["schedule"] = schedule_record(spec)
     stored = [point.to_store() for point in spec.points()]
     run_id = store.create_run(
-        spec.name, spec.path, spec.text, target.describe(), environment, stored
+        spec.name, spec.path, spec.text, target.describe(), environment, stored, spec.study
     )
     progress.note(f"run {run_id}: {spec.name}, {len(spec.points())} points")
     return run_id

@@ -9,6 +9,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from pgcachelab.analysis.run_data import load_run
+from pgcachelab.experiments.spec.load import stored_schedule
 from pgcachelab.report.cache_composition import cache_composition_section
 from pgcachelab.report.findings import findings_html
 from pgcachelab.report.hosts import host_classes_section
@@ -26,6 +27,8 @@ def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = load_run(store, run_id)
+    if not data.schedule:  # stored before the runner recorded it: the page says what the spec did
+        data.schedule = stored_schedule(data.run.spec_text, data.run.spec_path)
     studies = studies_of(data)
     own = [s for study in studies for s in study.sections(data, out_dir, store) if s.body]
     offered = offered_load_section(data, out_dir)

@@ -3,8 +3,8 @@
 import csv
 import json
 
-from pgcachelab.analysis.run_data import phase_median_ms
 from pgcachelab.store.records import ResultStore, gc_paused
+from pgcachelab.studies.cache_wash.repetitions import phase_median_ms
 
 CSV_COLUMNS = [
     "run_id",

@@ -19,6 +19,8 @@ Schema history (schema_version.version):
       in the engine's attempts; units waiting in the old shared queues are deferred again, in
       their order, through procrastinate's own functions; an agent pruned for its lease keeps
       its row, marked, so `queue status` shows it stale.
+  6 - runs.study: the study a run is, recorded when it is created (issue 50); each run stored
+      before gets the study the lab recognised it as until then (store/recognised_study.py).
 """
 
 import contextlib
@@ -34,6 +36,7 @@ from pgcachelab.clusters.client import one_row
 from pgcachelab.errors import UserError
 from pgcachelab.secrets import SECRET_KEYWORDS, mask_password, parse_failure
 from pgcachelab.store.location import STORE_HINT
+from pgcachelab.store.recognised_study import record_recognised_studies
 from pgcachelab.store.sql_store import SqlResultStore
 
 SCHEMA = "pgcachelab"
@@ -244,6 +247,15 @@ _VERSION_5 = [
         where exists (select 1 from legacy_units)""",
 ]
 
+# The step of a migration that fills a new column from the rows there, in Python: each old run's
+# study as the lab recognised it from its metrics and swept keys (store/recognised_study.py).
+RECOGNISED_STUDIES = "each old run's recognised study"
+
+_VERSION_6 = [
+    "alter table {schema}.runs add column study text not null default ''",
+    RECOGNISED_STUDIES,
+]
+
 # (version, what it does, statements): applied in order, each in the transaction that records it.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "runs, points, measurements, point_server_settings", _VERSION_1),
@@ -251,6 +263,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (3, "fleet_runs, units, hosts: runs queued for agents on many hosts", _VERSION_3),
     (4, "the queue on procrastinate 3.10.0: jobs, workers, agents, unit_tries", _VERSION_4),
     (5, "the lab's routing and tries beside procrastinate: queues per run", _VERSION_5),
+    (6, "runs.study: the study each run is, recorded when it is created", _VERSION_6),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -366,6 +379,8 @@ class PostgresResultStore(SqlResultStore):
                 for statement in statements:
                     if statement == ENGINE_SCHEMA:
                         self._apply_engine_schema()
+                    elif statement == RECOGNISED_STUDIES:
+                        self._record_recognised_studies()
                     else:
                         self.db.execute(self._sql(statement))
                 self.db.execute(
@@ -381,6 +396,12 @@ class PostgresResultStore(SqlResultStore):
         do: __init__, another_connection, reconnect)."""
         self.db.execute(sql.SQL("set local search_path to {}").format(sql.Identifier(self.schema)))
         self.db.execute(sql.SQL(engine_ddl()))
+
+    def _record_recognised_studies(self) -> None:
+        """The data statements name tables without a schema: this transaction reads and
+        writes the store's own."""
+        self.db.execute(sql.SQL("set local search_path to {}").format(sql.Identifier(self.schema)))
+        record_recognised_studies(self)
 
     def schema_version(self) -> int:
         return one_row(

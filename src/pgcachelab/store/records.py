@@ -29,6 +29,9 @@ class Run:
     created_at: float
     finished_at: float | None
     failure: str | None
+    # The study the run is (studies/registry.py), chosen from its validated spec when it was
+    # created (experiments/spec/study.py): recorded, never guessed again from what it measured.
+    study: str
 
 
 @dataclass
@@ -265,8 +268,9 @@ class ResultStore(Protocol):
         target: dict,
         environment: dict,
         points: Iterable[PointToStore],
+        study: str,
     ) -> str:
-        """A new run, marked running, with its points; returns its id."""
+        """A new run of `study`, marked running, with its points; returns its id."""
         ...
 
     def mark_running(self, run_id: str, lab_pid: int, work_dir: str | None) -> None: ...

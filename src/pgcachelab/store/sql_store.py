@@ -133,6 +133,7 @@ class SqlResultStore:
         target: dict,
         environment: dict,
         points: Iterable[PointToStore],
+        study: str,
     ) -> str:
         run = Run(
             run_id=new_run_id(),
@@ -147,6 +148,7 @@ class SqlResultStore:
             created_at=time.time(),
             finished_at=None,
             failure=None,
+            study=study,
         )
         stored = [StoredPoint(p.index, p.label, p.swept, p.workload, p.settings) for p in points]
         with self._transaction():

@@ -4,6 +4,8 @@ Schema history (PRAGMA user_version):
   1 - runs, points, measurements, point_server_settings.
   2 - cache_snapshots: per measurement, the cache snapshots taken during it (issue 7).
       Migration from 1: the table is added; version 1 rows are kept as they are.
+  3 - runs.study: the study a run is, recorded when it is created (issue 50). Migration from
+      2: each run gets the study the lab recognised it as until then (store/recognised_study.py).
 """
 
 import contextlib
@@ -13,9 +15,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pgcachelab.store.location import STORE_FILE
+from pgcachelab.store.recognised_study import record_recognised_studies
 from pgcachelab.store.sql_store import SqlResultStore
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 create table if not exists runs (
@@ -83,7 +86,12 @@ create table if not exists cache_snapshots (
     primary key (run_id, point_index, repetition, seq)
 );
 """,
+    3: """
+alter table runs add column study text not null default '';
+""",
 }
+# Migrations that fill what they add from the rows already there, after their statements.
+_FILLS = {3: record_recognised_studies}
 
 
 BUSY_TIMEOUT_S = 30
@@ -144,8 +152,23 @@ class SqliteResultStore(SqlResultStore):
             raise RuntimeError(f"{self.path} was written by a newer pgcachelab (v{version})")
         self.db.executescript(_SCHEMA)  # version 1's tables (a new store starts there)
         for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
-            self.db.executescript(_MIGRATIONS[target])
-        self.db.execute(f"pragma user_version = {SCHEMA_VERSION}")
+            self._migrate_to(target)
+
+    def _migrate_to(self, target: int) -> None:
+        """One migration and its version, in one transaction: a lab killed halfway leaves the
+        store as it was, and a second lab that opened the same old store at the same moment
+        finds it done (the version read again under the write lock) rather than adding a
+        column twice."""
+        with self._transaction():
+            if self.db.execute("pragma user_version").fetchone()[0] >= target:
+                return
+            # executescript would commit first: one statement at a time (none holds a ";")
+            for statement in _MIGRATIONS[target].split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+            if target in _FILLS:
+                _FILLS[target](self)
+            self.db.execute(f"pragma user_version = {target}")
 
     @classmethod
     def in_lab_dir(cls, lab_dir: Path) -> "SqliteResultStore":
@@ -155,7 +178,21 @@ class SqliteResultStore(SqlResultStore):
     def open_read_only(cls, path: Path) -> "SqliteResultStore":
         """Open an existing store for reading only: no directory, schema or pragma is written,
         so a reader that only looks (doctor, possibly not root) changes nothing.
-        Raises sqlite3.Error when the file is missing or not readable."""
+        Raises sqlite3.Error when the file is missing or not readable, or when it is a store
+        of an older version, whose rows lack columns every reader asks for: it is migrated by
+        the next command that opens it for writing."""
+        store = cls._read_only(path)
+        version = store.db.execute("pragma user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:
+            store.db.close()
+            raise sqlite3.DatabaseError(
+                f"written by an older pgcachelab (v{version}): `pgcachelab runs` migrates it"
+            )
+        return store
+
+    @classmethod
+    def _read_only(cls, path: Path) -> "SqliteResultStore":
+        """The file opened read-only; refused when a newer pgcachelab wrote it."""
         store = cls.__new__(cls)
         store.path = Path(path)
         store.db = sqlite3.connect(
@@ -177,7 +214,7 @@ class SqliteResultStore(SqlResultStore):
         An older store is opened for writing, to migrate it.
         """
         try:
-            store = cls.open_read_only(path)
+            store = cls._read_only(path)
         except sqlite3.OperationalError:
             store = cls.__new__(cls)
             store.path = Path(path)

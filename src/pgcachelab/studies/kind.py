@@ -1,7 +1,7 @@
-"""What a study provides. A study is one kind of experiment: the lab recognises a stored run as
-its kind, asks the study for the run's report sections and advice, and never branches on the kind
-anywhere else (studies/registry.py). A new study is a subclass in its own package plus one line
-in the registry."""
+"""What a study provides. A study is one kind of experiment: a run records its study when it is
+created, the lab asks that study for the run's report sections and advice, and never branches
+on the kind anywhere else (studies/registry.py). A new study is a subclass in its own package
+plus one line in the registry."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,10 +84,9 @@ class Study:
     # The report's cache composition shows what is cached; a study that polls the cache for the
     # cost of polling (inspect-overhead) has no composition to show.
     shows_cache_composition: bool = True
-
-    def recognises(self, data: RunData) -> bool:
-        """Whether the stored run is this study's kind, from what it measured and swept."""
-        raise NotImplementedError
+    # The swept key that makes a run this study's design ("version"): a run of another study
+    # that sweeps it shows this study's sections too (an overhead sweep over versions)
+    swept_key: str | None = None
 
     def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]:
         """The study's own report sections with their plots, written under out_dir; the store

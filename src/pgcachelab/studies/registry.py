@@ -1,9 +1,10 @@
-"""The studies the lab knows, and the one place that decides which kind a stored run is.
+"""The studies the lab knows, by name: a run records its study when it is created
+(experiments/spec/study.py), and every reader asks the registry for the study of that name.
 
-A run is the first study here that recognises it, so the more specific come first and big-cache,
-which takes any pgbench sweep, comes last. A run can also carry a second study's design (an
-inspect-overhead sweep over versions): its report shows every recognising study's sections, its
-advice is its own study's. Adding a study: its package under studies/ and one line here.
+A run can also carry a second study's design (an inspect-overhead sweep over versions): its
+report shows the sections of each study whose swept key it sweeps too (`Study.swept_key`), its
+advice is its own study's. Adding a study: its package under studies/ and one line here (and,
+for runs of its own spec design, a line in experiments/spec/study.py).
 """
 
 from pgcachelab.analysis.advice import Advice
@@ -17,10 +18,13 @@ from pgcachelab.studies.tpcc.study import Tpcc
 from pgcachelab.studies.versions.study import Versions
 
 STUDIES: list[Study] = [CacheWash(), Tpcc(), InspectOverhead(), Versions(), BigCache()]
+# The study of a run whose own is not registered here (a plugin's run, read without it): a
+# big-cache run is any sweep, and its report and advice ask nothing of a workload's figures.
+FALLBACK = "big-cache"
 
 
 def register(study: Study) -> None:
-    """Add a study ahead of the known ones (a plugin, or a test's own kind)."""
+    """Add a study (a plugin, or a test's own kind)."""
     if any(known.name == study.name for known in STUDIES):
         raise ValueError(f"a study named {study.name!r} is registered already")
     STUDIES.insert(0, study)
@@ -30,13 +34,22 @@ def unregister(name: str) -> None:
     STUDIES[:] = [study for study in STUDIES if study.name != name]
 
 
-def studies_of(data: RunData) -> list[Study]:
-    """Every study that recognises the run, its own first."""
-    return [study for study in STUDIES if study.recognises(data)]
+def study_named(name: str) -> Study | None:
+    return next((study for study in STUDIES if study.name == name), None)
 
 
 def study_of(data: RunData) -> Study:
-    return studies_of(data)[0]
+    """The run's own study, as it was recorded when the run was created."""
+    found = study_named(data.run.study) or study_named(FALLBACK)
+    assert found is not None  # big-cache is never unregistered
+    return found
+
+
+def studies_of(data: RunData) -> list[Study]:
+    """The run's own study, then every other study whose swept key the run sweeps too."""
+    own = study_of(data)
+    swept = set(data.swept_keys)
+    return [own, *(s for s in STUDIES if s is not own and s.swept_key in swept)]
 
 
 def advise(data: RunData) -> list[Advice]:

@@ -21,7 +21,7 @@ ENVIRONMENT_KEYS = ("server_version", "server_source", "pgbench_version", "cpu_m
 
 def main(lab_dir: str, *run_ids: str) -> None:
     store = SqliteResultStore.in_lab_dir(Path(lab_dir))
-    sides = [load_side(store, run_id) for run_id in run_ids]
+    sides = [load_side(store, run_id, "pgbench") for run_id in run_ids]  # compare-quick*.toml
     names = set().union(*(p.server_settings for s in sides for p in s.points))
     differing = {
         name

@@ -1,5 +1,8 @@
-"""Reading a spec: TOML in, an ExperimentSpec out, every value converted by the schema."""
+"""Reading a spec: TOML in, an ExperimentSpec out, every value converted by the schema; and a
+stored run's spec text back into the spec's model, for the readers of the run. The one place
+that parses a spec's TOML."""
 
+import functools
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from pgcachelab.experiments.spec.schema import (
     PointKeys,
     SpecFile,
 )
+from pgcachelab.experiments.spec.study import study_name
 from pgcachelab.experiments.spec.sweeps import first_repeat
 from pgcachelab.experiments.spec.values import show
 from pgcachelab.user_files import read_user_text
@@ -122,7 +126,44 @@ def parse_spec(text: str, path: Path) -> ExperimentSpec:
         fleet_max_tries=file.fleet.max_tries,
         fleet_host_class=file.fleet.host_class,
         fleet_classes=tuple(file.fleet.classes),
+        study=study_name(file),
     )
+
+
+def stored_spec(spec_text: str, spec_path: str) -> SpecFile | None:
+    """A stored run's spec (`Run.spec_text` and `spec_path`) as the spec's model, for readers
+    of the run (its ladder's steps, its workload); None when the text no longer validates (a
+    run stored by an older lab whose keys have changed since). A reader then says less and
+    never fails: what a report needs to stand is in the run's own record (its points,
+    settings, schedule and study). Script files are not looked for: the run read them."""
+    return _stored_spec(spec_text, spec_path)
+
+
+def stored_schedule(spec_text: str, spec_path: str) -> dict:
+    """The order, seed and repetitions a stored spec asked for: the schedule of a run stored
+    before the runner recorded it with the run (analysis/run_data.py schedule_of); {} when the
+    spec no longer reads."""
+    spec = stored_spec(spec_text, spec_path)
+    if spec is None:
+        return {}
+    return {
+        "order": spec.order,
+        "seed": spec.seed,
+        "repetitions": spec.repetitions,
+        "max_repetitions": None,
+        "target_ci": None,
+        "warmup_repetitions": spec.warmup_repetitions,
+    }
+
+
+@functools.lru_cache(maxsize=16)  # the same run's spec, asked by several sections
+def _stored_spec(spec_text: str, spec_path: str) -> SpecFile | None:
+    try:
+        raw = tomllib.loads(spec_text)
+        context = {"base_dir": Path(spec_path).parent, "stored": True}
+        return SpecFile.model_validate(raw, context=context)
+    except (tomllib.TOMLDecodeError, ValidationError):
+        return None
 
 
 def validated(model: type[BaseModel], data: dict, path: Path, prefix: str, context: dict):

@@ -95,6 +95,9 @@ class ExperimentSpec:
     sweep_resolved: dict[str, list] = field(default_factory=dict)
     block_by: str | None = None  # order = "blocks": the swept key whose values make the blocks
     host: dict = field(default_factory=dict)  # [machine.host]: host settings of every point
+    # The study a run of it is, stored with the run (spec/study.py); `reproduce` sets another
+    # study's name when it runs that study's spec
+    study: str = "big-cache"
 
     def has_host_settings(self) -> bool:
         return bool(self.host) or any(step.host for step in self.ladder)

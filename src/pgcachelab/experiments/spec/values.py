@@ -347,6 +347,8 @@ def _script(value, info: ValidationInfo) -> Script:
         raise invalid("not a script", 'use { file = "a.sql", weight = 1 }')
     assert info.context is not None  # load.py validates with the spec's directory
     file = (info.context["base_dir"] / str(entry["file"])).resolve()
+    if info.context.get("stored"):  # a stored run's spec, read again: the run read the file
+        return Script(file=file, weight=entry.get("weight", 1))
     refusal = regular_file_refusal(file)  # pgbench reads it whole: no device, no GBs
     if refusal:
         raise invalid(refusal, "give a script file of pgbench's", at=("file",), value=entry["file"])

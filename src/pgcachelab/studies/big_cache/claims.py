@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from pgcachelab.analysis.cache_composition import Sample
 from pgcachelab.analysis.cache_split import SCAN_MOMENTS, scan_residency
-from pgcachelab.analysis.cache_split_claims import survival_figure
 from pgcachelab.analysis.claims import (
     REPRODUCED,
     Figure,
@@ -36,7 +35,7 @@ from pgcachelab.analysis.claims import (
     with_reason,
 )
 from pgcachelab.analysis.qualifiers import judge
-from pgcachelab.analysis.run_data import RunData, repetitions
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.run_steps import run_steps
 from pgcachelab.analysis.steps import (
     MATCH_FACTOR,
@@ -47,6 +46,8 @@ from pgcachelab.analysis.steps import (
     StepFinding,
     step_ratio,
 )
+from pgcachelab.studies.cache_wash.figures import survival_figure
+from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 # "Clear steps" (явные ступеньки), "a dip is visible" (виден провал): analysis/qualifiers.py's

@@ -91,9 +91,6 @@ class BigCache(Study):
         ),
     )
 
-    def recognises(self, data: RunData) -> bool:
-        return True  # the registry's last entry: what no other study claims
-
     def advice(self, data: RunData) -> list[Advice]:
         keys = data.swept_keys
         advice: list[Advice] = []

@@ -18,8 +18,9 @@ from pgcachelab.analysis.cache_split import (
     pgbench_logged_zeros,
     survival_table,
 )
-from pgcachelab.analysis.run_data import RunData, repetitions
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.summary import Effect
+from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes
 
 

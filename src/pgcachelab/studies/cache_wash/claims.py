@@ -1,6 +1,6 @@
 """Seed 000's findings as `reproduce` and the report grade them (issue 46).
 
-Each claim's figure is a ratio in the seed's direction (analysis/cache_split_claims.py), judged
+Each claim's figure is a ratio in the seed's direction (studies/cache_wash/figures.py), judged
 by the seed's own word through the one table of words (analysis/qualifiers.py): "noticeably"
 (заметно) at least ×1.1, "slightly" (незначительно) ×1–×1.25, a bare direction ("falls",
 "slows") above 1, "similar" (похож) within ×1.1 either way. A claim with parts (huge pages on
@@ -13,7 +13,17 @@ Pure rules over a WashRun that tests build directly, and one adapter from RunDat
 from dataclasses import dataclass
 
 from pgcachelab.analysis.cache_split import Repetition
-from pgcachelab.analysis.cache_split_claims import (
+from pgcachelab.analysis.claims import (
+    Verdict,
+    combine,
+    noise,
+    not_measured,
+    weakened,
+    with_reason,
+)
+from pgcachelab.analysis.qualifiers import NOTICEABLE, QUALIFIERS, judge
+from pgcachelab.analysis.run_data import RunData
+from pgcachelab.studies.cache_wash.figures import (
     BLOCK_BYTES,
     SEED_INDEX_PAGES,
     SEED_WARMUP_LOOKUPS,
@@ -30,16 +40,7 @@ from pgcachelab.analysis.cache_split_claims import (
     warmup_per_index_page,
     whole_test_across_sizes,
 )
-from pgcachelab.analysis.claims import (
-    Verdict,
-    combine,
-    noise,
-    not_measured,
-    weakened,
-    with_reason,
-)
-from pgcachelab.analysis.qualifiers import NOTICEABLE, QUALIFIERS, judge
-from pgcachelab.analysis.run_data import RunData, repetitions
+from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 # What each figure is, as the rules state it (the claims' `rule=` is made from the same words).

@@ -39,13 +39,14 @@ from pgcachelab.analysis.cache_split import (
 )
 from pgcachelab.analysis.claims import BadFigure, Verdict, noise
 from pgcachelab.analysis.memory_accounting import same_ram_check
-from pgcachelab.analysis.run_data import RunData, measured_memory, repetitions
+from pgcachelab.analysis.run_data import RunData, measured_memory
 from pgcachelab.analysis.run_order import order_note
 from pgcachelab.analysis.summary import hit_ratio, summarise
 from pgcachelab.report.cache_composition import samples as snapshot_samples
 from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank
 from pgcachelab.report.pyplot import plt
 from pgcachelab.report.render import Section, inline_svg, table
+from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
 TITLE = "Cache wash: idx1, the scan, idx2"

@@ -4,12 +4,12 @@ shared_buffers, with and without huge pages."""
 from pathlib import Path
 
 from pgcachelab.analysis.advice import Advice
-from pgcachelab.analysis.cache_split_claims import SEED_HUGE_PAGES_RATIO
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
 from pgcachelab.studies.cache_wash import claims as c
 from pgcachelab.studies.cache_wash.advice import cache_wash_advice
+from pgcachelab.studies.cache_wash.figures import SEED_HUGE_PAGES_RATIO
 from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 
 SEED = "000_80b0f9f99e057656.txt"
@@ -144,9 +144,6 @@ class CacheWash(Study):
             qualifier=c.PREWARM_WORD,
         ),
     )
-
-    def recognises(self, data: RunData) -> bool:
-        return any(m.metrics.get("cache_wash") for r in data.points for m in r.ok)
 
     def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]:
         # matplotlib only where a report is drawn: advise reads the advice alone

@@ -2,13 +2,14 @@
 
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.tables import format_table, number_text
+from pgcachelab.studies.cache_wash.repetitions import phase_medians_ms
 
 
 def cache_wash_table(data: RunData) -> str:
     """idx1, seq and idx2 instead of tps: medians over repetitions of each one's median."""
     rows = []
     for result in data.points:
-        medians = result.phase_medians_ms or {}
+        medians = phase_medians_ms(result) or {}
         reasons = "; ".join(result.failure_reasons)
         rows.append(
             [

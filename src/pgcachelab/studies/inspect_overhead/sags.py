@@ -45,10 +45,6 @@ class MethodSag:
         return self.within_runs or self.between_runs
 
 
-def is_overhead_run(data: RunData) -> bool:
-    return KEY in data.swept_keys
-
-
 def cells(data: RunData) -> dict[tuple, dict[str, PointResult]]:
     """Points by the other swept values (e.g. shared_buffers), then by method."""
     found: dict[tuple, dict[str, PointResult]] = {}

@@ -24,7 +24,7 @@ from pgcachelab.studies.inspect_overhead.claims import (
     semiconsistent_approaches_fast,
     semiconsistent_slower,
 )
-from pgcachelab.studies.inspect_overhead.sags import is_overhead_run
+from pgcachelab.studies.inspect_overhead.sags import KEY
 from pgcachelab.studies.kind import SETUP_KIND, PublishedClaim, Reproduction, Study
 
 SEED = "003_493116ef3620a22a.txt"
@@ -32,6 +32,7 @@ SEED = "003_493116ef3620a22a.txt"
 
 class InspectOverhead(Study):
     name = "inspect-overhead"
+    swept_key = KEY
     title = "what looking inside shared_buffers costs the workload, per method"
     seed = "003"
     spec_table = "inspect"
@@ -135,9 +136,6 @@ class InspectOverhead(Study):
 
     shows_cache_composition = False
     needs_extension = True
-
-    def recognises(self, data: RunData) -> bool:
-        return is_overhead_run(data)
 
     def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]:
         from pgcachelab.studies.inspect_overhead.report import inspect_overhead_section

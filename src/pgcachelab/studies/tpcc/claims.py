@@ -1,5 +1,5 @@
 """Seed 002's ladder, rung by rung, judged on a TPC-C run (issue 37). Pure rules over the steps
-(analysis/ladder.py's StepSamples, in the run's order) and thin adapters from RunData.
+(studies/tpcc/step_results.py's StepSamples, in the run's order) and thin adapters from RunData.
 
 The article (seed 002) climbed 111 → 1,330 → 10,140 → 15,803 → 22,656 → 180,732 → 193,150 tpmC
 on a 16-core, 32 GB server with 64 terminals. A run's steps are matched to the article's rungs by
@@ -19,7 +19,6 @@ apart, with the rest of its findings: the disk holding the server back at 50,000
 
 import math
 import statistics
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,11 +34,12 @@ from pgcachelab.analysis.claims import (
     ratio_figure,
     with_reason,
 )
-from pgcachelab.analysis.ladder import StepSamples
 from pgcachelab.analysis.qualifiers import QUALIFIERS, judge
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.versions import welch_log_ratio
+from pgcachelab.experiments.spec.load import stored_spec
 from pgcachelab.studies.tpcc.ladder import step_name, step_samples, tpcc_runs
+from pgcachelab.studies.tpcc.step_results import StepSamples
 
 # The article's server (seed 002: "16c 32GB", terminals=64): what the rungs past the limits
 # measured. This machine's cores are quoted beside it where the CPU decides.
@@ -571,13 +571,8 @@ def judge_fixed_count(steps: list[StepSamples]) -> Verdict:
 def os_step_names(data: RunData) -> frozenset[str]:
     """Ladder steps that change host settings ([ladder.host]): the store keeps no host
     settings with a point, the spec has them."""
-    try:
-        ladder = tomllib.loads(data.run.spec_text).get("ladder") or []
-    except tomllib.TOMLDecodeError:
-        return frozenset()
-    return frozenset(
-        str(step.get("name")) for step in ladder if isinstance(step, dict) and step.get("host")
-    )
+    spec = stored_spec(data.run.spec_text, data.run.spec_path)
+    return frozenset(step.name for step in spec.ladder if step.host) if spec else frozenset()
 
 
 def _cores(data: RunData) -> int | None:

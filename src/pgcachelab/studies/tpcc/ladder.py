@@ -3,11 +3,11 @@ point), the settings in force, and advice on which steps mattered. No plotting h
 `advise` and `doctor` do not load matplotlib."""
 
 import statistics
-import tomllib
 
 from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
-from pgcachelab.analysis.ladder import StepSamples, ladder_results
 from pgcachelab.analysis.run_data import PointResult, RunData
+from pgcachelab.experiments.spec.load import stored_spec
+from pgcachelab.studies.tpcc.step_results import StepSamples, ladder_results
 
 # Workload parameters shown in a step's diff next to the server settings.
 WORKLOAD_KEYS = (
@@ -36,13 +36,8 @@ def step_name(result: PointResult) -> str:
 
 
 def _descriptions(data: RunData) -> dict[str, str]:
-    try:
-        ladder = tomllib.loads(data.run.spec_text).get("ladder") or []
-    except tomllib.TOMLDecodeError:
-        return {}
-    return {
-        str(s.get("name")): str(s.get("description", "")) for s in ladder if isinstance(s, dict)
-    }
+    spec = stored_spec(data.run.spec_text, data.run.spec_path)
+    return {step.name: step.description for step in spec.ladder} if spec else {}
 
 
 def _limit(rate_tpm) -> float | None:

@@ -9,7 +9,6 @@ from markupsafe import Markup
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from pgcachelab.analysis.ladder import StepResult, ladder_results, limit_verdicts
 from pgcachelab.analysis.memory_accounting import ladder_ram_check
 from pgcachelab.analysis.run_data import RunData, measured_memory
 from pgcachelab.analysis.step_resources import step_explanation
@@ -24,6 +23,7 @@ from pgcachelab.studies.tpcc.ladder import (
     step_samples,
     tpcc_runs,
 )
+from pgcachelab.studies.tpcc.step_results import StepResult, ladder_results, limit_verdicts
 from pgcachelab.workloads.tpcc import differences
 
 DISCLAIMER = "a TPC-C-like workload, not an audited TPC-C result"

@@ -4,9 +4,9 @@ rungs span three orders of magnitude and a small machine's steps sit far below t
 
 from pathlib import Path
 
-from pgcachelab.analysis.ladder import StepResult
 from pgcachelab.report.plots import save_figure
 from pgcachelab.report.pyplot import plt
+from pgcachelab.studies.tpcc.step_results import StepResult
 
 # Seed 002's "Measured tpmC (NewOrders)" lines, in the article's order: limitTxnsPerMin 300,
 # then 3,000, then 50,000; the IO settings; the memory settings; the limit removed; the OS.

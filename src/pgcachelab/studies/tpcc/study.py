@@ -34,7 +34,7 @@ from pgcachelab.studies.tpcc.claims import (
     rung_judge,
     warehouse_size_from_run,
 )
-from pgcachelab.studies.tpcc.ladder import is_tpcc_run, ladder_advice
+from pgcachelab.studies.tpcc.ladder import ladder_advice
 
 SEED = "002_b90071d05c712a9c.txt"
 
@@ -141,9 +141,6 @@ class Tpcc(Study):
         ),
     )
 
-    def recognises(self, data: RunData) -> bool:
-        return is_tpcc_run(data)
-
     def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]:
         from pgcachelab.studies.tpcc.report import tpcc_section
 
@@ -153,8 +150,8 @@ class Tpcc(Study):
         return ladder_advice(data)
 
     def seed_chart(self, data: RunData, out_dir: Path) -> Path | None:
-        from pgcachelab.analysis.ladder import ladder_results
         from pgcachelab.studies.tpcc.ladder import step_samples
         from pgcachelab.studies.tpcc.seed_chart import ladder_beside_article
+        from pgcachelab.studies.tpcc.step_results import ladder_results
 
         return ladder_beside_article(ladder_results(step_samples(data)), out_dir)

@@ -14,10 +14,6 @@ from pgcachelab.studies.versions.claims import CLAIMS, claim_judge
 SEED = "001_85c58d99413b8c4f.txt"
 
 
-def is_version_run(data: RunData) -> bool:
-    return "version" in data.swept_keys
-
-
 def previous_run(store: ResultStore, data: RunData) -> RunData | None:
     """The newest finished run of the same spec (by name) before this one, to check that the
     two agree (issue 19); None when there is none."""
@@ -34,6 +30,7 @@ def previous_run(store: ResultStore, data: RunData) -> RunData | None:
 
 class Versions(Study):
     name = "versions"
+    swept_key = "version"
     title = "did a release change throughput: each major version against the one before"
     seed = "001"
     headline_figure = "tps-by-version"
@@ -51,9 +48,6 @@ class Versions(Study):
         )
         for claim in CLAIMS
     )
-
-    def recognises(self, data: RunData) -> bool:
-        return is_version_run(data)
 
     def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]:
         from pgcachelab.studies.versions.report import versions_section
