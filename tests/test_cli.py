@@ -600,10 +600,17 @@ def test_plan_honours_memory_and_disk_as_the_run_would(tmp_path, lab_tmp):
 @pytest.mark.skipif(os.geteuid() != 0, reason="becoming the unprivileged user needs root")
 def test_plan_works_for_an_unprivileged_user_on_a_spec_that_needs_root():
     from pgcachelab.cli.plan import plan_output
+    from pgcachelab.exporters import json as json_export
 
     spec = EXPERIMENTS / "cache-split-quick.toml"
     nobody = pwd.getpwnam("nobody")
-    text = output_as_user(nobody, lambda: plan_output(spec, None, None, None, as_json=True))
+
+    def plan_json() -> str:
+        out = io.StringIO()
+        plan_output(spec, None, None, None, json_export.plan, out)
+        return out.getvalue()
+
+    text = output_as_user(nobody, plan_json)
     plan = json.loads(text)
     assert plan["measurement_count"] == len(load_spec(spec).schedule())
     pools = [p["huge_pages_estimate"]["pages"] for p in plan["points"] if p["huge_pages_estimate"]]

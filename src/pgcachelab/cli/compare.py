@@ -6,10 +6,15 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
+from pgcachelab.cli.options import (
+    DEFAULT_LAB_DIR,
+    JsonOption,
+    LabDir,
+    StoreOption,
+    format_option,
+    output_format,
+)
 from pgcachelab.cli.stores import existing_store, run_of
-from pgcachelab.errors import UserError
-from pgcachelab.printable import printable_lines
 
 
 def compare(
@@ -21,24 +26,26 @@ def compare(
         str | None,
         typer.Option(help="Read run B from this store instead (default: --store's)."),
     ] = None,
-    format: Annotated[str, typer.Option("--format", help="table, json or markdown.")] = "table",
+    format: Annotated[
+        str | None, format_option("text (or table), json or markdown (default text).")
+    ] = None,
+    json_output: JsonOption = False,
     html: Annotated[
         Path | None, typer.Option(help="Also write a self-contained HTML page with a chart.")
     ] = None,
 ) -> None:
     """B/A per matched point with 95% intervals, and what differs besides the parameters."""
     from pgcachelab.analysis.compare_store import load_comparison
-    from pgcachelab.report.compare_text import FORMATS
+    from pgcachelab.exporters import json, markdown, text
 
-    if format not in FORMATS:
-        raise UserError(f"--format: unknown format {format!r}", "use table, json or markdown")
+    offered = {"text": text.comparison, "json": json.comparison, "markdown": markdown.comparison}
+    export = output_format("compare", format, json_output, offered, "text")
     results_a = existing_store(lab_dir, store)
     results_b = existing_store(lab_dir, store_b) if store_b else results_a
     a = run_of(results_a, run_a)
     b = run_of(results_b, run_b)
     comparison = load_comparison(results_a, a.run_id, results_b, b.run_id)
-    text = FORMATS[format](comparison)
-    sys.stdout.write((text if format == "json" else printable_lines(text)) + "\n")
+    export(comparison, sys.stdout)
     if html is not None:
         from pgcachelab.report.compare_html import render_html
 
