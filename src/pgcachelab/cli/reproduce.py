@@ -93,7 +93,7 @@ def _started(store_location: str) -> Iterator[None]:
 def _reproduce(chosen, mode, again, lab_dir, results_store, progress, export) -> None:
     from pgcachelab.experiments.reproduce import judge_across, reproduce_study
     from pgcachelab.experiments.reproduce_page import busy_warning, render_html
-    from pgcachelab.report.build import build_report
+    from pgcachelab.studies.pages import build_report
 
     results = []
     for number, study in enumerate(chosen, 1):

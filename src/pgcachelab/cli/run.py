@@ -168,7 +168,7 @@ def disk_option(disk: str | None) -> str | None:
 
 
 def _write_report(store, lab_dir: Path, run_id: str) -> None:
-    from pgcachelab.report.build import build_report
+    from pgcachelab.studies.pages import build_report
 
     html = build_report(store, run_id, lab_dir / "reports" / run_id)
     typer.echo(str(html.resolve()))
