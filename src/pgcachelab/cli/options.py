@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
+from pgcachelab.errors import UserError
+
 LAB_DIR_HELP = "Where results and reports live."
 DEFAULT_LAB_DIR = Path("lab")
 
@@ -75,8 +77,6 @@ def output_format(
     """The exporter `command` writes with: --format (or its alias --json) among the formats the
     command `offered` (format -> exporter function); `default` when neither is given."""
     if json_alias and given is not None and FORMAT_ALIASES.get(given, given) != "json":
-        from pgcachelab.errors import UserError
-
         raise UserError(
             f"--json with --format {given!r}", "give one: --json is the same as --format json"
         )
