@@ -4,7 +4,6 @@ format (--json, compare's table) printing the same bytes as --format (issue 50).
 import dataclasses
 import datetime
 import decimal
-import io
 import json
 import math
 import shutil
@@ -57,14 +56,6 @@ def test_encode_escapes_del_so_json_is_safe_on_a_terminal():
     text = json_export.encode({"name": "a\x7fb\x1b[2J"})
     assert "\x7f" not in text and "\x1b" not in text
     assert json.loads(text) == {"name": "a\x7fb\x1b[2J"}
-
-
-def test_snapshot_is_one_line_under_watch():
-    out = io.StringIO()
-    json_export.snapshot({"a": [1, 2]}, out, one_line=True)
-    json_export.snapshot({"a": [1, 2]}, out, one_line=False)
-    first, *rest = out.getvalue().splitlines()
-    assert first == '{"a": [1, 2]}' and len(rest) > 1
 
 
 @pytest.fixture

@@ -221,7 +221,6 @@ def inspect(
 ) -> None:
     """Where a server's data is: shared_buffers per relation, and the OS page cache."""
     from pgcachelab.exporters import json, text
-    from pgcachelab.report.cache_table import snapshot_cost
 
     offered = {"text": "text", "json": "json"}  # the flow differs: notes and --watch's rounds
     as_json = output_format("inspect", format, json_output, offered, "text") == "json"
@@ -252,12 +251,7 @@ def inspect(
                     fill_os_cache(snapshot, data_dir)
                 snapshot.os_cache_note = note
                 if as_json:
-                    data = {
-                        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                        **snapshot.to_dict(),
-                        "method_cost": snapshot_cost(snapshot),
-                    }
-                    json.snapshot(data, sys.stdout, one_line=bool(watch))
+                    json.snapshot(snapshot, sys.stdout, one_line=bool(watch))
                 else:
                     if watch:
                         typer.echo(f"-- {time.strftime('%H:%M:%S')}")

@@ -6,6 +6,7 @@ export's "format" key say which shape they have."""
 import dataclasses
 import json
 import math
+import time
 from typing import Any, TextIO
 
 # doctor's JSON format history: 1 — findings and skipped checks, context;
@@ -109,9 +110,17 @@ def plan(plan: dict, out: TextIO) -> None:
     _write(plan, out)
 
 
-def snapshot(data: dict, out: TextIO, one_line: bool) -> None:
-    """`inspect`: one snapshot; one line each under --watch, so a stream of them is JSON lines."""
-    out.write(encode(data, indent=None if one_line else 2) + "\n")
+def snapshot(snapshot, out: TextIO, one_line: bool) -> None:
+    """`inspect`: one snapshot as it is taken, with what its method cost; one line each under
+    --watch, so a stream of them is JSON lines."""
+    from pgcachelab.report.cache_table import snapshot_cost
+
+    document = {
+        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **snapshot.to_dict(),
+        "method_cost": snapshot_cost(snapshot),
+    }
+    out.write(encode(document, indent=None if one_line else 2) + "\n")
 
 
 def run_measurements(store, run_id: str, out: TextIO) -> None:
