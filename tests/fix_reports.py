@@ -40,8 +40,8 @@ def tiny_reports() -> dict[str, TinyReport]:
     there). Built once for the figure and the browser tests, kept under test-artifacts/."""
     from matplotlib.figure import Figure
 
-    from pgcachelab.report.build import build_report
     from pgcachelab.store.sqlite import SqliteResultStore
+    from pgcachelab.studies.pages import build_report
 
     shutil.rmtree(REPORT_ARTIFACTS, ignore_errors=True)
     REPORT_ARTIFACTS.mkdir(parents=True)

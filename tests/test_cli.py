@@ -350,6 +350,38 @@ BAD_COMMANDS = [
                  r"--plan", id="plan-without-spec"),
     pytest.param(["run", "{spec}", "--json", "--lab-dir", "{lab}"], r"--json without --plan",
                  r"--plan --json", id="json-without-plan"),
+    pytest.param(["run", "{spec}", "--format", "json", "--lab-dir", "{lab}"],
+                 r"--format without --plan", r"--plan --format", id="format-without-plan"),
+    # --format is one spelling on every command that prints a result: a format the command
+    # cannot write is refused before any work, naming what it offers (issue 50)
+    pytest.param(["run", "{spec}", "--plan", "--format", "csv", "--lab-dir", "{lab}"],
+                 r"^pgcachelab: --format: run --plan cannot write 'csv'$", r"use text or json",
+                 id="plan-format-csv"),
+    pytest.param(["doctor", "--format", "csv"],
+                 r"^pgcachelab: --format: doctor cannot write 'csv'$", r"^hint: use text or json$",
+                 id="doctor-format-csv"),
+    pytest.param(["doctor", "--format", "yaml"], r"^pgcachelab: --format: unknown format 'yaml'$",
+                 r"use text or json", id="doctor-unknown-format"),
+    pytest.param(["doctor", "--json", "--format", "text"],
+                 r"^pgcachelab: --json with --format 'text'$", r"--json is the same as --format",
+                 id="doctor-json-and-format-text"),
+    pytest.param(["tpcc", "run", "--format", "markdown"],
+                 r"--format: tpcc run cannot write 'markdown'", r"use text or json",
+                 id="tpcc-format-markdown"),
+    pytest.param(["inspect", "--dsn", "host=/nonexistent", "--format", "csv"],
+                 r"--format: inspect cannot write 'csv'", r"use text or json",
+                 id="inspect-format-csv"),
+    pytest.param(["reproduce", "--format", "csv", "--lab-dir", "{lab}"],
+                 r"--format: reproduce cannot write 'csv'", r"use text or json",
+                 id="reproduce-format-csv"),
+    pytest.param(["export", "last", "--format", "text", "--lab-dir", "{lab}"],
+                 r"--format: export cannot write 'text'", r"use csv or json",
+                 id="export-format-text"),
+    pytest.param(["export", "last", "--json", "--format", "csv", "--lab-dir", "{lab}"],
+                 r"--json with --format 'csv'", r"give one", id="export-json-and-format-csv"),
+    pytest.param(["compare", "a", "b", "--format", "csv", "--lab-dir", "{lab}"],
+                 r"--format: compare cannot write 'csv'", r"use text, json or markdown",
+                 id="compare-format-csv"),
     pytest.param(["run", "{spec}", "--plan", "--memory", "lots", "--lab-dir", "{lab}"],
                  r"--memory: invalid value 'lots'", r"--memory 1GiB", id="plan-memory"),
     pytest.param(["pg", "install", "7.1"], r"invalid PostgreSQL major version '7\.1'", r"9\.6",
@@ -600,10 +632,17 @@ def test_plan_honours_memory_and_disk_as_the_run_would(tmp_path, lab_tmp):
 @pytest.mark.skipif(os.geteuid() != 0, reason="becoming the unprivileged user needs root")
 def test_plan_works_for_an_unprivileged_user_on_a_spec_that_needs_root():
     from pgcachelab.cli.plan import plan_output
+    from pgcachelab.exporters import json as json_export
 
     spec = EXPERIMENTS / "cache-split-quick.toml"
     nobody = pwd.getpwnam("nobody")
-    text = output_as_user(nobody, lambda: plan_output(spec, None, None, None, as_json=True))
+
+    def plan_json() -> str:
+        out = io.StringIO()
+        plan_output(spec, None, None, None, json_export.plan, out)
+        return out.getvalue()
+
+    text = output_as_user(nobody, plan_json)
     plan = json.loads(text)
     assert plan["measurement_count"] == len(load_spec(spec).schedule())
     pools = [p["huge_pages_estimate"]["pages"] for p in plan["points"] if p["huge_pages_estimate"]]

@@ -26,7 +26,7 @@ from pgcachelab.analysis.compare import (
 )
 from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.errors import UserError
-from pgcachelab.report.compare_text import FORMATS, as_dict
+from pgcachelab.report.compare_text import as_dict, render_markdown, render_table
 from pgcachelab.store.location import (
     choose_store,
     lab_dir_store,
@@ -213,10 +213,10 @@ def test_identical_runs_have_no_context_differences_and_every_format_renders():
     comparison = compare_runs(run(points), run(points))
     assert comparison.context == [] and comparison.significant == []
     assert as_dict(comparison)["points"][0]["point"] == {"scale": 1}
-    table = FORMATS["table"](comparison)
+    table = render_table(comparison)
     assert "0 of 2 matched points differ significantly" in table
     assert "Welch's t on log tps" in table and "Mann-Whitney U" in table
-    assert FORMATS["markdown"](comparison).count("| scale=") == 2
+    assert render_markdown(comparison).count("| scale=") == 2
 
 
 def test_p99_is_compared_where_both_runs_logged_latencies_lower_being_better():
@@ -227,10 +227,10 @@ def test_p99_is_compared_where_both_runs_logged_latencies_lower_being_better():
     assert p99.ratio == pytest.approx(2.0, rel=0.05) and p99.ci_low > 1
     assert p99.verdict == "B SLOWER"
     assert compare_runs(run([slow]), run([fast])).p99[0].verdict == "B faster"
-    table = FORMATS["table"](comparison)
+    table = render_table(comparison)
     assert "p99 latency:" in table and "median p99 ms A" in table
     assert as_dict(comparison)["p99"][0]["verdict"] == "B SLOWER"
-    assert "### p99 latency" in FORMATS["markdown"](comparison)
+    assert "### p99 latency" in render_markdown(comparison)
 
 
 # -- store locations ---------------------------------------------------------------------------

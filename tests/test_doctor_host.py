@@ -1,5 +1,6 @@
 """doctor's host checks: fake /proc and /sys trees with a known state, and this machine for real."""
 
+import io
 import json
 import os
 import pwd
@@ -17,7 +18,7 @@ from pgcachelab.doctor.host_facts import (
     bracketed_choice,
     parse_limits,
 )
-from pgcachelab.doctor.render import as_json
+from pgcachelab.exporters import json as json_export
 from pgcachelab.machine.host_facts import parse_proc_stat
 
 TREES = Path(__file__).parent / "data" / "doctor"
@@ -173,4 +174,10 @@ def test_doctor_runs_on_this_machine_as_root_and_as_another_user(tmp_path):
 
 def _doctor_json_as(user: pwd.struct_passwd) -> str:
     """doctor's JSON from a forked child running as `user`."""
-    return output_as_user(user, lambda: as_json(diagnose(Path("/"))))
+
+    def as_json() -> str:
+        out = io.StringIO()
+        json_export.diagnosis(diagnose(Path("/")), out)
+        return out.getvalue()
+
+    return output_as_user(user, as_json)

@@ -139,8 +139,8 @@ def _queued_run(lab_dir, classes_by_point: list[list[dict]], at_once: bool = Fal
 
 
 def _report(lab_dir, run_id) -> str:
-    from pgcachelab.report.build import build_report
     from pgcachelab.store.sqlite import SqliteResultStore
+    from pgcachelab.studies.pages import build_report
 
     store = SqliteResultStore.in_lab_dir(lab_dir)
     index = build_report(store, run_id, lab_dir / "report")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pgcachelab.analysis.run_data import load_run
-from pgcachelab.report.build import build_report
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.pages import build_report
 from pgcachelab.studies.registry import advise as run_advice
 
 FIXTURE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"

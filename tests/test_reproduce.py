@@ -1,5 +1,5 @@
 """`pgcachelab reproduce`: each study's claims judged on its run, on one page (experiments/
-reproduce.py, report/reproduce_page.py). The page is built here from the fixture store's real tiny
+reproduce.py and reproduce_page.py). The page is built here from the fixture store's real tiny
 runs and opened in headless Chromium; a toy study registered from the test goes through the
 command itself on a real server, with a second one that cannot run, as a row with its reason."""
 
@@ -38,9 +38,9 @@ from pgcachelab.experiments.reproduce import (
     spec_for,
     spec_path,
 )
+from pgcachelab.experiments.reproduce_page import as_dict, render_html, render_text
 from pgcachelab.probes.host_resources import busy_pct
 from pgcachelab.progress import QuietProgress
-from pgcachelab.report.reproduce_page import as_dict, render_html, render_text
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies import registry
 from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study

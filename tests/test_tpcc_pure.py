@@ -2,6 +2,7 @@
 (tests/data/tpcc/capture_logs.py, pgbench 15 and 18)."""
 
 import dataclasses
+import io
 import json
 import math
 import random
@@ -11,7 +12,8 @@ import pytest
 
 import pgcachelab.workloads.tpcc
 from pgcachelab.errors import UserError
-from pgcachelab.studies.tpcc.text import format_run, run_json
+from pgcachelab.exporters import json as json_export
+from pgcachelab.studies.tpcc.text import format_run
 from pgcachelab.workloads.pgbench_log import LoggedTransaction, parse_transaction_log
 from pgcachelab.workloads.pgbench_output import StatementLatency
 from pgcachelab.workloads.tpcc import client_scripts, differences
@@ -58,6 +60,13 @@ from pgcachelab.workloads.tpcc.terminal_times import (
 from pgcachelab.workloads.tpcc_workload import run_options
 
 DATA = Path(__file__).parent / "data" / "tpcc"
+
+
+def run_json(run) -> str:
+    """`tpcc run --format json`'s output for `run` (no load)."""
+    out = io.StringIO()
+    json_export.tpcc_run(run, None, out)
+    return out.getvalue()
 
 
 # -- parameters ----------------------------------------------------------------------------------

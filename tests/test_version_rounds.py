@@ -21,8 +21,8 @@ from pgcachelab.analysis.versions import (
     version_order,
 )
 from pgcachelab.experiments.version_rounds import version_rounds
-from pgcachelab.report.build import build_report
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.pages import build_report
 from pgcachelab.studies.registry import advise as run_advice
 
 SWEEP = ('repetitions = 3\norder = "interleaved"\ncontrol = true\n'

@@ -6,10 +6,15 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
+from pgcachelab.cli.options import (
+    DEFAULT_LAB_DIR,
+    JsonOption,
+    LabDir,
+    StoreOption,
+    format_option,
+    output_format,
+)
 from pgcachelab.cli.stores import existing_store, run_of
-from pgcachelab.errors import UserError
-from pgcachelab.printable import printable_lines
 
 
 def compare(
@@ -21,7 +26,10 @@ def compare(
         str | None,
         typer.Option(help="Read run B from this store instead (default: --store's)."),
     ] = None,
-    format: Annotated[str, typer.Option("--format", help="table, json or markdown.")] = "table",
+    format: Annotated[
+        str | None, format_option("text (or table), json or markdown (default text).")
+    ] = None,
+    json_output: JsonOption = False,
     html: Annotated[
         Path | None, typer.Option(help="Also write a self-contained HTML page with a chart.")
     ] = None,
@@ -29,10 +37,10 @@ def compare(
     """B/A per matched point with 95% intervals, and what differs besides the parameters."""
     from pgcachelab.analysis.compare_store import load_comparison
     from pgcachelab.experiments.spec.load import stored_spec
-    from pgcachelab.report.compare_text import FORMATS
+    from pgcachelab.exporters import json, markdown, text
 
-    if format not in FORMATS:
-        raise UserError(f"--format: unknown format {format!r}", "use table, json or markdown")
+    offered = {"text": text.comparison, "json": json.comparison, "markdown": markdown.comparison}
+    export = output_format("compare", format, json_output, offered, "text")
     results_a = existing_store(lab_dir, store)
     results_b = existing_store(lab_dir, store_b) if store_b else results_a
     a = run_of(results_a, run_a)
@@ -40,8 +48,7 @@ def compare(
     spec_a, spec_b = (stored_spec(run.spec_text, run.spec_path) for run in (a, b))
     workloads = (spec_a.workload if spec_a else None, spec_b.workload if spec_b else None)
     comparison = load_comparison(results_a, a.run_id, results_b, b.run_id, workloads)
-    text = FORMATS[format](comparison)
-    sys.stdout.write((text if format == "json" else printable_lines(text)) + "\n")
+    export(comparison, sys.stdout)
     if html is not None:
         from pgcachelab.report.compare_html import render_html
 

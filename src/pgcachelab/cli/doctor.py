@@ -6,7 +6,13 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import DEFAULT_LAB_DIR, lab_dir_option
+from pgcachelab.cli.options import (
+    DEFAULT_LAB_DIR,
+    JsonOption,
+    format_option,
+    lab_dir_option,
+    output_format,
+)
 from pgcachelab.errors import UserError
 
 
@@ -14,7 +20,8 @@ def doctor(
     dsn: Annotated[
         str | None, typer.Option(help="Also check this server (read only), e.g. 'dbname=postgres'.")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+    format: Annotated[str | None, format_option("text or json (default text).")] = None,
+    json_output: JsonOption = False,
     fail_on: Annotated[
         str,
         typer.Option(help="Exit 1 when a finding at or above this exists: info|warning|critical."),
@@ -34,16 +41,19 @@ def doctor(
     """Check the host (and with --dsn a server) against what the seeds and the docs know."""
     from pgcachelab.doctor.diagnose import diagnose
     from pgcachelab.doctor.findings import FAIL_ON_CHOICES, fails
-    from pgcachelab.doctor.render import as_json, print_human
+    from pgcachelab.exporters import json, text
 
+    def as_text(diagnosis, out):
+        text.diagnosis(diagnosis, out, hint_without_server=dsn is None)
+
+    export = output_format(
+        "doctor", format, json_output, {"text": as_text, "json": json.diagnosis}, "text"
+    )
     if fail_on not in FAIL_ON_CHOICES:
         raise UserError(f"--fail-on: invalid value {fail_on!r}", "use info, warning or critical")
     if data_dir is not None and not data_dir.is_dir():
         raise UserError(f"--data-dir: no directory {str(data_dir)!r}", "name an existing directory")
     diagnosis = diagnose(root, dsn, data_dir, lab_dir)
-    if json_output:
-        typer.echo(as_json(diagnosis))
-    else:
-        print_human(diagnosis, sys.stdout, hint_without_server=dsn is None)
+    export(diagnosis, sys.stdout)
     if fails(diagnosis.outcomes, fail_on):
         raise typer.Exit(1)

@@ -5,21 +5,28 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
+from pgcachelab.cli.options import (
+    DEFAULT_LAB_DIR,
+    JsonOption,
+    LabDir,
+    StoreOption,
+    format_option,
+    output_format,
+)
 from pgcachelab.cli.stores import existing_store, run_of
-from pgcachelab.errors import UserError
 
 
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id, or 'last'.")],
-    format: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
+    format: Annotated[str | None, format_option("csv or json (default csv).")] = None,
+    json_output: JsonOption = False,
     lab_dir: LabDir = DEFAULT_LAB_DIR,
     store: StoreOption = None,
 ) -> None:
     """Write a run's measurements to stdout as CSV or JSON."""
-    from pgcachelab.report import export as exporters
+    from pgcachelab.exporters import csv, json
 
-    if format not in exporters.FORMATS:
-        raise UserError(f"--format: unknown format {format!r}", "use csv or json")
+    offered = {"csv": csv.run_measurements, "json": json.run_measurements}
+    export = output_format("export", format, json_output, offered, "csv")
     results = existing_store(lab_dir, store)
-    exporters.FORMATS[format](results, run_of(results, run_id).run_id, sys.stdout)
+    export(results, run_of(results, run_id).run_id, sys.stdout)

@@ -5,7 +5,7 @@ cluster the lab manages (a running experiment's work directory, or one a test ma
 no default: guessing a server from the environment would inspect the wrong one silently.
 """
 
-import json
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +13,7 @@ from typing import Annotated
 import psycopg
 import typer
 
+from pgcachelab.cli.options import JsonOption, format_option, output_format
 from pgcachelab.errors import UserError
 from pgcachelab.probes.datadir import (  # noqa: F401 (is_local_host: part of this module's API)
     fill_os_cache,
@@ -213,13 +214,16 @@ def inspect(
             parser=parse_watch, metavar="SECONDS", help="Repeat every SECONDS until Ctrl-C."
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="JSON on stdout (a line per snapshot).")
-    ] = (False),
+    format: Annotated[
+        str | None, format_option("text or json, a line per snapshot with --watch (default text).")
+    ] = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Where a server's data is: shared_buffers per relation, and the OS page cache."""
-    from pgcachelab.report.cache_table import cache_table, snapshot_cost
+    from pgcachelab.exporters import json, text
 
+    offered = {"text": "text", "json": "json"}  # the flow differs: notes and --watch's rounds
+    as_json = output_format("inspect", format, json_output, offered, "text") == "json"
     method, mode = parse_method(method), parse_mode(mode)
     top, watch = parse_top(top), parse_watch(watch)
     if (dsn is None) == (work_dir is None):
@@ -247,16 +251,12 @@ def inspect(
                     fill_os_cache(snapshot, data_dir)
                 snapshot.os_cache_note = note
                 if as_json:
-                    data = {
-                        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                        **snapshot.to_dict(),
-                        "method_cost": snapshot_cost(snapshot),
-                    }
-                    typer.echo(json.dumps(data, indent=None if watch else 2))
+                    json.snapshot(snapshot, sys.stdout, one_line=bool(watch))
                 else:
                     if watch:
                         typer.echo(f"-- {time.strftime('%H:%M:%S')}")
-                    typer.echo(cache_table(snapshot, top))
+                    text.snapshot(snapshot, top, sys.stdout)
+                sys.stdout.flush()  # each --watch round as it is taken, also into a pipe
                 if watch is None:
                     return
                 time.sleep(watch)

@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
+from pgcachelab.errors import UserError
+
 LAB_DIR_HELP = "Where results and reports live."
 DEFAULT_LAB_DIR = Path("lab")
 
@@ -50,3 +52,36 @@ def number_option(
         return number(text, name, low, high, above=above, example=example)
 
     return typer.Option(name, parser=decimal, metavar="NUMBER", help=help)
+
+
+# Every output format a command may offer, in the order help and errors list them.
+OUTPUT_FORMATS = ("text", "json", "csv", "markdown")
+FORMAT_ALIASES = {"table": "text"}  # compare's name for text before issue 50: old scripts work
+
+
+def format_option(offered: str) -> Any:
+    """--format, with the formats the command offers and its default in the help."""
+    return typer.Option("--format", metavar="FORMAT", help=offered, show_default=False)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def output_format(
+    command: str, given: str | None, json_alias: bool, offered: dict[str, Any], default: str
+) -> Any:
+    """The exporter `command` writes with: --format (or its alias --json) among the formats the
+    command `offered` (format -> exporter function); `default` when neither is given."""
+    if json_alias and given is not None and FORMAT_ALIASES.get(given, given) != "json":
+        raise UserError(
+            f"--json with --format {given!r}", "give one: --json is the same as --format json"
+        )
+    chosen = "json" if json_alias else FORMAT_ALIASES.get(given, given) if given else default
+    if chosen not in offered:
+        what = "unknown format" if chosen not in OUTPUT_FORMATS else f"{command} cannot write"
+        raise UserError(f"--format: {what} {given!r}", f"use {_listed(list(offered))}")
+    return offered[chosen]

@@ -5,11 +5,8 @@ binaries a run without a version sweep would use, to pick the huge pages formula
 no initdb, no cgroup, no store, no install: it works without root for any spec.
 """
 
-import json
-
 from pgcachelab.clusters.binaries import find_install
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.plan_text import plan_text
 from pgcachelab.experiments.plan_view import PlanMachine, build_plan, major_of
 from pgcachelab.experiments.spec import load_spec
 from pgcachelab.machine.host_facts import memory_total_bytes, read_hugepages
@@ -39,9 +36,10 @@ def _server_major(pg_bin: str | None) -> int | None:
 
 
 def plan_output(
-    spec_path, memory_bytes: int | None, disk: str | None, pg_bin: str | None, as_json: bool
-) -> str:
-    """The plan as text or JSON. `memory_bytes` and `disk` are --memory and --disk, checked."""
+    spec_path, memory_bytes: int | None, disk: str | None, pg_bin: str | None, export, out
+) -> None:
+    """The plan to `out` by `export` (an exporter's plan). `memory_bytes` and `disk` are
+    --memory and --disk, checked."""
     spec = load_spec(spec_path)
     if disk is not None:
         spec.set_disk(disk)
@@ -52,5 +50,4 @@ def plan_output(
         page_size_bytes=read_hugepages().get("page_size_bytes", DEFAULT_PAGE_SIZE_BYTES),
         server_major=None if spec.versions else _server_major(pg_bin or spec.pg_bin),
     )
-    plan = build_plan(spec, machine)
-    return json.dumps(plan, indent=2) if as_json else plan_text(plan)
+    export(build_plan(spec, machine), out)

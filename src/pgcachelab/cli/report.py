@@ -57,7 +57,7 @@ def report(
         return
     if repetition is not None:
         raise UserError("--repetition: only with --point", "add --point N (see `show`)")
-    from pgcachelab.report.build import build_report
+    from pgcachelab.studies.pages import build_report
 
     html = build_report(results, run.run_id, out_dir)
     typer.echo(str(html.resolve()))

@@ -1,10 +1,11 @@
 """`pgcachelab reproduce [STUDY ...]`: every study's spec run on this machine, one after another,
-then each published claim graded, on one page (experiments/reproduce.py, report/reproduce_page)."""
+then each published claim graded, on one page (experiments/reproduce.py and reproduce_page.py)."""
 
 import contextlib
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,15 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
-from pgcachelab.cli.output import echo_text, note
+from pgcachelab.cli.options import (
+    DEFAULT_LAB_DIR,
+    JsonOption,
+    LabDir,
+    StoreOption,
+    format_option,
+    output_format,
+)
+from pgcachelab.cli.output import note
 from pgcachelab.cli.stores import writable_store
 from pgcachelab.errors import UserError
 
@@ -37,22 +45,24 @@ def reproduce(
     ] = False,
     lab_dir: LabDir = DEFAULT_LAB_DIR,
     store: StoreOption = None,
-    json_output: Annotated[
-        bool, typer.Option("--json", help="Print the verdicts as JSON.")
-    ] = False,
+    format: Annotated[str | None, format_option("text or json (default text).")] = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Run each study's spec here and grade its article's claims: reproduced, contradicted, not
     shown beyond the noise, or cannot be shown here (with the reason)."""
     from pgcachelab.cli.progress import make_progress
     from pgcachelab.experiments.reproduce import FULL, QUICK
+    from pgcachelab.exporters import json, text
 
+    offered = {"text": text.reproduction, "json": json.reproduction}
+    export = output_format("reproduce", format, json_output, offered, "text")
     chosen = _chosen_studies(studies or [])
     results_store = writable_store(lab_dir, store)
     progress = make_progress()
     mode = QUICK if quick else FULL
     # From here the command has started: a disk or store that fails is exit 1, as for `run`
     with _started(results_store.location):
-        _reproduce(chosen, mode, again, lab_dir, results_store, progress, json_output)
+        _reproduce(chosen, mode, again, lab_dir, results_store, progress, export)
 
 
 @contextlib.contextmanager
@@ -80,15 +90,10 @@ def _started(store_location: str) -> Iterator[None]:
     ) from None
 
 
-def _reproduce(chosen, mode, again, lab_dir, results_store, progress, json_output) -> None:
+def _reproduce(chosen, mode, again, lab_dir, results_store, progress, export) -> None:
     from pgcachelab.experiments.reproduce import judge_across, reproduce_study
-    from pgcachelab.report.build import build_report
-    from pgcachelab.report.reproduce_page import (
-        busy_warning,
-        render_html,
-        render_json,
-        render_text,
-    )
+    from pgcachelab.experiments.reproduce_page import busy_warning, render_html
+    from pgcachelab.studies.pages import build_report
 
     results = []
     for number, study in enumerate(chosen, 1):
@@ -110,7 +115,7 @@ def _reproduce(chosen, mode, again, lab_dir, results_store, progress, json_outpu
     machine = _machine(mode)
     reports = lab_dir / "reports"
     page = render_html(results, machine, results_store, reports, reports / "reproduce")
-    echo_text(render_json(results, machine) if json_output else render_text(results))
+    export(results, machine, sys.stdout)
     note(f"the page: {page.resolve()}")
     failed = [r.environment_failure for r in results if r.environment_failure is not None]
     if failed:  # graded without that run's rest: the command did not finish what it started

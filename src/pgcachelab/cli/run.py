@@ -1,13 +1,21 @@
 """`pgcachelab run SPEC`: run an experiment (or --resume one) and write its report; --plan
 shows what it would run (cli/plan.py)."""
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import DEFAULT_LAB_DIR, LabDir, StoreOption
-from pgcachelab.cli.output import echo_text, note
+from pgcachelab.cli.options import (
+    DEFAULT_LAB_DIR,
+    JsonOption,
+    LabDir,
+    StoreOption,
+    format_option,
+    output_format,
+)
+from pgcachelab.cli.output import note
 from pgcachelab.cli.stores import location_of, writable_store
 from pgcachelab.errors import UserError
 
@@ -51,23 +59,32 @@ def run(
             " settings, memory, huge pages and an estimate of their time.",
         ),
     ] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="With --plan: as JSON.")] = False,
+    format: Annotated[
+        str | None, format_option("With --plan: text or json (default text).")
+    ] = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Run an experiment (or --resume one) and write its report; --plan shows what it would run."""
     from pgcachelab.cli.progress import make_progress
     from pgcachelab.experiments import runner
     from pgcachelab.experiments.spec import load_spec
 
-    if json_output and not plan:
-        raise UserError("--json without --plan", "use --plan --json; a run's results: export")
+    for given, option in ((json_output, "--json"), (format, "--format")):
+        if given and not plan:
+            raise UserError(
+                f"{option} without --plan", f"use --plan {option}; a run's results: export"
+            )
     if plan:
         from pgcachelab.cli.plan import plan_output, refuse_with_plan
+        from pgcachelab.exporters import json, text
 
+        offered = {"text": text.plan, "json": json.plan}
+        export = output_format("run --plan", format, json_output, offered, "text")
         refuse_with_plan(resume, queue, dsn)
         if spec is None:
             raise UserError("--plan needs a spec file", "e.g. pgcachelab run x.toml --plan")
         memory_bytes, disk_text = memory_option(memory), disk_option(disk)
-        echo_text(plan_output(spec, memory_bytes, disk_text, pg_bin, json_output))
+        plan_output(spec, memory_bytes, disk_text, pg_bin, export, sys.stdout)
         return
     if (spec is None) == (resume is None):
         raise UserError("give either a spec file or --resume RUN", "e.g. pgcachelab run x.toml")
@@ -151,7 +168,7 @@ def disk_option(disk: str | None) -> str | None:
 
 
 def _write_report(store, lab_dir: Path, run_id: str) -> None:
-    from pgcachelab.report.build import build_report
+    from pgcachelab.studies.pages import build_report
 
     html = build_report(store, run_id, lab_dir / "reports" / run_id)
     typer.echo(str(html.resolve()))

@@ -15,7 +15,7 @@ def show(
     store: StoreOption = None,
 ) -> None:
     """Print a run's points and measurements as a table."""
-    from pgcachelab.report.tables import run_table
+    from pgcachelab.studies.pages import run_text_table
 
     results = existing_store(lab_dir, store)
-    echo_text(run_table(results, run_of(results, run_id).run_id))
+    echo_text(run_text_table(results, run_of(results, run_id).run_id))

@@ -11,7 +11,13 @@ from typing import Annotated
 
 import typer
 
-from pgcachelab.cli.options import number_option, whole_number_option
+from pgcachelab.cli.options import (
+    JsonOption,
+    format_option,
+    number_option,
+    output_format,
+    whole_number_option,
+)
 from pgcachelab.errors import UserError
 from pgcachelab.printable import has_control_characters
 from pgcachelab.quantities import INT_MAX, MAX_RATE
@@ -253,13 +259,15 @@ def run(
     dsn: Dsn = None,
     pg_bin: PgBin = None,
     set_options: SetOption = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print JSON, not text.")] = False,
+    format: Annotated[str | None, format_option("text or json (default text).")] = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Run the mix; without --dsn: create a cluster, load, run, check, report, remove it."""
     import psycopg
 
     from pgcachelab.cli.progress import make_progress
-    from pgcachelab.studies.tpcc.text import format_load, format_run, run_json
+    from pgcachelab.exporters import json, text
+    from pgcachelab.studies.tpcc.text import format_load
     from pgcachelab.workloads.pgbench import PgbenchError
     from pgcachelab.workloads.tpcc import driver, loader
     from pgcachelab.workloads.tpcc.checks import ConsistencyError
@@ -269,6 +277,8 @@ def run(
         parse_weights,
     )
 
+    offered = {"text": text.tpcc_run, "json": json.tpcc_run}
+    export = output_format("tpcc run", format, json_output, offered, "text")
     if transactions is not None and duration is not None:
         raise UserError(
             f"--duration {duration!r} with --transactions {transactions}: a run is timed or "
@@ -329,7 +339,7 @@ def run(
         _fail(f"the run failed: {_first_line(error)}")
     finally:
         target.close()
-    typer.echo(run_json(result, load_result) if json_output else format_run(result))
+    export(result, load_result, sys.stdout)
     nothing_measured = driver.no_new_order(result)
     if nothing_measured:
         _fail(nothing_measured)

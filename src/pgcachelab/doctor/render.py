@@ -1,6 +1,6 @@
-"""Doctor's output: a rich table for people, JSON for programs. Both only read a Diagnosis."""
+"""Doctor's output for people: a rich table (exporters/json.py writes it for programs). Only
+reads a Diagnosis."""
 
-import json
 import os
 import shutil
 from typing import TextIO
@@ -13,33 +13,16 @@ from pgcachelab.doctor.diagnose import Diagnosis
 from pgcachelab.doctor.findings import Finding, Skipped, severity_rank
 from pgcachelab.printable import printable
 
-# JSON format history: 1 — findings and skipped checks, context;
-# 2 — a finding's "evidence" (the lab's own measurements: a cache-split run for shared_buffers).
-JSON_FORMAT_VERSION = 2
 STYLES = {"ok": "green", "info": "cyan", "warning": "yellow", "critical": "bold red"}
 
 
-def _ordered(diagnosis: Diagnosis) -> list:
+def ordered(diagnosis: Diagnosis) -> list:
     """Worst first, skipped last; the checks' own order otherwise."""
 
     def key(outcome):
         return -1 if isinstance(outcome, Skipped) else severity_rank(outcome.severity)
 
     return sorted(diagnosis.outcomes, key=key, reverse=True)
-
-
-def as_json(diagnosis: Diagnosis) -> str:
-    findings = [o.as_dict() for o in _ordered(diagnosis) if isinstance(o, Finding)]
-    skipped = [o.as_dict() for o in diagnosis.outcomes if isinstance(o, Skipped)]
-    return json.dumps(
-        {
-            "format": JSON_FORMAT_VERSION,
-            "context": diagnosis.context,
-            "findings": findings,
-            "skipped": skipped,
-        },
-        indent=2,
-    )
 
 
 def _text(text: str) -> Text:
@@ -69,14 +52,14 @@ def print_human(diagnosis: Diagnosis, out: TextIO, hint_without_server: bool) ->
     table.add_column("severity")
     table.add_column("check")
     table.add_column("found", overflow="fold")
-    for outcome in _ordered(diagnosis):
+    for outcome in ordered(diagnosis):
         if isinstance(outcome, Skipped):
             table.add_row(Text("skipped", style="dim"), outcome.check, _text(outcome.reason))
         else:
             style = STYLES[outcome.severity]
             table.add_row(Text(outcome.severity, style=style), outcome.check, _text(outcome.found))
     console.print(table)
-    to_change = [o for o in _ordered(diagnosis) if isinstance(o, Finding) and o.severity != "ok"]
+    to_change = [o for o in ordered(diagnosis) if isinstance(o, Finding) and o.severity != "ok"]
     if to_change:
         console.print("What to change:", style="bold")
     for finding in to_change:

@@ -1,14 +1,18 @@
 """A run's report folder: plots (PNG and SVG) and index.html, from the store alone.
 
-The page is the run's studies' own sections (studies/registry.py decides which studies a run is)
-between the sections every run has: the offered load first, then the steps and regimes, the cache
-composition and the hosts."""
+The page is the run's studies' own sections between the sections every run has: the offered load
+first, then the steps and regimes, the cache composition and the hosts. Which studies a run is and
+what they advise are given by the caller (studies/pages.py, from the registry): the studies draw
+with this package's parts, so this package does not import them."""
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from markupsafe import Markup
 
-from pgcachelab.analysis.run_data import load_run
+from pgcachelab.analysis.advice import Advice
+from pgcachelab.analysis.run_data import RunData, load_run
 from pgcachelab.experiments.spec.load import stored_schedule
 from pgcachelab.report.cache_composition import cache_composition_section
 from pgcachelab.report.findings import findings_html
@@ -20,10 +24,26 @@ from pgcachelab.report.regimes import regimes_html
 from pgcachelab.report.render import Section
 from pgcachelab.report.steps import steps_html
 from pgcachelab.store.records import ResultStore
-from pgcachelab.studies.registry import advise, studies_of
 
 
-def build_report(store: ResultStore, run_id: str, out_dir: Path) -> Path:
+class ReportedStudy(Protocol):
+    """What the page asks of a study (studies/kind.py's Study has it)."""
+
+    @property
+    def shows_cache_composition(self) -> bool: ...
+
+    def sections(self, data: RunData, out_dir: Path, store: ResultStore) -> list[Section]: ...
+
+
+def build_report(
+    store: ResultStore,
+    run_id: str,
+    out_dir: Path,
+    studies_of: Callable[[RunData], Sequence[ReportedStudy]],
+    advise: Callable[[RunData], list[Advice]],
+) -> Path:
+    """The page of `run_id` in `out_dir`: `studies_of` the run (its own first) draw their
+    sections, `advise` gives the findings it opens with."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = load_run(store, run_id)

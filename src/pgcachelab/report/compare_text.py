@@ -1,7 +1,7 @@
-"""`compare` output for the terminal and for documents: table, markdown and json."""
+"""`compare` output for the terminal and for documents: a table and Markdown, and the document
+exporters/json.py encodes."""
 
 import dataclasses
-import json
 
 from pgcachelab.analysis.compare import Comparison, PointComparison
 from pgcachelab.analysis.compare_advice import comparison_advice
@@ -197,10 +197,3 @@ def as_dict(comparison: Comparison) -> dict:
         "findings": [item.recommendation for item in comparison_advice(comparison)],
         "method": method_note(comparison),
     }
-
-
-def render_json(comparison: Comparison) -> str:
-    return json.dumps(as_dict(comparison), indent=2, default=str)
-
-
-FORMATS = {"table": render_table, "markdown": render_markdown, "json": render_json}

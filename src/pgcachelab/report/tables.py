@@ -3,11 +3,10 @@
 import time
 from collections.abc import Sequence
 
-from pgcachelab.analysis.run_data import load_run
+from pgcachelab.analysis.run_data import RunData
 from pgcachelab.printable import printable
 from pgcachelab.store.queue import unit_progress
 from pgcachelab.store.records import ResultStore, abandoned
-from pgcachelab.studies.registry import study_of
 from pgcachelab.units import format_bytes
 
 
@@ -69,11 +68,8 @@ def number_text(value, digits=0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def run_table(store: ResultStore, run_id: str) -> str:
-    data = load_run(store, run_id)
-    own = study_of(data).text_table(data)
-    if own is not None:
-        return own
+def run_table(data: RunData) -> str:
+    """`show`'s table for a run whose study has none of its own (studies/pages.py)."""
     rows = []
     for result in data.points:
         tps, latency = result.tps, result.latency_ms

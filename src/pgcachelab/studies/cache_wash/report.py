@@ -11,7 +11,6 @@ slow or not.
 """
 
 import functools
-import html
 import itertools
 import math
 import statistics
@@ -45,7 +44,7 @@ from pgcachelab.analysis.summary import hit_ratio, summarise
 from pgcachelab.report.cache_composition import samples as snapshot_samples
 from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank
 from pgcachelab.report.pyplot import plt
-from pgcachelab.report.render import Section, inline_svg, table
+from pgcachelab.report.render import Section, inline_svg, macro, table
 from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
@@ -100,24 +99,12 @@ def seed_box_plots(reps: list[Repetition], data: RunData, out_dir: Path) -> list
 def seed_charts_html(reps: list[Repetition], paths: list[Path]) -> str:
     """The seed's charts in the section, under a caption that says what a box is."""
     typical = statistics.median_low([len(r.samples_ms["idx1"]) for r in reps])
-    caption = (
-        "<p class='note'>One box per shared_buffers setting and huge pages value (orange: huge "
-        "pages on, blue: off, as in the seed). A box holds one value per iteration "
-        f"(repetition) of the point: the mean of its {typical} idx1 or idx2 lookups, the figure "
-        "pgbench --report-latencies gave the seed, or the time of its one sequential scan. The "
-        "box spans the middle half of those values (first to third quartile), the line in it "
-        "is their median, the whiskers reach the furthest value within 1.5 box heights of the "
-        "box, and dots beyond them are single iterations. The charts under Plots draw every "
-        "lookup instead.</p>"
-    )
-    figures = "".join(
-        f"<figure>{inline_svg(path)}<figcaption class='note'>{html.escape(path.stem)} "
-        f"(also <a href='{html.escape(path.with_suffix('.png').name)}'>PNG</a>)"
-        "</figcaption></figure>"
+    figures = [
+        (inline_svg(path), path.stem, path.with_suffix(".png").name)
         for path in paths
         if path.suffix == ".svg"
-    )
-    return caption + figures
+    ]
+    return _part("seed_charts", typical, figures)
 
 
 def _lookups(phase: str, group: list[Repetition]) -> np.ndarray:
@@ -244,6 +231,12 @@ def _ms(summary) -> str:
     return text
 
 
+def _part(name: str, *args) -> str:
+    """A part of the section as templates/cache_wash.html.j2's macro `name` renders it: text
+    escaped there, what is already HTML passed as Markup."""
+    return str(macro("cache_wash.html.j2", name)(*args))
+
+
 def _table(headers: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
     """The first `text_columns` columns are left-aligned."""
     return table(headers, rows, range(text_columns))
@@ -313,7 +306,7 @@ def timing_html(data: RunData, reps: list[Repetition]) -> str:
             "logs a reply already waiting as 0)"
             + (", so their medians are biased low." if zeros else "; none here.")
         )
-    return "".join(f"<p class='note'>{html.escape(text)}</p>" for text in parts)
+    return _part("notes", parts)
 
 
 def _ratio_text(summary) -> str:
@@ -357,14 +350,6 @@ def survival_html(reps: list[Repetition], sizes: dict) -> str:
                 row.verdict,
             ]
         )
-    note = (
-        "<p class='note'>idx2/idx1: per repetition the ratio of the phases' medians; then the "
-        "median of those ratios with the exact order-statistic interval of the median (its "
-        "real coverage said; 95% needs 6 repetitions), and the geometric mean with its 95% "
-        "confidence interval (Student's t on the logs: ratios multiply). Within "
-        f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}%: yes when that whole 95% interval is at most "
-        f"{SURVIVAL_TOLERANCE:.2f}, no when it is wholly above, else undecided.</p>"
-    )
     headers = [
         "shared_buffers",
         "huge pages",
@@ -377,7 +362,9 @@ def survival_html(reps: list[Repetition], sizes: dict) -> str:
         "idx2/idx1 geometric mean (95% CI)",
         f"idx2 within {(SURVIVAL_TOLERANCE - 1) * 100:.0f}% of idx1?",
     ]
-    return note + _table(headers, rows, text_columns=2)
+    tolerance_pct = f"{(SURVIVAL_TOLERANCE - 1) * 100:.0f}"
+    table = _table(headers, rows, text_columns=2)
+    return _part("survival", tolerance_pct, f"{SURVIVAL_TOLERANCE:.2f}", Markup(table))
 
 
 def huge_pages_html(reps: list[Repetition]) -> str:
@@ -385,11 +372,7 @@ def huge_pages_html(reps: list[Repetition]) -> str:
     modes = {r.huge_pages for r in reps}
     if not {"on", "off"} <= modes:
         swept = ", ".join(sorted(_mode_label(m) for m in modes))
-        return (
-            "<p class='note'>Huge pages effect: not measured, this run has only "
-            f'{html.escape(swept)}; sweep <code>huge_pages = ["on", "off"]</code> under '
-            "[sweep.settings] (root: the lab sizes vm.nr_hugepages) to compare.</p>"
-        )
+        return _part("huge_pages_not_measured", swept)
     rows = []
     for phase in PHASES:
         effect = huge_pages_effect(reps, phase)
@@ -405,13 +388,8 @@ def huge_pages_html(reps: list[Repetition]) -> str:
         if effect.significant:
             verdict += ": faster with huge pages" if effect.ratio < 1 else ": slower with them"
         rows.append([phase, f"× {effect.ratio:.3f}", interval, str(effect.pairs), verdict])
-    note = (
-        "<p class='note'>Latency with huge pages on / off, paired by shared_buffers and "
-        "repetition: the geometric mean of the ratios with its 95% interval (Student's t on "
-        "the log ratios). Below 1: huge pages are faster.</p>"
-    )
     headers = ["phase", "on / off", "95% CI", "pairs", "verdict"]
-    return note + _table(headers, rows, text_columns=1)
+    return _part("huge_pages", Markup(_table(headers, rows, text_columns=1)))
 
 
 def _cached_text(residency: Residency, cached_bytes: float | None) -> str:
@@ -506,13 +484,7 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
     """Per point, index and table in shared_buffers and in the OS cache around the scan."""
     found = [s for s in snapshot_samples(data) if s.label in SCAN_MOMENTS]
     if not found:
-        return (
-            "<p class='note'>No cache snapshots between the phases in this run, so the report "
-            "cannot show where the index was before and after the scan. To get them, add to "
-            'the spec <code>[inspect]</code> with <code>snapshots = "before-after"</code> '
-            "(a snapshot after idx1 and after seq; pg_buffercache or pg_cachelab, and the OS "
-            "cache read with mincore when the server's files are readable here).</p>"
-        )
+        return _part("residency_not_measured")
     ratios = {(row.huge_pages, row.shared_buffers_bytes): row for row in survival_table(reps)}
     tables: dict[str, list] = {"index": [], "table": []}  # one each: thirteen columns do not fit
     for size, mode, by_key in point_residencies(data, sizes):
@@ -540,27 +512,19 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
         "after: in neither cache",
     ]
     names = ", ".join(f"{k} {v}" for k, v in (("index", "random_random_idx"), ("table", "random")))
-    note = (
-        f"<p class='note'>Where the {html.escape(names)} were just before the sequential "
-        "scan (the snapshot after idx1) and just after it (after seq), as a share of the "
-        "relation and in MB, medians over the point's repetitions. idx2 is slow when the scan "
-        "left the index in neither cache (its lookups go to disk); it stays fast when "
-        "shared_buffers keeps the index (the scan's ring buffer cannot evict it) or the OS "
-        "cache does. In neither cache: from the counts alone, at least what the two caches "
-        "cannot hold together, at most what the larger does not.</p>"
-    )
-    return (
-        note
-        + f"<h4>The index ({html.escape(WASH_RELATIONS['index'])})</h4>"
-        + _table(["shared_buffers", "huge pages", "idx2/idx1", *headers], tables["index"], 2)
-        + f"<h4>The table ({html.escape(WASH_RELATIONS['table'])})</h4>"
-        + _table(["shared_buffers", "huge pages", *headers], tables["table"], 2)
+    return _part(
+        "residency",
+        names,
+        WASH_RELATIONS["index"],
+        Markup(_table(["shared_buffers", "huge pages", "idx2/idx1", *headers], tables["index"], 2)),
+        WASH_RELATIONS["table"],
+        Markup(_table(["shared_buffers", "huge pages", *headers], tables["table"], 2)),
     )
 
 
 def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
     if not reps:
-        return "<p class='note'>No cache-wash measurement succeeded.</p>"
+        return _part("findings", None, None, None, None, None)
     sizes = data_sizes(data) if data is not None else {}
     rows = []
     for mode in _huge_pages_values(reps):
@@ -598,20 +562,14 @@ def findings_html(reps: list[Repetition], data: RunData | None = None) -> str:
                     _ms(summary),
                 ]
             )
-    parts = [
-        timing_html(data, reps) if data is not None else "",
-        _table(["question", "huge pages", "answer", "figure"], rows, text_columns=4),
-        "<h3>idx2 against idx1, per point</h3>",
-        survival_html(reps, sizes),
-        "<h3>Huge pages effect per phase</h3>",
-        huge_pages_html(reps),
-    ]
-    if data is not None:
-        parts += [
-            "<h3>Why idx2 is slow or not: the index and the table around the scan</h3>",
-            residency_html(data, reps, sizes),
-        ]
-    return "".join(parts)
+    return _part(
+        "findings",
+        Markup(timing_html(data, reps) if data is not None else ""),
+        Markup(_table(["question", "huge pages", "answer", "figure"], rows, text_columns=4)),
+        Markup(survival_html(reps, sizes)),
+        Markup(huge_pages_html(reps)),
+        Markup(residency_html(data, reps, sizes)) if data is not None else None,
+    )
 
 
 def claims_html(data: RunData) -> str:
@@ -620,24 +578,12 @@ def claims_html(data: RunData) -> str:
     # the study imports this module when it draws a report, never at import time
     from pgcachelab.studies.cache_wash.study import CacheWash
 
-    items = []
+    judged = []
     for claim in CacheWash.claims:
         verdict = _judged(claim.judge, data)
         figure = f"{verdict.figure.text()}: " if verdict.figure else ""
-        items.append(
-            f"<li>“{html.escape(claim.words)}” ({html.escape(claim.where)}): "
-            f"<strong>{html.escape(verdict.outcome)}</strong>: "
-            f"{html.escape(figure + verdict.reason)}.</li>"
-        )
-    note = (
-        "<p class='note'>Seed 000's findings, each judged on this run's repetitions by the "
-        'seed\'s own word (analysis/qualifiers.py: "noticeably" at least ×1.1 by the whole 95% '
-        'interval, "slightly" ×1–×1.25, "similar" within ×1.1 either way, a bare direction '
-        "above 1); a finding with parts (huge pages on and off, each shared_buffers that holds "
-        "the index) is reproduced only when every part is. The wash-out decides only after the "
-        "seed's warm-up, about 5 lookups per index page.</p>"
-    )
-    return f"<ul class='verdicts'>{''.join(items)}</ul>{note}"
+        judged.append((claim, verdict.outcome, figure + verdict.reason))
+    return _part("claims", judged)
 
 
 def _judged(judge, data: RunData) -> Verdict:
@@ -652,12 +598,8 @@ def run_conditions_html(data: RunData) -> str:
     """The order the points ran in, and whether huge pages on and off had the same RAM."""
     # a block key may be a workload key (os_cache), which only the swept values hold
     settings = [{**result.point.settings, **result.point.swept} for result in data.points]
-    parts = [f"<p class='note'>{html.escape(order_note(data.schedule, settings))}</p>"]
     memory = same_ram_check(measured_memory(data), data.memory_limit_bytes is not None)
-    if memory is not None:
-        css = "note" if memory.same else "warning"
-        parts.append(f"<p class='{css}'>{html.escape(memory.text)}</p>")
-    return "".join(parts)
+    return _part("run_conditions", order_note(data.schedule, settings), memory)
 
 
 def cache_wash_section(data: RunData, out_dir: Path) -> Section:
@@ -669,12 +611,11 @@ def cache_wash_section(data: RunData, out_dir: Path) -> Section:
     seed_charts = seed_box_plots(reps, data, out_dir)
     plots = box_plots(reps, data, out_dir) + phase_cache_plot(data, out_dir)
     plots += scan_residency_plot(data, out_dir)
-    body = (
-        "<h3>What the seed found, on this run</h3>"
-        + claims_html(data)
-        + run_conditions_html(data)
-        + "<h3>The seed's charts: one mean per iteration</h3>"
-        + seed_charts_html(reps, seed_charts)
-        + findings_html(reps, data)
+    body = _part(
+        "section",
+        Markup(claims_html(data)),
+        Markup(run_conditions_html(data)),
+        Markup(seed_charts_html(reps, seed_charts)),
+        Markup(findings_html(reps, data)),
     )
     return Section(TITLE, Markup(body), plots)

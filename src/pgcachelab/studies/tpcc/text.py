@@ -1,7 +1,6 @@
-"""TPC-C results as plain text (stdout) and as a JSON document. Renderers only: no I/O."""
+"""TPC-C results as plain text (stdout; exporters/json.py writes the JSON). Renderers only: no
+I/O."""
 
-import dataclasses
-import json
 import math
 
 from pgcachelab.report.tables import format_table
@@ -110,32 +109,3 @@ def format_run(run: TpccRun) -> str:
     shape = differences(options.mode, options.terminal_times)
     lines.append("differences from TPC-C: " + "; ".join(shape))
     return "\n".join(lines)
-
-
-def run_json(run: TpccRun, load: LoadResult | None = None) -> str:
-    document = {
-        "disclaimer": DISCLAIMER,
-        "differences": list(differences(run.options.mode, run.options.terminal_times)),
-        "run": dataclasses.asdict(run),
-        "rollback_share": _finite_or_none(run.rollback_share),
-        "client_cpu_ms_per_transaction": _finite_or_none(run.client_cpu_ms_per_transaction),
-    }
-    if load is not None:
-        document["load"] = dataclasses.asdict(load)
-    return json.dumps(_without_nan(document), indent=2, default=str)
-
-
-def _finite_or_none(value: float) -> float | None:
-    """JSON has no NaN: a share or mean of nothing (no New-Order, no transaction) is null."""
-    return value if math.isfinite(value) else None
-
-
-def _without_nan(value):
-    """`value` with every float that is not finite made null, in dicts and lists at any depth."""
-    if isinstance(value, float):
-        return _finite_or_none(value)
-    if isinstance(value, dict):
-        return {key: _without_nan(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_without_nan(item) for item in value]
-    return value

@@ -2,7 +2,6 @@
 (a summary table, then per study its chart and claims, linked to the full reports), as text for
 the terminal, and as JSON."""
 
-import json
 import shutil
 from pathlib import Path
 
@@ -157,10 +156,6 @@ def as_dict(results: list[StudyResult], machine: dict) -> dict:
             for r in results
         ],
     }
-
-
-def render_json(results: list[StudyResult], machine: dict) -> str:
-    return json.dumps(as_dict(results, machine), indent=2)
 
 
 def _headline(result: StudyResult, reports_dir: Path, out_dir: Path) -> str | None:
