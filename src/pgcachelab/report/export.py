@@ -98,7 +98,7 @@ def export_json(store: ResultStore, run_id: str, out) -> None:
                 "point_index": p.point_index,
                 "label": p.label,
                 "swept": p.swept,
-                "workload": p.workload,
+                "workload": p.workload.record(),
                 "settings": p.settings,
             }
             for p in store.points(run_id)

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from pgcachelab.workloads.parameters import PointParameters
+
 
 @dataclass
 class Run:
@@ -52,7 +54,7 @@ class StoredPoint:
     point_index: int
     label: str
     swept: dict
-    workload: dict
+    workload: PointParameters  # stored as its record(), read back by stored_parameters
     settings: dict
 
 
@@ -239,7 +241,7 @@ class PointToStore(Protocol):
     @property
     def swept(self) -> dict: ...
     @property
-    def workload(self) -> dict: ...
+    def workload(self) -> PointParameters: ...
     @property
     def settings(self) -> dict: ...
 

@@ -56,6 +56,7 @@ from pgcachelab.studies.inspect_overhead.sags import (
     poll_coverage,
 )
 from pgcachelab.units import shared_buffers_bytes
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 # The seed's words and figures, each with the key of the qualifier table that judges it.
 GREATLY = "greatly"  # "takes an exclusive lock on all shared buffers, which greatly affects ..."
@@ -482,7 +483,8 @@ def semiconsistent_approaches_fast(data: RunData) -> Verdict:
     fast, semiconsistent = got[FAST_METHOD], got[SEMICONSISTENT_METHOD]
     assert fast.quoted is not None and semiconsistent.quoted is not None
     fast_sag, semiconsistent_sag = fast.quoted, semiconsistent.quoted
-    mode = data.points[0].point.workload.get("mode") if data.points else None
+    parameters = data.points[0].point.workload if data.points else None
+    mode = parameters.mode if isinstance(parameters, PgbenchParameters) else None
     what = f"tps while fast / while semiconsistent polls{_at(cell)}"
     verdict = guarded(
         what,

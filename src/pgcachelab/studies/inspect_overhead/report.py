@@ -432,7 +432,7 @@ def _why_no_larger_sag(
         return []
     share = polled.buffer_mapping / polled.active * 100 if polled.active else 0.0
     top = ", ".join(f"{name} {mean:.3f}" for name, mean in polled.top_waits()) or "none"
-    clients = result.point.workload.get("clients")
+    clients = result.point.workload.client_sessions
     of_clients = f" of its {clients}" if clients else ""
     text = (
         f"Why {prefix}{old}'s sag is not larger, from its wait events in the polled windows:"
