@@ -20,6 +20,7 @@ from pgcachelab.analysis.summary import (
     geometric_interval,
     summarise,
 )
+from pgcachelab.store.metric_types import WashData
 
 PHASES = ("idx1", "seq", "idx2")
 SURVIVAL_TOLERANCE = 1.10  # idx2 within 10% of idx1: the index survived the scan
@@ -198,11 +199,11 @@ def _relation(data: dict, name: str) -> dict | None:
     return next((r for r in data["relations"] if r["name"].split(".", 1)[-1] == name), None)
 
 
-def scan_residency(samples: list[Sample], sizes: dict | None = None) -> list[Residency]:
+def scan_residency(samples: list[Sample], sizes: WashData | None = None) -> list[Residency]:
     """Index and table, after idx1 then after seq, from one point's snapshots. A relation
     missing from a snapshot had nothing cached worth listing (compact keeps the largest);
     `sizes` (the workload's table_bytes and index_bytes) stands in for its size."""
-    sizes = sizes or {}
+    stored = {"index": (sizes or {}).get("index_bytes"), "table": (sizes or {}).get("table_bytes")}
     found = []
     for relation, name in WASH_RELATIONS.items():
         for moment in SCAN_MOMENTS:
@@ -217,7 +218,7 @@ def scan_residency(samples: list[Sample], sizes: dict | None = None) -> list[Res
                 if os_cache_known(data)
             ]
             known_sizes = [r["size_bytes"] for _, r in rows if r and r.get("size_bytes")]
-            size = statistics.median(known_sizes) if known_sizes else sizes.get(f"{relation}_bytes")
+            size = statistics.median(known_sizes) if known_sizes else stored.get(relation)
             found.append(
                 Residency(
                     relation=relation,

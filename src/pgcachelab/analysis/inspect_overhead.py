@@ -18,6 +18,7 @@ points get the same windows and never poll: their "sag" is the method's noise fl
 from dataclasses import dataclass
 
 from pgcachelab.analysis.summary import Summary, geometric_interval, summarise
+from pgcachelab.store.metric_types import MeasurementMetrics
 
 BASELINE = "none"
 
@@ -105,7 +106,7 @@ def alternation_ratios(progress: list[tuple[float, float]], windows: Windows) ->
     return ratios
 
 
-def measurement_window_ratios(metrics: dict) -> list[float]:
+def measurement_window_ratios(metrics: MeasurementMetrics) -> list[float]:
     """alternation_ratios of one stored measurement (its windows and pgbench progress)."""
     windows = metrics.get("inspect_windows")
     progress = (metrics.get("pgbench") or {}).get("progress") or []

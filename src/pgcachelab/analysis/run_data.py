@@ -23,6 +23,7 @@ from pgcachelab.analysis.statistics import (
 )
 from pgcachelab.analysis.step_resources import point_resources
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
+from pgcachelab.store.metric_types import wash_phase_ms
 from pgcachelab.store.records import (
     Measurement,
     ResultStore,
@@ -176,13 +177,13 @@ def wash_repetition(settings: dict, m: Measurement) -> Repetition | None:
     """A cache-wash measurement's lookups; None for another workload's (or a wash that lacks a
     phase, which no table could use)."""
     wash = m.metrics.get("cache_wash")
-    if not wash or not all(wash.get(f"{phase}_ms") for phase in PHASES):
+    if not wash or not all(wash_phase_ms(wash, phase) for phase in PHASES):
         return None
     return Repetition(
         shared_buffers_bytes=shared_buffers_bytes(settings.get("shared_buffers")),
         huge_pages=str(settings.get("huge_pages", "")).lower(),
         repetition=m.repetition,
-        samples_ms={phase: wash[f"{phase}_ms"] for phase in PHASES},
+        samples_ms={phase: wash_phase_ms(wash, phase) for phase in PHASES},
         timing=wash.get("timing", PGBENCH_LOG_TIMING),
     )
 
@@ -272,7 +273,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
 
 
 def phase_median_ms(measurement: Measurement, phase: str) -> float | None:
-    samples = (measurement.metrics.get("cache_wash") or {}).get(f"{phase}_ms")
+    samples = wash_phase_ms(measurement.metrics.get("cache_wash") or {}, phase)
     return statistics.median(samples) if samples else None
 
 

@@ -13,6 +13,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from pgcachelab.store.metric_types import ProgressSample
+
 CONFIDENCE = 0.95
 # Smallest n whose widest order-statistic interval (min..max, 1 - 2 / 2^n) reaches 95%.
 MIN_EXACT_95 = 6
@@ -283,7 +285,7 @@ def tps_deviations(seconds: list[float], tps: list[float]) -> Deviations | None:
     return Deviations(dips, spikes, middle, min(tps))
 
 
-def after_warmup(samples: list[dict], warmup_s: float) -> tuple[list[float], list[float]]:
+def after_warmup(samples: list[ProgressSample], warmup_s: float) -> tuple[list[float], list[float]]:
     """(seconds, tps) of the stored progress samples after the first `warmup_s` seconds."""
     kept = [s for s in samples if s.get("tps") is not None and s["elapsed_s"] > warmup_s]
     return [s["elapsed_s"] for s in kept], [s["tps"] for s in kept]

@@ -10,10 +10,11 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
 
+from pgcachelab.store.metric_types import MeasurementMetrics
 from pgcachelab.workloads.parameters import PointParameters
 
 
@@ -46,7 +47,7 @@ class Measurement:
     tps: float | None
     latency_avg_ms: float | None
     latency_stddev_ms: float | None
-    metrics: dict
+    metrics: MeasurementMetrics
 
 
 @dataclass
@@ -138,7 +139,7 @@ def _covered(paths: Sequence[str], prefix: tuple[str, ...]) -> frozenset[str]:
     )
 
 
-def nest_metrics(paths: Sequence[str], values: Sequence) -> dict:
+def nest_metrics(paths: Sequence[str], values: Sequence) -> MeasurementMetrics:
     """Metrics holding each path's value, nested as stored; a path it lacks (None) is left
     out, as an absent key reads to `.get`; a key no path covers raises MetricNotRead."""
     metrics = SelectedMetrics(_covered(paths, ()))
@@ -154,10 +155,11 @@ def nest_metrics(paths: Sequence[str], values: Sequence) -> dict:
                 )
             node = dict.__getitem__(node, key)
         dict.__setitem__(node, leaf, value)
-    return metrics
+    # the stored JSON, of the shape its writers give it (tests/test_metric_keys.py)
+    return cast(MeasurementMetrics, metrics)
 
 
-def pick_metrics(metrics: dict, paths: Sequence[str]) -> dict:
+def pick_metrics(metrics: MeasurementMetrics, paths: Sequence[str]) -> MeasurementMetrics:
     """The figures of `metrics` at `paths`, as a store's read of those paths returns them."""
     values = []
     for path in paths:

@@ -122,7 +122,9 @@ def step_samples(data: RunData) -> list[StepSamples]:
                 cpu_busy_pct=_resources_of(result, "cpu_busy_pct"),
                 cpu_iowait_pct=_resources_of(result, "cpu_iowait_pct"),
                 cpu_idle_pct=_resources_of(result, "cpu_idle_pct"),
-                database_bytes=[float(m.metrics["database_size_bytes"]) for m in sized],
+                database_bytes=[
+                    float(size) for m in sized if (size := m.metrics.get("database_size_bytes"))
+                ],
                 started_at=[m.started_at for m in sized],
                 warehouses=_count(tpcc.warehouses if tpcc else None),
                 emulated_disk=_emulated_disk(result),
