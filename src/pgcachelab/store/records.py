@@ -17,6 +17,9 @@ import orjson
 from pgcachelab.store.metric_types import MeasurementMetrics
 from pgcachelab.workloads.parameters import PointParameters
 
+# A swept value as the spec wrote it (a setting's text, a number of clients, a method, ...)
+Swept = str | int | float | bool
+
 
 @dataclass
 class Run:
@@ -54,9 +57,9 @@ class Measurement:
 class StoredPoint:
     point_index: int
     label: str
-    swept: dict
+    swept: dict[str, Swept]  # as the spec wrote each swept value
     workload: PointParameters  # stored as its record(), read back by stored_parameters
-    settings: dict
+    settings: dict[str, str]  # server settings as postgresql.conf text
 
 
 def new_run_id() -> str:

@@ -270,7 +270,7 @@ def time_plot(data: RunData, out_dir: Path) -> list[Path]:
     """Snapshot time per method against shared_buffers (when shared_buffers is swept)."""
     lines: dict[str, list[tuple[float, float]]] = {}
     for result in data.points:
-        method = result.point.swept.get(KEY, BASELINE)
+        method = str(result.point.swept.get(KEY, BASELINE))
         median_ms = _median(_times_ms(data, result.point.point_index))
         if method == BASELINE or median_ms is None or not result.shared_buffers_bytes:
             continue

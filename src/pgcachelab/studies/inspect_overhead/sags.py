@@ -55,7 +55,7 @@ def cells(data: RunData) -> dict[tuple, dict[str, PointResult]]:
     for result in data.points:
         swept = result.point.swept
         cell = tuple((k, v) for k, v in swept.items() if k != KEY)
-        found.setdefault(cell, {})[swept.get(KEY, BASELINE)] = result
+        found.setdefault(cell, {})[str(swept.get(KEY, BASELINE))] = result
     return found
 
 
