@@ -215,11 +215,11 @@ def settled(values: list[float], target: float) -> bool:
 
 @dataclass(frozen=True)
 class Noise:
-    cv_by_point: dict  # point index -> coefficient of variation of its repetitions
+    cv_by_point: dict[int, float]  # point index -> coefficient of variation of its repetitions
     median_cv: float | None  # the run's noise: the typical spread of repeated identical points
 
 
-def machine_noise(values_by_point: dict) -> Noise:
+def machine_noise(values_by_point: dict[int, list[float]]) -> Noise:
     cvs = {point: coefficient_of_variation(values) for point, values in values_by_point.items()}
     known = {point: cv for point, cv in cvs.items() if cv is not None}
     return Noise(known, statistics.median(known.values()) if known else None)
@@ -327,7 +327,7 @@ def repetitions_warning(counts: dict[str, int]) -> StabilityWarning | None:
 
 def point_warnings(
     label: str, values: list[float], target: float | None = None, what: str = "repetitions"
-) -> list:
+) -> list[StabilityWarning]:
     """Warnings about one point's repetitions: spread too wide, interval wider than the
     precision the spec asked for."""
     warnings: list[StabilityWarning] = []
@@ -356,7 +356,9 @@ def point_warnings(
     return warnings
 
 
-def progress_warnings(label: str, seconds: list[float], tps: list[float], writes: bool) -> list:
+def progress_warnings(
+    label: str, seconds: list[float], tps: list[float], writes: bool
+) -> list[StabilityWarning]:
     """Warnings about one measurement's per-second tps: a trend, dips or spikes."""
     warnings = []
     trend = tps_trend(seconds, tps)

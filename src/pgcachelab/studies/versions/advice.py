@@ -46,9 +46,9 @@ def control_advice(data: RunData) -> list[Advice]:
     ]
 
 
-def version_samples(data: RunData) -> dict[tuple, dict[str, list[float]]]:
+def version_samples(data: RunData) -> dict[tuple[object, ...], dict[str, list[float]]]:
     """Cell (the other swept values) -> version -> tps of each repetition."""
-    samples: dict[tuple, dict[str, list[float]]] = {}
+    samples: dict[tuple[object, ...], dict[str, list[float]]] = {}
     for result in data.points:
         version = str(result.point.swept["version"])
         cell = cell_without(result, "version")
