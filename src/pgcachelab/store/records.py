@@ -19,6 +19,8 @@ from pgcachelab.workloads.parameters import PointParameters
 
 # A swept value as the spec wrote it (a setting's text, a number of clients, a method, ...)
 Swept = str | int | float | bool
+# Some of a point's swept values as (key, value) pairs: the "cell" of the others
+Cell = tuple[tuple[str, Swept], ...]
 
 
 @dataclass
