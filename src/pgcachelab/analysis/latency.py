@@ -49,6 +49,6 @@ def _median_of(name: str, records: list[LatencyMetrics]) -> float:
     )
 
 
-def _median_or_none(values: list) -> float | None:
+def _median_or_none(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None

@@ -36,6 +36,19 @@ class PgbenchMetrics(TypedDict, total=False):
     progress: list[ProgressSample]
 
 
+class LagMetrics(TypedDict, total=False):
+    """The schedule lag under --rate: its percentiles, and its HDR histogram as text."""
+
+    p50_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    p999_ms: float
+    mean_ms: float
+    max_ms: float
+    hdr: str
+
+
 class LatencyMetrics(TypedDict, total=False):
     """metrics["latency"]: the distribution from pgbench's per-transaction log."""
 
@@ -51,7 +64,7 @@ class LatencyMetrics(TypedDict, total=False):
     skipped: int | None
     zeros_share: float | None
     biased_low: bool
-    lag: dict[str, float | str]  # under --rate: the schedule lag's p99_ms, ..., and hdr (text)
+    lag: LagMetrics
     per_second: list[list[float]]
 
 
