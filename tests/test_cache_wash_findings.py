@@ -206,10 +206,11 @@ def _blocks_run(lab_dir, accounting=True) -> str:
     from pgcachelab.experiments.spec import Point
     from pgcachelab.store.records import Measurement
     from pgcachelab.store.sqlite import SqliteResultStore
+    from pgcachelab.workloads.parameters import CacheWashParameters
 
     store = SqliteResultStore.in_lab_dir(lab_dir)
     points = [
-        Point(index, {}, {"shared_buffers": f"{size}MB", "huge_pages": hp},
+        Point(index, CacheWashParameters(), {"shared_buffers": f"{size}MB", "huge_pages": hp},
               {"shared_buffers": f"{size}MB", "huge_pages": hp})
         for index, (hp, size) in enumerate((hp, s) for hp in ("on", "off") for s in SIZES_MB)
     ]  # fmt: skip

@@ -52,8 +52,8 @@ def test_a_bad_checkpoint_is_one_line_and_exit_2(tmp_path, lab_tmp, text, messag
 
 def test_the_key_is_stored_only_when_set_and_the_plan_shows_it(tmp_path, lab_tmp):
     without, with_it = parse_spec("[sweep]\ncheckpoint = [false, true]\n", Path("x.toml")).points()
-    assert "checkpoint" not in without.to_store().workload  # as stored before the key existed
-    assert with_it.to_store().workload["checkpoint"] is True
+    assert "checkpoint" not in without.to_store().workload.record()  # as stored before the key
+    assert with_it.to_store().workload.record()["checkpoint"] is True
     [tpcc] = parse_spec('workload = "tpcc"\n[tpcc]\ncheckpoint = true\n', Path("x.toml")).points()
     assert tpcc.workload.checkpoint_before_run
     spec = tmp_path / "spec.toml"

@@ -40,6 +40,7 @@ from pgcachelab.studies.big_cache.claims import (
 )
 from pgcachelab.studies.big_cache.study import BigCache
 from pgcachelab.studies.kind import SETUP_KIND
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 MB = 2**20
 UNSPANNED = not_measured("nothing measured either side")
@@ -257,7 +258,9 @@ def emulated_run(levels, memory_limit_mb=128, profile="seed-004-vm", clients=4):
             Measurement(index, r, "ok", None, 0.0, 1.0, 1.0, None, tps, 1.0, 0.1, metrics)
             for r, tps in enumerate(tps_values)
         ]
-        point = StoredPoint(index, f"scale={index + 1}", {"scale": index + 1}, {}, {})
+        point = StoredPoint(
+            index, f"scale={index + 1}", {"scale": index + 1}, PgbenchParameters(), {}
+        )
         points.append(PointResult(point, measurements, None, None, mb * MB, None, 16 * MB))
     target = {"memory_limit_bytes": memory_limit_mb * MB if memory_limit_mb else None}
     run = Run("r", "r", "", "", target, {"memory_total_bytes": 24 * 2**30}, "done", None, None,

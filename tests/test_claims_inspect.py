@@ -44,6 +44,7 @@ from pgcachelab.studies.inspect_overhead.claims import (
 )
 from pgcachelab.studies.inspect_overhead.study import InspectOverhead
 from pgcachelab.studies.kind import SETUP_KIND
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 MACHINE = "this one 2 cores"
 
@@ -374,7 +375,7 @@ def overhead_run(methods: dict[str, tuple[float, ...]], version_num=180000, snap
             Measurement(index, r, "ok", None, 0.0, 1.0, 1.0, None, tps, 1.0, 0.1, {})
             for r, tps in enumerate(tps_values)
         ]
-        workload = {"inspect_method": method, "mode": "select-only"}
+        workload = PgbenchParameters(inspect_method=method, mode="select-only")
         point = StoredPoint(index, method, swept, workload, {})
         points.append(PointResult(point, measurements, None, None, None, None, 4 * 2**30))
         settings[index] = {"server_version_num": {"normalised": float(version_num)}}
@@ -510,7 +511,7 @@ def alternating_run(factors: dict[str, float], polls_in: dict[str, int]):
                 for seq, w in enumerate(taken)
             ]
         swept = {"inspect_method": method, "shared_buffers": "4GB"}
-        point = StoredPoint(index, method, swept, {"mode": "select-only"}, {})
+        point = StoredPoint(index, method, swept, PgbenchParameters(mode="select-only"), {})
         points.append(PointResult(point, measurements, None, None, None, None, 4 * 2**30))
         settings[index] = {"server_version_num": {"normalised": 180000.0}}
     run = Run(

@@ -22,6 +22,7 @@ from pgcachelab.doctor.server_facts import ServerFacts
 from pgcachelab.experiments.spec import Point, parse_spec
 from pgcachelab.store.records import Measurement
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.workloads.parameters import CacheWashParameters
 
 MB = 1024**2
 GB = 1024**3
@@ -43,7 +44,7 @@ def store_run(lab_dir, env=None, target=None, spec=CACHE_WASH_SPEC, idx2=IDX2_MS
     repetition with every phase latency."""
     store = SqliteResultStore.in_lab_dir(lab_dir)
     points = [
-        Point(index, {"table_size": "1.0"}, {"shared_buffers": size, "huge_pages": "off"},
+        Point(index, CacheWashParameters(), {"shared_buffers": size, "huge_pages": "off"},
               {"shared_buffers": size})
         for index, size in enumerate(idx2)
     ]  # fmt: skip

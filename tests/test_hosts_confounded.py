@@ -16,6 +16,7 @@ from pgcachelab.analysis.hosts import (
     point_class_confounding,
 )
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 X, Y, Z = "class X", "class Y", "class Z"
 
@@ -98,7 +99,7 @@ class StoredSweepPoint:
 
     index: int
     swept: dict
-    workload: dict = field(default_factory=lambda: {"workload": "pgbench", "mode": "select-only"})
+    workload: PgbenchParameters = field(default_factory=PgbenchParameters)
     settings: dict = field(default_factory=dict)
 
     @property

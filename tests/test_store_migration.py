@@ -51,12 +51,12 @@ def test_store_copy_carries_cache_snapshots_once(tmp_path):
     from pgcachelab.experiments.spec import Point
     from pgcachelab.store.copy import copy_runs
     from pgcachelab.store.records import Measurement
+    from pgcachelab.workloads.parameters import PgbenchParameters
 
     source = SqliteResultStore(tmp_path / "a.sqlite")
     destination = SqliteResultStore(tmp_path / "b.sqlite")
-    run_id = source.create_run(
-        "n", "s.toml", "", {"kind": "managed"}, {}, [Point(0, {}, {}, {})], "big-cache"
-    )
+    point = Point(0, PgbenchParameters(), {}, {})
+    run_id = source.create_run("n", "s.toml", "", {"kind": "managed"}, {}, [point], "big-cache")
     source.record_measurement(
         run_id, Measurement(0, 0, "ok", None, 1.0, 2.0, 1.0, None, 10.0, None, None, {})
     )

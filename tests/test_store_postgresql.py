@@ -25,6 +25,7 @@ from pgcachelab.store.postgresql import SCHEMA, SCHEMA_VERSION, PostgresResultSt
 from pgcachelab.store.queue import run_queue
 from pgcachelab.store.records import Measurement, StoredSnapshot
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 pytestmark = pytest.mark.server
 # Each table, with the columns the statements of store/sql_store.py name.
@@ -79,8 +80,8 @@ def test_both_stores_have_the_same_columns(store_server, tmp_path):
 
 def _exercise(store) -> dict:
     """The calls a run makes, a retried repetition included; what the readers then return."""
-    points = [Point(0, {"scale": 1}, {"shared_buffers": "32MB"}, {"scale": 1}),
-              Point(1, {"scale": 2}, {"shared_buffers": "32MB"}, {"scale": 2})]  # fmt: skip
+    points = [Point(i, PgbenchParameters(scale=i + 1), {"shared_buffers": "32MB"}, {"scale": i + 1})
+              for i in range(2)]  # fmt: skip
     run_id = store.create_run("n", "spec.toml", "name = 'n'", {"kind": "managed"},
                               {"hostname": "h", "ratio": float("nan")}, points,
                               "big-cache")  # fmt: skip
@@ -126,7 +127,8 @@ def _picked(store) -> list:
     with_nan = dataclasses.replace(clean, metrics={"load": float("nan"), "flag": False})
     found = []
     for metrics in (clean, with_nan):
-        run_id = store.create_run("n", "spec.toml", "", {}, {}, [Point(0, {}, {}, {})], "big-cache")
+        point = Point(0, PgbenchParameters(), {}, {})
+        run_id = store.create_run("n", "spec.toml", "", {}, {}, [point], "big-cache")
         store.record_measurement(run_id, metrics)
         for paths in (("flag",), ("nested",), ("flag", "name", "nested.samples", "nested.gone",
                                                   "nested.deeper.n", "missing")):  # fmt: skip

@@ -24,9 +24,9 @@ CLI_PAGE = "reference/cli.md"
 SPEC_PAGE = "reference/spec.md"
 METRICS_PAGE = "reference/metrics.md"
 
-# The value types of experiments/spec/values.py carry their check as a PlainValidator, which
-# hides the kind of value from the annotation: named here by the check's name, in the words
-# the spec files use. An unknown check falls back to the annotation's own type.
+# The value types of workloads/values.py and experiments/spec/values.py carry their check in a
+# validator, which hides the kind of value from the annotation: named here by the check's name,
+# in the words the spec files use. An unknown check falls back to the annotation's own type.
 CHECK_WORDS = {
     "Count": "integer",
     "Seconds": 'duration ("20s", "2min")',
@@ -40,7 +40,7 @@ CHECK_WORDS = {
     "_repetitions": 'integer or "auto"',
     "_init_steps": 'pgbench init steps ("dtGvp")',
     "_weights": 'percentages ("45,43,4,4,4")',
-    "_version": 'major version ("9.6", "18") or bin directory',
+    "version": 'major version ("9.6", "18") or bin directory',
     "_control": "boolean or major version",
     "_disk": 'disk preset, "host", or table',
     "_inspect_method": 'method ("auto", "extension/fast", ...)',
@@ -48,7 +48,7 @@ CHECK_WORDS = {
     "_store": "postgresql:// URL or SQLite path",
     "_step_name": "string",
     "_host_settings": "table of host settings",
-    "_script": '{ file = "a.sql", weight = 1 }',
+    "_script_entry": '{ file = "a.sql", weight = 1 }',
 }
 
 
@@ -146,6 +146,7 @@ def _check_name(annotation) -> str | None:
     """The name of the check a value type of experiments/spec/values.py carries, if any."""
     for meta in getattr(annotation, "__metadata__", ()):
         func = getattr(meta, "func", None)
+        func = getattr(func, "check", func)  # workloads/values.py's SpecOrStored
         if func is not None:
             return func.__qualname__.split(".")[0]
     return None
@@ -214,7 +215,8 @@ def key_name(name: str, field) -> str:
 
 def spec_tables() -> list[tuple[str, type[BaseModel], str]]:
     """(TOML header, model, what the table is) for the file itself and every table in it."""
-    from pgcachelab.experiments.spec.schema import PointKeys, SpecFile
+    from pgcachelab.experiments.spec.schema import SpecFile
+    from pgcachelab.workloads.parameters import PointKeys
 
     tables = [("top level", SpecFile, "Keys at the top of the spec file.")]
     for name, field in SpecFile.model_fields.items():
@@ -252,7 +254,8 @@ def spec_markdown() -> str:
         "# Spec reference",
         "",
         "Every key of an experiment spec (a TOML file), generated at every build from the"
-        " pydantic models in `src/pgcachelab/experiments/spec/schema.py`: its type, its default"
+        " pydantic models in `src/pgcachelab/experiments/spec/schema.py` and"
+        " `src/pgcachelab/workloads/parameters.py`: its type, its default"
         " and the description the model gives it. Unknown keys are refused, and values are not"
         ' coerced (`"3"` is not `3`). A workload\'s keys and the per-point keys can also be'
         " swept under `[sweep]`, or changed by a `[[ladder]]` step; which ones is checked when"

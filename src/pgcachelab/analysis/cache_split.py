@@ -20,6 +20,7 @@ from pgcachelab.analysis.summary import (
     geometric_interval,
     summarise,
 )
+from pgcachelab.store.metric_types import MeasurementMetrics, WashData, wash_phase_ms
 
 PHASES = ("idx1", "seq", "idx2")
 SURVIVAL_TOLERANCE = 1.10  # idx2 within 10% of idx1: the index survived the scan
@@ -59,13 +60,13 @@ class Repetition:
         return {phase: statistics.fmean(samples) for phase, samples in self.samples_ms.items()}
 
 
-def phase_samples(metrics: dict) -> dict[str, list[float]] | None:
+def phase_samples(metrics: MeasurementMetrics) -> dict[str, list[float]] | None:
     """A cache-wash measurement's lookups, phase -> every latency; None for another workload's
     (or a wash that lacks a phase, which no table could use)."""
     wash = metrics.get("cache_wash")
-    if not wash or not all(wash.get(f"{phase}_ms") for phase in PHASES):
+    if not wash or not all(wash_phase_ms(wash, phase) for phase in PHASES):
         return None
-    return {phase: wash[f"{phase}_ms"] for phase in PHASES}
+    return {phase: wash_phase_ms(wash, phase) for phase in PHASES}
 
 
 def point_groups(reps: list[Repetition]) -> dict[tuple[str, int], list[Repetition]]:
@@ -154,10 +155,13 @@ def index_survives_from(
 def best_setting(reps: list[Repetition], huge_pages: str, phase: str) -> tuple[int, Summary]:
     """The shared_buffers with the lowest median latency of `phase`."""
     groups = {sb: g for (hp, sb), g in point_groups(reps).items() if hp == huge_pages}
-    summaries = {sb: summarise([r.median(phase) for r in g]) for sb, g in groups.items()}
+    summaries = {
+        sb: summary
+        for sb, g in groups.items()
+        if (summary := summarise([r.median(phase) for r in g])) is not None
+    }
     best = best_by_median(summaries, higher_is_better=False)
     summary = summaries[best]
-    assert summary is not None  # best_by_median read its median
     return best, summary
 
 
@@ -207,11 +211,11 @@ def _relation(data: dict, name: str) -> dict | None:
     return next((r for r in data["relations"] if r["name"].split(".", 1)[-1] == name), None)
 
 
-def scan_residency(samples: list[Sample], sizes: dict | None = None) -> list[Residency]:
+def scan_residency(samples: list[Sample], sizes: WashData | None = None) -> list[Residency]:
     """Index and table, after idx1 then after seq, from one point's snapshots. A relation
     missing from a snapshot had nothing cached worth listing (compact keeps the largest);
     `sizes` (the workload's table_bytes and index_bytes) stands in for its size."""
-    sizes = sizes or {}
+    stored = {"index": (sizes or {}).get("index_bytes"), "table": (sizes or {}).get("table_bytes")}
     found = []
     for relation, name in WASH_RELATIONS.items():
         for moment in SCAN_MOMENTS:
@@ -226,7 +230,7 @@ def scan_residency(samples: list[Sample], sizes: dict | None = None) -> list[Res
                 if os_cache_known(data)
             ]
             known_sizes = [r["size_bytes"] for _, r in rows if r and r.get("size_bytes")]
-            size = statistics.median(known_sizes) if known_sizes else sizes.get(f"{relation}_bytes")
+            size = statistics.median(known_sizes) if known_sizes else stored.get(relation)
             found.append(
                 Residency(
                     relation=relation,

@@ -3,8 +3,10 @@
 
 import statistics
 
+from pgcachelab.store.metric_types import MeasurementMetrics
 
-def checkpoint_note(metrics_list: list[dict]) -> str | None:
+
+def checkpoint_note(metrics_list: list[MeasurementMetrics]) -> str | None:
     """ "at 12 of 24 measurements: 8.1 ms median (3.2..40 ms), 150 buffers written (median);
     each checked on pg_stat_checkpointer.num_requested"; None when no measurement had one."""
     done = [m["checkpoint"] for m in metrics_list if m.get("checkpoint")]

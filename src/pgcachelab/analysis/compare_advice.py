@@ -1,7 +1,7 @@
 """What `compare` found (run B against run A), in the same words as a run's advice."""
 
 from pgcachelab.analysis.advice import Advice, ratio_interval
-from pgcachelab.analysis.compare import Comparison
+from pgcachelab.analysis.compare import Comparison, PointComparison
 
 
 def comparison_advice(comparison: Comparison) -> list[Advice]:
@@ -18,7 +18,7 @@ def comparison_advice(comparison: Comparison) -> list[Advice]:
             )
         ]
 
-    def text(point) -> str:
+    def text(point: PointComparison) -> str:
         return (
             f"×{point.ratio:.2f} ({ratio_interval(point.ci_low, point.ci_high)}) at {point.label}"
         )

@@ -28,7 +28,7 @@ def load_side(store, run_id: str, workload: str | None) -> RunSide:
         PointSide(
             label=point.label,
             swept=point.swept,
-            workload=point.workload,
+            workload=point.workload.record(),  # compared key by key, as stored
             settings=point.settings,
             tps=[m.tps for m in counted.get(point.point_index, []) if m.tps is not None],
             p99_ms=[

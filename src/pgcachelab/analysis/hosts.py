@@ -16,6 +16,7 @@ from fractions import Fraction
 
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.statistics import StabilityWarning
+from pgcachelab.store.metric_types import FleetMetrics
 from pgcachelab.units import format_bytes
 
 # The facts a class is made of, and how the report names them.
@@ -70,15 +71,17 @@ class HostSplit:
         ]
 
 
-def host_split(measured: Iterable[tuple[str, str, float | None, dict | None]]) -> HostSplit:
+def host_split(
+    measured: Iterable[tuple[str, str, float | None, FleetMetrics | None]],
+) -> HostSplit:
     """(point label, status, tps, fleet metrics) of each measurement -> who measured what.
     Measurements without fleet metrics (a run measured by `run`, not by agents) are left out."""
     classes: dict[str, ClassUse] = {}
     tps: dict[str, dict[str, list[float]]] = {}
     for label, status, value, fleet in measured:
-        if not fleet or not fleet.get("host_class"):
+        name = fleet.get("host_class") if fleet else None
+        if not fleet or not name:
             continue
-        name = fleet["host_class"]
         use = classes.setdefault(name, ClassUse(name, fleet.get("facts") or {}))
         use.hosts.add(fleet.get("host") or "?")
         if status == "ok":

@@ -18,6 +18,7 @@ points get the same windows and never poll: their "sag" is the method's noise fl
 from dataclasses import dataclass
 
 from pgcachelab.analysis.summary import Summary, geometric_interval, summarise
+from pgcachelab.store.metric_types import MeasurementMetrics
 
 BASELINE = "none"
 
@@ -80,7 +81,9 @@ class Windows:
         return self.start + (index + 1) * self.length_s
 
 
-def window_tps(progress: list[tuple[float, float]], windows: Windows, interval_s: float = 1.0):
+def window_tps(
+    progress: list[tuple[float, float]], windows: Windows, interval_s: float = 1.0
+) -> dict[int, float]:
     """Mean tps per window index, from (Unix timestamp, tps) progress samples, each covering
     the `interval_s` before its timestamp. A sample that straddles two windows is left out."""
     per_window: dict[int, list[float]] = {}
@@ -105,7 +108,7 @@ def alternation_ratios(progress: list[tuple[float, float]], windows: Windows) ->
     return ratios
 
 
-def measurement_window_ratios(metrics: dict) -> list[float]:
+def measurement_window_ratios(metrics: MeasurementMetrics) -> list[float]:
     """alternation_ratios of one stored measurement (its windows and pgbench progress)."""
     windows = metrics.get("inspect_windows")
     progress = (metrics.get("pgbench") or {}).get("progress") or []
@@ -134,9 +137,15 @@ def sag_above(larger: Sag, smaller: Sag) -> bool | None:
     return interval_above(larger.sag_ci_percent, smaller.sag_ci_percent)
 
 
-def interval_above(larger: tuple | None, smaller: tuple | None) -> bool | None:
+def interval_above(
+    larger: tuple[float | None, float | None] | None,
+    smaller: tuple[float | None, float | None] | None,
+) -> bool | None:
     """Whether the (low, high) interval `larger` lies wholly above `smaller`; None without
     both."""
-    if larger is None or smaller is None or None in (*larger, *smaller):
+    if larger is None or smaller is None:
         return None
-    return larger[0] > smaller[1]
+    (low, high), (other_low, other_high) = larger, smaller
+    if low is None or high is None or other_low is None or other_high is None:
+        return None
+    return low > other_high

@@ -8,6 +8,8 @@ one repetition's stall does not become the point's p99.
 import statistics
 from dataclasses import dataclass
 
+from pgcachelab.store.metric_types import LatencyMetrics, percentile_ms
+
 SHOWN = ("p50", "p95", "p99", "p999")
 
 
@@ -23,13 +25,13 @@ class PointPercentiles:
     skipped: int = 0  # -R with --latency-limit: transactions skipped as already late
 
 
-def point_percentiles(records: list[dict | None]) -> PointPercentiles | None:
+def point_percentiles(records: list[LatencyMetrics | None]) -> PointPercentiles | None:
     """From the repetitions' `latency` metrics (None for none with percentiles)."""
     timed = [r for r in records if r and r.get("p99_ms") is not None]
     if not timed:
         return None
     return PointPercentiles(
-        median_ms={name: statistics.median(r[f"{name}_ms"] for r in timed) for name in SHOWN},
+        median_ms={name: _median_of(name, timed) for name in SHOWN},
         repetitions=len(timed),
         logged=sum(r["logged"] for r in timed),
         sampling_rate=min(r["sampling_rate"] for r in timed),
@@ -40,6 +42,13 @@ def point_percentiles(records: list[dict | None]) -> PointPercentiles | None:
     )
 
 
-def _median_or_none(values: list) -> float | None:
+def _median_of(name: str, records: list[LatencyMetrics]) -> float:
+    """A percentile's median over the repetitions that have it (p99: all of them)."""
+    return statistics.median(
+        value for r in records if (value := percentile_ms(r, name)) is not None
+    )
+
+
+def _median_or_none(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None

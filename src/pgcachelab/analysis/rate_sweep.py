@@ -3,6 +3,7 @@ throughput, latency percentiles) and its finding in one line (analysis/offered_l
 
 from pgcachelab.analysis.offered_load import LoadStep, finding
 from pgcachelab.analysis.run_data import PointResult, RunData
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 
 def offered_load_steps(data: RunData) -> dict[str, list[LoadStep]]:
@@ -18,7 +19,8 @@ def offered_load_steps(data: RunData) -> dict[str, list[LoadStep]]:
 
 
 def _step(result: PointResult) -> LoadStep | None:
-    rate = result.point.workload.get("rate")
+    parameters = result.point.workload
+    rate = parameters.rate if isinstance(parameters, PgbenchParameters) else None
     percentiles = result.latency_percentiles
     if not rate or result.tps is None or percentiles is None:
         return None

@@ -31,6 +31,7 @@ from pgcachelab.store.records import (
     gc_paused,
 )
 from pgcachelab.units import shared_buffers_bytes
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 # The figures of a measurement's metrics that the report and `advise` read (the store reads
 # only these: decoding every figure of 100,000 measurements was most of a report's time,
@@ -168,8 +169,12 @@ def _warnings(
     for name, values in figures.items():
         what = "repetitions" if name == "tps" else f"{name} medians of the repetitions"
         found += point_warnings(point.label, values, target if name == "tps" else None, what)
-    progress_warmup_s = point.workload.get("progress_warmup", 1) or 0
-    writes = point.workload.get("mode") not in ("select-only", None)
+    # only pgbench's measurements have per-second tps (metrics["pgbench"]["progress"])
+    parameters = point.workload
+    progress_warmup_s = (
+        parameters.progress_warmup if isinstance(parameters, PgbenchParameters) else 0
+    )
+    writes = not parameters.read_only
     for m in ok:
         samples = (m.metrics.get("pgbench") or {}).get("progress") or []
         seconds, values = after_warmup(samples, progress_warmup_s)

@@ -13,6 +13,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from pgcachelab.store.metric_types import ProgressSample
+
 CONFIDENCE = 0.95
 # Smallest n whose widest order-statistic interval (min..max, 1 - 2 / 2^n) reaches 95%.
 MIN_EXACT_95 = 6
@@ -213,11 +215,11 @@ def settled(values: list[float], target: float) -> bool:
 
 @dataclass(frozen=True)
 class Noise:
-    cv_by_point: dict  # point index -> coefficient of variation of its repetitions
+    cv_by_point: dict[int, float]  # point index -> coefficient of variation of its repetitions
     median_cv: float | None  # the run's noise: the typical spread of repeated identical points
 
 
-def machine_noise(values_by_point: dict) -> Noise:
+def machine_noise(values_by_point: dict[int, list[float]]) -> Noise:
     cvs = {point: coefficient_of_variation(values) for point, values in values_by_point.items()}
     known = {point: cv for point, cv in cvs.items() if cv is not None}
     return Noise(known, statistics.median(known.values()) if known else None)
@@ -283,7 +285,7 @@ def tps_deviations(seconds: list[float], tps: list[float]) -> Deviations | None:
     return Deviations(dips, spikes, middle, min(tps))
 
 
-def after_warmup(samples: list[dict], warmup_s: float) -> tuple[list[float], list[float]]:
+def after_warmup(samples: list[ProgressSample], warmup_s: float) -> tuple[list[float], list[float]]:
     """(seconds, tps) of the stored progress samples after the first `warmup_s` seconds."""
     kept = [s for s in samples if s.get("tps") is not None and s["elapsed_s"] > warmup_s]
     return [s["elapsed_s"] for s in kept], [s["tps"] for s in kept]
@@ -325,7 +327,7 @@ def repetitions_warning(counts: dict[str, int]) -> StabilityWarning | None:
 
 def point_warnings(
     label: str, values: list[float], target: float | None = None, what: str = "repetitions"
-) -> list:
+) -> list[StabilityWarning]:
     """Warnings about one point's repetitions: spread too wide, interval wider than the
     precision the spec asked for."""
     warnings: list[StabilityWarning] = []
@@ -354,7 +356,9 @@ def point_warnings(
     return warnings
 
 
-def progress_warnings(label: str, seconds: list[float], tps: list[float], writes: bool) -> list:
+def progress_warnings(
+    label: str, seconds: list[float], tps: list[float], writes: bool
+) -> list[StabilityWarning]:
     """Warnings about one measurement's per-second tps: a trend, dips or spikes."""
     warnings = []
     trend = tps_trend(seconds, tps)

@@ -19,7 +19,7 @@ QUOTED = (
 )
 
 
-def point_resources(summaries: list[dict | None]) -> dict | None:
+def point_resources(summaries: list[dict[str, float] | None]) -> dict[str, float] | None:
     """Medians over the repetitions of each summary figure; cpu_busy_pct is user + system."""
     present = [s for s in summaries if s]
     if not present:
@@ -39,7 +39,7 @@ def point_resources(summaries: list[dict | None]) -> dict | None:
     return medians
 
 
-def step_explanation(before: dict | None, after: dict | None) -> str | None:
+def step_explanation(before: dict[str, float] | None, after: dict[str, float] | None) -> str | None:
     """ "CPU busy 95% → 20%, iowait 2% → 93%, device reads 12 → 160/s at 6.1 ms" or None."""
     if not before or not after:
         return None
@@ -66,7 +66,7 @@ def step_explanation(before: dict | None, after: dict | None) -> str | None:
     return ", ".join(parts) or None
 
 
-def _both(before: dict, after: dict, key: str) -> bool:
+def _both(before: dict[str, float], after: dict[str, float], key: str) -> bool:
     return before.get(key) is not None and after.get(key) is not None
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from pgcachelab.machine.disk_profiles import DiskProfile
 from pgcachelab.machine.storage_probe import describe_probe
+from pgcachelab.store.metric_types import MeasurementMetrics
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class StorageUse:
     measurements: int
 
 
-def storage_uses(metrics_list: list[dict]) -> list[StorageUse]:
+def storage_uses(metrics_list: list[MeasurementMetrics]) -> list[StorageUse]:
     """One line per disk the run's measurements ran on, in the order they first appear."""
     by_disk: dict[str, dict] = {}
     for metrics in metrics_list:

@@ -4,8 +4,11 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pgcachelab.analysis.statistics import median_interval, sample_stdev, t95
+
+K = TypeVar("K")  # what a summary is of: a swept value, a method, ...
 
 __all__ = [
     "Effect",
@@ -65,7 +68,7 @@ def summarise(values: Sequence[float | None]) -> Summary | None:
     )
 
 
-def best_by_median(summaries: dict, higher_is_better: bool):
+def best_by_median(summaries: dict[K, "Summary"], higher_is_better: bool) -> K:
     """The key of `summaries` (value -> Summary) with the best median: the one definition of
     "best" that the report's findings and `advise` share (issue 16: they used to disagree, one
     by median, one by mean).

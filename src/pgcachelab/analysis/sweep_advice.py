@@ -4,14 +4,15 @@ read from a stored run (RunData); the studies build their advice from these."""
 from pgcachelab.analysis.advice import Advice, choose, format_interval, headline, others_text
 from pgcachelab.analysis.run_data import PointResult, RunData, swept_text
 from pgcachelab.analysis.versions import control_base
+from pgcachelab.store.records import Cell, Swept
 
 
-def cell_without(result: PointResult, topic: str) -> tuple:
+def cell_without(result: PointResult, topic: str) -> Cell:
     return tuple((k, v) for k, v in result.point.swept.items() if k != topic)
 
 
-def tps_by_cell(data: RunData, topic: str) -> dict[tuple, dict]:
-    cells: dict[tuple, dict] = {}
+def tps_by_cell(data: RunData, topic: str) -> dict[Cell, dict[Swept, list[float]]]:
+    cells: dict[Cell, dict[Swept, list[float]]] = {}
     for result in data.points:
         if topic not in result.point.swept:
             continue

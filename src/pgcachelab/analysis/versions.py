@@ -13,15 +13,16 @@ out of the version-to-version chain and is compared with its twin alone.
 import math
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pgcachelab.analysis.summary import t95
+from pgcachelab.store.records import Cell
 
 
 @dataclass(frozen=True)
 class VersionChange:
-    cell: tuple  # (key, value) pairs of the other swept parameters
+    cell: Cell  # (key, value) pairs of the other swept parameters
     previous: str
     version: str
     ratio: float  # geometric mean of version / geometric mean of previous
@@ -59,11 +60,11 @@ def server_version_of(label: str) -> str:
     return control_base(label) or label
 
 
-def version_order(versions) -> list[str]:
+def version_order(versions: Iterable[str]) -> list[str]:
     """Major versions in release order ("9.6" before "10"); other names after, as given; a
     control right after the version it repeats."""
 
-    def key(version: str):
+    def key(version: str) -> tuple[int, tuple[int, ...], int]:
         base = control_base(str(version))
         twin = 1 if base is not None else 0
         try:
@@ -83,7 +84,7 @@ class LogMoments:
     variance: float | None  # None with one value
 
 
-def log_moments(values) -> LogMoments:
+def log_moments(values: Iterable[float | None]) -> LogMoments:
     logs = [math.log(v) for v in values if v and v > 0]
     if not logs:
         raise ValueError("no positive values to compare")
@@ -120,7 +121,7 @@ def welch_from_moments(
     return math.exp(difference), math.exp(difference - half), math.exp(difference + half)
 
 
-def version_changes(samples: dict[tuple, dict[str, list[float]]]) -> list[VersionChange]:
+def version_changes(samples: dict[Cell, dict[str, list[float]]]) -> list[VersionChange]:
     """`samples`: cell -> version -> throughput of each repetition.
 
     Each version is compared with the closest older version measured in the same cell; an
@@ -138,7 +139,7 @@ def version_changes(samples: dict[tuple, dict[str, list[float]]]) -> list[Versio
     return changes
 
 
-def control_changes(samples: dict[tuple, dict[str, list[float]]]) -> list[VersionChange]:
+def control_changes(samples: dict[Cell, dict[str, list[float]]]) -> list[VersionChange]:
     """Per cell, the A/A control against the version it repeats (the twin as `previous`)."""
     changes = []
     for cell, by_version in samples.items():
@@ -176,7 +177,7 @@ def control_verdict(changes: list[VersionChange]) -> ControlVerdict | None:
 
 @dataclass(frozen=True)
 class Disagreement:
-    cell: tuple
+    cell: Cell
     previous: str
     version: str
     ratio: float  # this run's
@@ -212,7 +213,7 @@ _INCIDENTAL = re.compile(
 
 
 def differing_settings(
-    by_version: dict[str, dict[str, str]], form: Callable = lambda value: value
+    by_version: dict[str, dict[str, str]], form: Callable[[str], object] = lambda value: value
 ) -> dict[str, dict[str, str]]:
     """name -> version -> value, for the settings every version has but not with one value.
 

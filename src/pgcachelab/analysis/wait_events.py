@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from pgcachelab.analysis.inspect_overhead import Windows, window_tps
 from pgcachelab.probes.wait_events import RUNNING, is_buffer_mapping
+from pgcachelab.store.metric_types import MeasurementMetrics
 
 POLLED, QUIET, WHOLE_RUN = "polled", "quiet", "run"
 
@@ -50,13 +51,13 @@ class WaitTally:
         return sorted(waits, key=lambda item: (-item[1], item[0]))[:count]
 
 
-def measured_windows(metrics: dict, windows: Windows) -> set[int]:
+def measured_windows(metrics: MeasurementMetrics, windows: Windows) -> set[int]:
     """Indexes of the windows with a whole pgbench progress sample (those the sag compares)."""
     progress = (metrics.get("pgbench") or {}).get("progress") or []
     return set(window_tps([(s["elapsed_s"], s["tps"]) for s in progress], windows))
 
 
-def tally_measurement(metrics: dict) -> dict[str, WaitTally]:
+def tally_measurement(metrics: MeasurementMetrics) -> dict[str, WaitTally]:
     """A measurement's samples tallied by window kind (polled, quiet), or as one tally for the
     whole run when it did not alternate; {} when it sampled no wait events."""
     record = metrics.get("wait_events")
@@ -77,7 +78,7 @@ def tally_measurement(metrics: dict) -> dict[str, WaitTally]:
     return tallies
 
 
-def tally_measurements(measurements_metrics: list[dict]) -> dict[str, WaitTally]:
+def tally_measurements(measurements_metrics: list[MeasurementMetrics]) -> dict[str, WaitTally]:
     """The tallies of several measurements (a point's repetitions), added up by window kind."""
     total: dict[str, WaitTally] = {}
     for metrics in measurements_metrics:
@@ -86,7 +87,7 @@ def tally_measurements(measurements_metrics: list[dict]) -> dict[str, WaitTally]
     return total
 
 
-def buffer_mapping_excess(metrics: dict) -> list[float]:
+def buffer_mapping_excess(metrics: MeasurementMetrics) -> list[float]:
     """Per pair of neighbouring windows (0 and 1, 2 and 3, ...), the mean backends waiting on
     buffer mapping in the polled one minus that in the quiet one: the waits polling adds, paired
     like the tps ratios of the sag, so that what drifts within the run cancels."""

@@ -42,6 +42,7 @@ from pgcachelab.machine.storage_probe import describe_probe, probe_storage
 from pgcachelab.probes.environment import host_facts
 from pgcachelab.progress import Progress
 from pgcachelab.quantities import duration
+from pgcachelab.store.metric_types import FleetMetrics
 from pgcachelab.store.postgresql import PostgresResultStore
 from pgcachelab.store.queue import Recorded, Unit, UnitQueue
 from pgcachelab.store.records import Measurement, Run, StoredSnapshot
@@ -241,7 +242,7 @@ class UnitStore:
         self._host_lost = host_lost
         self.max_tries = 1
         self.unit: Unit | None = None
-        self.fleet: dict = {}  # what each measurement says about who measured it
+        self.fleet: FleetMetrics = {}  # what each measurement says about who measured it
         self.recorded: Recorded | None = None
 
     # What runner.RunStore asks, each call through the keeper (a lost connection is made again).

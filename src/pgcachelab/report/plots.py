@@ -196,7 +196,7 @@ def _scale_boundaries(axis, data: RunData, plateaus: bool = True) -> None:
     """Where the database outgrows shared_buffers / memory, in scale units (interpolated),
     and the steps found; `plateaus` only where the y axis is tps."""
     known = sorted(
-        (r.point.swept["scale"], r.database_size_bytes)
+        (float(r.point.swept["scale"]), r.database_size_bytes)
         for r in data.points
         if r.database_size_bytes
     )

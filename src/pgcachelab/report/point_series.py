@@ -7,6 +7,7 @@ from pathlib import Path
 from pgcachelab.errors import UserError
 from pgcachelab.report.plots import save_figure
 from pgcachelab.report.pyplot import plt
+from pgcachelab.store.metric_types import ProgressSample
 from pgcachelab.store.records import Measurement
 
 SERIES_METRICS = ("pgbench.progress", "latency.per_second", "resources")
@@ -66,7 +67,7 @@ def _start_time(m: Measurement) -> float:
     return min(seconds) if seconds else m.started_at
 
 
-def _progress(m: Measurement) -> list[dict]:
+def _progress(m: Measurement) -> list[ProgressSample]:
     return ((m.metrics.get("pgbench") or {}).get("progress")) or []
 
 

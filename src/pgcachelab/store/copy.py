@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 from pgcachelab.errors import UserError
+from pgcachelab.store.records import ResultStore, Run
 
 
 @dataclass
@@ -12,7 +13,7 @@ class CopyResult:
     measurements: int = 0
 
 
-def runs_to_copy(source, run_ids: list[str]) -> list:
+def runs_to_copy(source: ResultStore, run_ids: list[str]) -> list[Run]:
     """The runs `run_ids` name (every run if empty); an unknown one is a UserError, raised
     before the destination is even opened (issue 18: it was created first)."""
     if not run_ids:
@@ -29,7 +30,7 @@ def runs_to_copy(source, run_ids: list[str]) -> list:
     return runs
 
 
-def copy_runs(source, destination, run_ids: list[str]) -> CopyResult:
+def copy_runs(source: ResultStore, destination: ResultStore, run_ids: list[str]) -> CopyResult:
     """Copy `run_ids` (every run if empty) with points, measurements, server settings and cache
     snapshots.
 

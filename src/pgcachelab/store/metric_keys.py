@@ -7,6 +7,7 @@ Nothing checks keys at run time on purpose: a measurement is never lost, nor a r
 for the sake of a documentation table.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -224,6 +225,6 @@ METRICS: dict[str, MetricKey] = {
 }
 
 
-def undocumented_keys(metrics) -> set[str]:
+def undocumented_keys(metrics: Iterable[str]) -> set[str]:
     """The keys of a measurement's metrics (or of any collection of keys) not in METRICS."""
     return set(metrics) - set(METRICS)

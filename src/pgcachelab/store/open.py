@@ -4,10 +4,15 @@ import errno
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgcachelab.errors import UserError
 from pgcachelab.failures import os_error_line, store_error_line
 from pgcachelab.store.location import StoreLocation
+
+if TYPE_CHECKING:  # imported where it opens one: psycopg only for a PostgreSQL store
+    from pgcachelab.store.postgresql import PostgresResultStore
+    from pgcachelab.store.sqlite import SqliteResultStore
 
 
 def _why_not_writable(path: Path) -> tuple[str, str] | None:
@@ -30,7 +35,7 @@ def open_store(
     create: bool = True,
     option: str = "--store",
     read_only: bool | None = None,  # default: when not creating, only read
-):
+) -> "SqliteResultStore | PostgresResultStore":
     """A SqliteResultStore or PostgresResultStore; with create=False a store with no results is a
     UserError instead of a new empty store."""
     if location.kind == "postgresql":

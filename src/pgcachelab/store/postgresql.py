@@ -27,6 +27,7 @@ import contextlib
 import functools
 import importlib.resources
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import psycopg
@@ -404,18 +405,19 @@ class PostgresResultStore(SqlResultStore):
         record_recognised_studies(self)
 
     def schema_version(self) -> int:
-        return one_row(
+        found = one_row(
             self.db.execute(self._sql("select max(version) from {schema}.schema_version"))
         )[0]
+        return int(found)
 
-    def _execute(self, statement: str, params: Sequence = ()) -> psycopg.Cursor:
+    def _execute(self, statement: str, params: Sequence[object] = ()) -> psycopg.Cursor[Any]:
         return self.db.execute(_format_placeholders(statement), params)
 
-    def _executemany(self, statement: str, rows: Iterable[Sequence]) -> None:
+    def _executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
         with self.db.cursor() as cursor:
             cursor.executemany(_format_placeholders(statement), rows)
 
-    def _transaction(self):
+    def _transaction(self) -> AbstractContextManager[object]:
         return self.db.transaction()
 
     _MALFORMED_JSON = (psycopg.errors.InvalidTextRepresentation,)  # NaN, Infinity

@@ -15,7 +15,7 @@ from pgcachelab.store.sql_store import SqlResultStore
 
 
 def recognised_study(
-    environment: dict, points: Iterable[StoredPoint], measurements: Iterable[Measurement]
+    environment: object, points: Iterable[StoredPoint], measurements: Iterable[Measurement]
 ) -> str:
     """The study the registry recognised the run as, from its points and measurements."""
     # A report counted the repetitions after the warm-up ones (analysis/run_data.py): so did

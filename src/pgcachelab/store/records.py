@@ -10,9 +10,17 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
+
+from pgcachelab.store.metric_types import MeasurementMetrics
+from pgcachelab.workloads.parameters import PointParameters
+
+# A swept value as the spec wrote it (a setting's text, a number of clients, a method, ...)
+Swept = str | int | float | bool
+# Some of a point's swept values as (key, value) pairs: the "cell" of the others
+Cell = tuple[tuple[str, Swept], ...]
 
 
 @dataclass
@@ -47,16 +55,16 @@ class Measurement:
     tps: float | None
     latency_avg_ms: float | None
     latency_stddev_ms: float | None
-    metrics: dict
+    metrics: MeasurementMetrics
 
 
 @dataclass
 class StoredPoint:
     point_index: int
     label: str
-    swept: dict
-    workload: dict
-    settings: dict
+    swept: dict[str, Swept]  # as the spec wrote each swept value
+    workload: PointParameters  # stored as its record(), read back by stored_parameters
+    settings: dict[str, str]  # server settings as postgresql.conf text
 
 
 def new_run_id() -> str:
@@ -139,7 +147,7 @@ def _covered(paths: Sequence[str], prefix: tuple[str, ...]) -> frozenset[str]:
     )
 
 
-def nest_metrics(paths: Sequence[str], values: Sequence) -> dict:
+def nest_metrics(paths: Sequence[str], values: Sequence) -> MeasurementMetrics:
     """Metrics holding each path's value, nested as stored; a path it lacks (None) is left
     out, as an absent key reads to `.get`; a key no path covers raises MetricNotRead."""
     metrics = SelectedMetrics(_covered(paths, ()))
@@ -155,10 +163,11 @@ def nest_metrics(paths: Sequence[str], values: Sequence) -> dict:
                 )
             node = dict.__getitem__(node, key)
         dict.__setitem__(node, leaf, value)
-    return metrics
+    # the stored JSON, of the shape its writers give it (tests/test_metric_keys.py)
+    return cast(MeasurementMetrics, metrics)
 
 
-def pick_metrics(metrics: dict, paths: Sequence[str]) -> dict:
+def pick_metrics(metrics: MeasurementMetrics, paths: Sequence[str]) -> MeasurementMetrics:
     """The figures of `metrics` at `paths`, as a store's read of those paths returns them."""
     values = []
     for path in paths:
@@ -242,7 +251,7 @@ class PointToStore(Protocol):
     @property
     def swept(self) -> dict: ...
     @property
-    def workload(self) -> dict: ...
+    def workload(self) -> PointParameters: ...
     @property
     def settings(self) -> dict: ...
 

@@ -14,6 +14,9 @@ from contextlib import AbstractContextManager
 from dataclasses import fields
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from pgcachelab.errors import UserError
 from pgcachelab.secrets import split_secrets
 from pgcachelab.store.records import (
     Measurement,
@@ -30,6 +33,7 @@ from pgcachelab.store.records import (
     pick_metrics,
     to_json,
 )
+from pgcachelab.workloads.parameters import PointParameters, stored_parameters
 
 # A table's columns are its record's fields, in order (the measurement's tables have run_id
 # first): a field without its column fails every statement at once, not one reader later.
@@ -298,6 +302,8 @@ class SqlResultStore:
                 values[column] = from_json(values[column]) if values[column] else None
             if record is Run:
                 values["target"] = _target_without_secrets(values["target"])
+            if record is StoredPoint:
+                values["workload"] = _point_parameters(values)
             found.append(record(**values))
         return found
 
@@ -306,10 +312,30 @@ class SqlResultStore:
         return abandoned(self.runs())
 
 
+def _point_parameters(values: dict) -> PointParameters:
+    """A stored point's parameters, typed; a point no model reads is a UserError."""
+    try:
+        return stored_parameters(values["workload"])
+    except ValidationError as error:
+        detail = error.errors()[0]
+        why = f"{'.'.join(map(str, detail['loc']))}: {detail['msg'].lower()}"
+    except ValueError as error:
+        why = str(error)
+    # a newer lab's key, or a damaged store: no report of it could be right
+    raise UserError(
+        f"point {values['point_index']} of the run: its stored parameters do not read: {why}",
+        "read the run with the version of the lab that stored it",
+    )
+
+
 def _values(record, columns: Sequence[str]) -> tuple:
-    """The record's `columns` as a row to write, its JSON columns encoded."""
+    """The record's `columns` as a row to write, its JSON columns encoded (a point's
+    parameters as their record())."""
     encoded = _JSON_COLUMNS[type(record)]
-    values = (getattr(record, column) for column in columns)
+    values = (
+        value.record() if isinstance(value, PointParameters) else value
+        for value in (getattr(record, column) for column in columns)
+    )
     return tuple(
         to_json(value) if column in encoded and value is not None else value
         for column, value in zip(columns, values, strict=True)

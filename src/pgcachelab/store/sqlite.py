@@ -11,7 +11,7 @@ Schema history (PRAGMA user_version):
 import contextlib
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from pgcachelab.store.location import STORE_FILE
@@ -240,10 +240,10 @@ class SqliteResultStore(SqlResultStore):
     def close(self) -> None:
         self.db.close()
 
-    def _execute(self, statement: str, params: Sequence = ()) -> sqlite3.Cursor:
+    def _execute(self, statement: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
         return self.db.execute(statement, params)
 
-    def _executemany(self, statement: str, rows: Iterable[Sequence]) -> None:
+    def _executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
         self.db.executemany(statement, rows)
 
     _MALFORMED_JSON = (sqlite3.OperationalError,)  # "malformed JSON"
@@ -257,7 +257,7 @@ class SqliteResultStore(SqlResultStore):
         return f"json_extract({column}, {', '.join(selectors)})"
 
     @contextlib.contextmanager
-    def _transaction(self):
+    def _transaction(self) -> Iterator[None]:
         # Autocommit (isolation_level None) until an explicit begin; `with self.db` commits,
         # or rolls back when the block raises. Immediate: the write lock is taken (waiting on
         # the busy timeout) before the first read, since a deferred transaction that reads and

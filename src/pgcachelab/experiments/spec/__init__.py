@@ -28,7 +28,8 @@ from pgcachelab.experiments.spec.rules import (
 from pgcachelab.experiments.spec.schema import InspectOptions
 from pgcachelab.experiments.spec.server_settings import validate_settings
 from pgcachelab.experiments.spec.sweeps import exact_size_text
-from pgcachelab.experiments.spec.values import Script, parse_inspect_method
+from pgcachelab.experiments.spec.values import parse_inspect_method
+from pgcachelab.workloads.values import Script
 
 __all__ = [
     "CACHE_WASH_SWEEPABLE",

@@ -12,7 +12,7 @@ from typing import get_args
 from pydantic import BaseModel, ValidationError
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec.values import show
+from pgcachelab.workloads.values import show
 
 # pydantic's error types in our words: (why, hint); {key} is the key as the user wrote it
 BUILTIN = {

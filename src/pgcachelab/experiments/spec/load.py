@@ -5,7 +5,7 @@ that parses a spec's TOML."""
 import functools
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -15,19 +15,15 @@ from pgcachelab.experiments.ladder import LadderStep
 from pgcachelab.experiments.spec.errors import bad_value, render
 from pgcachelab.experiments.spec.plan import ExperimentSpec
 from pgcachelab.experiments.spec.rules import WORKLOAD_TABLES
-from pgcachelab.experiments.spec.schema import (
-    PARAMETER_MODELS,
-    POINT_MODELS,
-    PointKeys,
-    SpecFile,
-)
+from pgcachelab.experiments.spec.schema import SpecFile
 from pgcachelab.experiments.spec.study import study_name
 from pgcachelab.experiments.spec.sweeps import first_repeat
-from pgcachelab.experiments.spec.values import show
 from pgcachelab.user_files import read_user_text
 from pgcachelab.workloads.parameters import PointParameters
 from pgcachelab.workloads.registry import WORKLOADS
+from pgcachelab.workloads.values import show
 
+M = TypeVar("M", bound=BaseModel)
 SPEC_HINT = "give the path of an experiment TOML file, e.g. experiments/big-cache-quick.toml"
 # Swept keys labelled by their converted value: a disk table by its canonical text, 9.6 as "9.6"
 LABELLED_CONVERTED = ("version", "disk")
@@ -166,7 +162,7 @@ def _stored_spec(spec_text: str, spec_path: str) -> SpecFile | None:
         return None
 
 
-def validated(model: type[BaseModel], data: dict, path: Path, prefix: str, context: dict):
+def validated(model: type[M], data: dict, path: Path, prefix: str, context: dict) -> M:
     try:
         return model.model_validate(data, context=context)
     except ValidationError as error:
@@ -174,31 +170,21 @@ def validated(model: type[BaseModel], data: dict, path: Path, prefix: str, conte
 
 
 class PointReader:
-    """A point's workload values, read by the workload's point model: the fixed ones as the
-    file writes them, with a sweep's or a ladder step's changes on top."""
+    """A point's workload values, read by the workload's parameters model: the fixed ones as
+    the file writes them, with a sweep's or a ladder step's changes on top."""
 
     def __init__(self, file: SpecFile, table: dict, path: Path, context: dict):
-        self.model = POINT_MODELS[file.workload]
-        self.typed = WORKLOADS[file.workload].parameters_type
+        self.model = WORKLOADS[file.workload].parameters_type
         self.written = {**table, **file.point_keys()}
         self.path, self.context = path, context
         self.prefix = f"{WORKLOAD_TABLES[file.workload]}."
-        self.order = dict.fromkeys(
-            [*PARAMETER_MODELS[file.workload].model_fields, *PointKeys.model_fields]
-        )
 
     def fixed(self) -> PointParameters:
         """Every parameter of the workload and the per-point keys, typed: what a point runs
         before its sweep's and ladder step's changes."""
-        point = validated(self.model, self.written, self.path, self.prefix, self.context)
-        return self.typed(**{key: _frozen(getattr(point, key)) for key in self.order})
+        return validated(self.model, self.written, self.path, self.prefix, self.context)
 
     def values(self, prefix: str, changes: dict) -> dict:
         """`changes` converted exactly as the fixed values are (issue 16)."""
         point = validated(self.model, {**self.written, **changes}, self.path, prefix, self.context)
-        return {key: _frozen(getattr(point, key)) for key in changes}
-
-
-def _frozen(value: Any) -> Any:
-    """A list as the frozen parameters hold it: a tuple (custom scripts)."""
-    return tuple(value) if isinstance(value, list) else value
+        return {key: getattr(point, key) for key in changes}

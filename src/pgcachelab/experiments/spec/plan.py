@@ -41,10 +41,8 @@ class Point:
         return dataclasses.replace(self, workload=self.workload.changed(**changes))
 
     def to_store(self) -> "PointRecord":
-        """The point as the results store keeps it: its parameters as a plain dict."""
-        return PointRecord(
-            self.index, self.label, self.swept, self.workload.record(), self.settings
-        )
+        """The point as the results store keeps it (its parameters as their record())."""
+        return PointRecord(self.index, self.label, self.swept, self.workload, self.settings)
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,7 @@ class PointRecord:
     index: int
     label: str
     swept: dict
-    workload: dict
+    workload: PointParameters
     settings: dict
 
 

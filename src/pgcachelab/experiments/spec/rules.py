@@ -7,11 +7,12 @@ a new rule is one more function in RULES. Rules within one table are that table'
 
 from typing import TYPE_CHECKING, cast
 
-from pgcachelab.experiments.spec.values import refuse
 from pgcachelab.machine.host_tunables import TUNABLES
+from pgcachelab.workloads.values import refuse
 
 if TYPE_CHECKING:
-    from pgcachelab.experiments.spec.schema import PgbenchParameters, SpecFile
+    from pgcachelab.experiments.spec.schema import SpecFile
+    from pgcachelab.workloads.parameters import PgbenchTable
 
 WORKLOAD_TABLES = {"pgbench": "pgbench", "cache-wash": "cache_wash", "tpcc": "tpcc"}
 SWEEPABLE_WORKLOAD_KEYS = (
@@ -133,7 +134,7 @@ def alternation(spec: "SpecFile") -> None:
             f"{alternate}: too short for whole samples",
             'use at least 2s and twice every, e.g. "5s"',
         )
-    duration = cast("PgbenchParameters", spec.parameters()).duration
+    duration = cast("PgbenchTable", spec.parameters()).duration
     if duration < 4 * inspect.alternate_s:
         raise refuse(
             at,
@@ -223,7 +224,7 @@ def control_of_a_version_sweep(spec: "SpecFile") -> None:
 def scale_or_scale_class(spec: "SpecFile") -> None:
     if spec.workload != "pgbench":
         return
-    swept, table = spec.sweep.workload(), cast("PgbenchParameters", spec.parameters())
+    swept, table = spec.sweep.workload(), cast("PgbenchTable", spec.parameters())
     has_class = "scale_class" in swept or table.scale_class is not None
     if has_class and ("scale" in swept or "scale" in table.model_fields_set):
         raise refuse(

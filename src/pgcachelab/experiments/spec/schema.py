@@ -2,16 +2,16 @@
 
 Why pydantic (v2) rather than msgspec or cattrs: each error comes with the path of its key as
 a tuple and with our own context (sentence, hint), so errors.py can say it in the lab's words;
-a value type carries its own check (values.py); rules across keys are validators, with a
-context (the spec's directory, for scripts); and typer already installs it. msgspec is faster
-but reports an error as one string ("... - at `$.pgbench.clients`") we would have to parse;
-cattrs would need a structure hook per unit type and its own error walk.
+a value type carries its own check (values.py, workloads/values.py); rules across keys are
+validators, with a context (the spec's directory, for scripts); and typer already installs
+it. msgspec is faster but reports an error as one string ("... - at `$.pgbench.clients`") we
+would have to parse; cattrs would need a structure hook per unit type and its own error walk.
 
-A workload's point model (its table's keys and the per-point keys set under [machine] and
-[inspect]) validates a point's fixed values, each swept value and each ladder change: a swept
-value is converted by the same field as a fixed one (issue 16). A new key is one field line in
-its table; to sweep it, its name in rules.SWEEPABLE; a top-level or [server] key is read into
-the ExperimentSpec in load.py.
+A workload's parameters model (workloads/parameters.py: its table's keys and the per-point keys
+set under [machine] and [inspect]) validates a point's fixed values, each swept value and each
+ladder change: a swept value is converted by the same field as a fixed one (issue 16). A new
+key is one field line in its table; to sweep it, its name in rules.SWEEPABLE; a top-level or
+[server] key is read into the ExperimentSpec in load.py.
 """
 
 from typing import Annotated, Literal, get_args
@@ -35,52 +35,40 @@ from pgcachelab.experiments.spec.sweeps import SweepValues, SweptSettings
 from pgcachelab.experiments.spec.values import (
     MAX_REPETITIONS,
     Control,
-    Count,
-    Disk,
     Fraction,
     HostTable,
-    InitSteps,
-    InspectMethod,
-    InspectMethodName,
-    InspectMode,
-    LatencyLimitMs,
-    PgbenchRate,
-    RateTpm,
     Repetitions,
-    ScriptEntry,
-    Seconds,
     SettingText,
-    Size,
     StepName,
     Store,
-    TableSize,
-    Threads,
-    Version,
-    Warehouses,
-    Weights,
-    refuse,
     steps_list,
 )
 from pgcachelab.machine.oscache import OsCacheMode
-from pgcachelab.workloads.scale_class import ScaleClass
-from pgcachelab.workloads.tpcc.params import NO_LIMIT, TerminalTimes, parse_weights
-from pgcachelab.workloads.tpcc.params import Mode as TpccMode
-from pgcachelab.workloads.tpcc.terminal_times import suggested_duration_s, too_short_for_a_new_order
+from pgcachelab.workloads.parameters import (
+    CacheWashTable,
+    ParameterTable,
+    PgbenchTable,
+    TpccTable,
+)
+from pgcachelab.workloads.values import (
+    Count,
+    Disk,
+    InspectMethodName,
+    InspectMode,
+    Seconds,
+    Size,
+    refuse,
+)
 
 WorkloadName = Literal["pgbench", "cache-wash", "tpcc"]
 WORKLOADS: tuple[str, ...] = get_args(WorkloadName)
 Order = Literal["sequential", "interleaved", "random", "blocks"]
 ORDERS: tuple[str, ...] = get_args(Order)
-PgbenchMode = Literal["select-only", "simple-update", "tpcb-like", "custom"]
-PGBENCH_MODES: tuple[str, ...] = get_args(PgbenchMode)
-PgbenchProtocol = Literal["simple", "extended", "prepared"]
-PROTOCOLS: tuple[str, ...] = get_args(PgbenchProtocol)
 # and between a workload's phases (issue 7)
 SnapshotChoice = Literal["none", "before-after"]
 SNAPSHOT_CHOICES: tuple[str, ...] = get_args(SnapshotChoice)
 DEFAULT_TARGET_CI = 0.02  # repetitions = "auto": until the median is known to ±2%...
 DEFAULT_MAX_REPETITIONS = 20  # ...or this many measured repetitions
-CACHE_WASH_WARMUP_S = 100.0  # the seed's warm-up, when neither a time nor a count is given
 
 
 class Table(BaseModel):
@@ -89,295 +77,12 @@ class Table(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-# -- what a point runs: a workload's parameters and the per-point keys ---------------------------
-
-
-class PointKeys(Table):
-    """What every point has besides its workload's parameters; set under [machine] and
-    [inspect] (version only by a sweep), and sweepable."""
-
-    disk: Disk | None = Field(
-        None,
-        description=(
-            'The emulated disk under the cluster\'s files: a preset ("nvme", "sata-ssd", '
-            '"cloud-network-ssd", "hdd-7200", "seed-004-vm"), "host" (no emulation) or a '
-            "table of latencies, IOPS and bandwidth (root)."
-        ),
-    )
-    os_cache: OsCacheMode = Field(
-        "keep",
-        description=(
-            "What to drop from the OS page cache before the point: keep, drop-cluster "
-            "(fadvise DONTNEED on the cluster's files) or drop-all (root)."
-        ),
-    )
-    prewarm: StrictBool = Field(
-        False, description="pg_prewarm every table and index before the measurement."
-    )
-    inspect_method: InspectMethod | None = Field(
-        None,
-        description=(
-            'How the cache snapshots of [inspect] are taken, e.g. "pg_buffercache" or '
-            '"extension/fast"; sweepable.'
-        ),
-    )
-    version: Version | None = Field(
-        None,
-        description=(
-            "The server's major version or bin directory; set only by a [sweep] of versions."
-        ),
-    )
-
-
-class PgbenchParameters(Table):
-    mode: PgbenchMode = Field(
-        "select-only",
-        description=(
-            "pgbench's built-in script (select-only: -S, simple-update: -N, tpcb-like) or"
-            " custom scripts."
-        ),
-    )
-    scripts: list[ScriptEntry] = Field(
-        [],
-        description=(
-            'The custom mode\'s scripts: [{ file = "read.sql", weight = 7 }, ...], paths '
-            "relative to the spec."
-        ),
-    )
-    scale: Annotated[int, Count()] = Field(
-        1, description="pgbench's scale factor (-s): about 15 MB of data per unit."
-    )
-    scale_class: ScaleClass | None = Field(
-        None,
-        description=(
-            "Instead of scale: small (half of shared_buffers), medium (between "
-            "shared_buffers and memory) or large (1.5 times memory); the scale follows "
-            "memory."
-        ),
-    )
-    clients: Annotated[int, Count()] = Field(1, description="Concurrent clients (-c).")
-    threads: Threads = Field(
-        1,
-        description=(
-            'pgbench worker threads (-j), capped at clients; "auto": one per client up to'
-            " the cores."
-        ),
-    )
-    duration: Annotated[float, Seconds(zero_ok=False)] = Field(
-        10.0, description='How long each measured run lasts (-T), e.g. "20s".'
-    )
-    transactions: Annotated[int, Count()] | None = Field(
-        None, description="Transactions per client (-t) instead of a duration."
-    )
-    progress: Annotated[int, Count(0)] = Field(
-        1, description="Seconds between --progress samples; 0: none."
-    )
-    per_statement: StrictBool = Field(False, description="Per-statement latencies (-r).")
-    init_steps: InitSteps | None = Field(
-        None,
-        description=(
-            'pgbench -i\'s --init-steps, e.g. "dtGvp"; unset: server-side generation where'
-            " the server has it (13+)."
-        ),
-    )
-    warmup: Annotated[float, Seconds()] = Field(
-        0.0, description='An unrecorded run before each measurement, e.g. "10s".'
-    )
-    rate: PgbenchRate | None = Field(
-        None,
-        description=(
-            "Offered load in transactions per second (-R); sweep it for latency against "
-            "offered load."
-        ),
-    )
-    # pgbench --latency-limit (ms): with rate, transactions already that late are skipped
-    latency_limit: LatencyLimitMs | None = Field(
-        None,
-        description=(
-            "pgbench --latency-limit in ms: with rate, transactions already that late are skipped."
-        ),
-    )
-    protocol: PgbenchProtocol = Field(
-        "simple", description="How pgbench sends queries (-M): simple, extended or prepared."
-    )
-    max_tries: Annotated[int, Count()] | None = Field(
-        None,
-        description=(
-            "Tries of a transaction that fails on a serialization error or deadlock "
-            "(--max-tries, pgbench 15+)."
-        ),
-    )
-    progress_warmup: Annotated[float, Seconds()] = Field(
-        1.0, description="The first seconds of --progress left out of the stability checks."
-    )
-    checkpoint: StrictBool = Field(
-        False,
-        description=(
-            "CHECKPOINT right before each measured run (after the warm-up), so that it starts "
-            "with no dirty buffers (seed 001); checked on the server's checkpoint counter."
-        ),
-    )
-
-    @model_validator(mode="after")
-    def _scripts_with_custom_mode(self):
-        if self.mode != "custom" and self.scripts:
-            raise refuse(
-                "scripts",
-                f'scripts are only run in mode "custom", not "{self.mode}"',
-                'set mode = "custom" or remove scripts',
-            )
-        if self.mode == "custom" and not self.scripts:
-            raise refuse(
-                "scripts",
-                "custom mode needs scripts",
-                'list them: scripts = [{ file = "a.sql", weight = 1 }]',
-            )
-        return self
-
-
-class CacheWashParameters(Table):
-    table_size: TableSize = Field(
-        1.0,
-        description=(
-            "The table's size: a fraction of the server's memory (the seed: 1.0) or a "
-            'size such as "2GiB".'
-        ),
-    )
-    lookups: Annotated[int, Count()] = Field(
-        100, description="Index lookups per measured phase (idx1 and idx2)."
-    )
-    warmup: Annotated[float, Seconds()] | None = Field(
-        None,
-        description=(
-            'pgbench\'s index lookups after pg_prewarm, for a time (e.g. "100s"); neither '
-            "this nor warmup_lookups: the seed's 100 s."
-        ),
-    )
-    warmup_lookups: Annotated[int, Count(0)] | None = Field(
-        None,
-        description=(
-            "pgbench's index lookups after pg_prewarm, for a count (pgbench -t) instead of a time."
-        ),
-    )
-    prewarm: StrictBool = Field(
-        True,
-        description="pg_prewarm the table, then the index, before the warm-up: the seed's order.",
-    )
-
-    @model_validator(mode="after")
-    def _warmup_by_time_or_count(self):
-        if self.warmup is not None and self.warmup_lookups is not None:
-            raise refuse(
-                "warmup_lookups",
-                "cannot be given with {prefix}warmup",
-                'keep one: warmup = "100s" warms for a time, warmup_lookups = N for a '
-                "count of lookups",
-            )
-        if self.warmup_lookups is None and self.warmup is None:
-            self.warmup = CACHE_WASH_WARMUP_S
-        return self
-
-
-class TpccParameters(Table):
-    warehouses: Warehouses = Field(1, description="TPC-C warehouses loaded (about 100 MB each).")
-    workers: Annotated[int, Count()] = Field(
-        2, description="Sessions that load the data in parallel."
-    )
-    clients: Annotated[int, Count()] = Field(4, description="Terminals: pgbench clients.")
-    threads: Threads = Field(
-        "auto", description='pgbench worker threads; "auto": one per client up to the cores.'
-    )
-    duration: Annotated[float, Seconds(zero_ok=False)] = Field(
-        60.0, description="How long each measured run lasts."
-    )
-    warmup: Annotated[float, Seconds()] = Field(
-        0.0, description="An unrecorded run before each measurement."
-    )
-    weights: Weights = Field(
-        "45,43,4,4,4",
-        description=(
-            "Whole percentages of New-Order, Payment, Order-Status, Delivery and Stock-"
-            "Level, summing to 100."
-        ),
-    )
-    home_warehouse: StrictBool = Field(
-        True,
-        description=(
-            "Bind each terminal to a home warehouse (BenchmarkSQL's terminalWarehouseFixed)."
-        ),
-    )
-    rate_tpm: RateTpm = Field(
-        NO_LIMIT,
-        description=(
-            "A limit in transactions per minute for all terminals together (the seed's "
-            'limitTxnsPerMin), or "off".'
-        ),
-    )
-    max_tries: Annotated[int, Count()] = Field(
-        10, description="Tries of a transaction that fails on a deadlock or serialization error."
-    )
-    transactions: Annotated[int, Count()] | None = Field(
-        None, description="Transactions per terminal instead of a duration."
-    )
-    mode: TpccMode = Field(
-        "procedures",
-        description=(
-            'How each transaction reaches the server: "procedures" (one call of a PL/pgSQL '
-            'function) or "client" (its statements sent one by one from pgbench).'
-        ),
-    )
-    terminal_times: TerminalTimes = Field(
-        "off",
-        description=(
-            'Keying and think times before each transaction: "off", or "spec" for the TPC-C '
-            "specification's means (clauses 5.2.5.4 and 5.2.5.7)."
-        ),
-    )
-    checkpoint: StrictBool = Field(
-        False,
-        description=(
-            "CHECKPOINT right before each measured run (after the warm-up), so that it starts "
-            "with no dirty buffers; checked on the server's checkpoint counter."
-        ),
-    )
-
-    @model_validator(mode="after")
-    def _terminal_times_fit_the_duration(self):
-        if self.terminal_times != "spec" or self.transactions is not None:
-            return self
-        weights = parse_weights(self.weights)
-        too_short = too_short_for_a_new_order(weights, self.duration)
-        if too_short:
-            raise refuse(
-                "duration",
-                f'invalid value {self.duration:g} with terminal_times = "spec": {too_short}',
-                f'set duration = "{suggested_duration_s(weights) // 60}min" or more (ten of a'
-                ' terminal\'s mean cycles), or terminal_times = "off"',
-            )
-        return self
-
-
-class PgbenchPoint(PgbenchParameters, PointKeys):
-    pass
-
-
-class CacheWashPoint(CacheWashParameters, PointKeys):
-    pass  # its prewarm default (true) wins over PointKeys'
-
-
-class TpccPoint(TpccParameters, PointKeys):
-    pass
-
-
-POINT_MODELS: dict[str, type[PointKeys]] = {
-    "pgbench": PgbenchPoint,
-    "cache-wash": CacheWashPoint,
-    "tpcc": TpccPoint,
-}
-PARAMETER_MODELS: dict[str, type[Table]] = {
-    "pgbench": PgbenchParameters,
-    "cache-wash": CacheWashParameters,
-    "tpcc": TpccParameters,
+# The workloads' tables and the per-point keys: workloads/parameters.py, one model per workload
+# that the spec, the runner and the results store share.
+TABLE_MODELS: dict[str, type[ParameterTable]] = {
+    "pgbench": PgbenchTable,
+    "cache-wash": CacheWashTable,
+    "tpcc": TpccTable,
 }
 
 
@@ -699,13 +404,13 @@ class SpecFile(Table):
             "The emulated machine: memory limit, disk, OS cache, prewarm and host settings."
         ),
     )
-    pgbench: PgbenchParameters | None = Field(
+    pgbench: PgbenchTable | None = Field(
         None, description="The pgbench workload's fixed parameters."
     )
-    cache_wash: CacheWashParameters | None = Field(
+    cache_wash: CacheWashTable | None = Field(
         None, description="The cache-wash workload's fixed parameters (seed 000)."
     )
-    tpcc: TpccParameters | None = Field(
+    tpcc: TpccTable | None = Field(
         None, description="The TPC-C workload's fixed parameters (seed 002)."
     )
     inspect: InspectTable | None = Field(None, description="Cache snapshots during the run.")
@@ -744,10 +449,10 @@ class SpecFile(Table):
             rule(self)
         return self
 
-    def parameters(self) -> Table:
+    def parameters(self) -> ParameterTable:
         """The workload's table as given, or its defaults."""
         table = getattr(self, WORKLOAD_TABLES[self.workload])
-        return table if table is not None else PARAMETER_MODELS[self.workload]()
+        return table if table is not None else TABLE_MODELS[self.workload]()
 
     def point_keys(self) -> dict:
         """The per-point keys the file sets outside the workload's table."""

@@ -8,7 +8,7 @@ from pgcachelab.experiments.ladder import resolve_memory_shares
 from pgcachelab.experiments.spec.errors import bad_value, problem
 from pgcachelab.experiments.spec.plan import ExperimentSpec
 from pgcachelab.experiments.spec.sweeps import first_repeat
-from pgcachelab.experiments.spec.values import show
+from pgcachelab.workloads.values import show
 
 
 def validate_settings(

@@ -6,15 +6,9 @@ from typing import TypeGuard
 from pydantic_core import PydanticCustomError
 
 from pgcachelab.clusters.guc import canonical_value
-from pgcachelab.experiments.spec.values import (
-    checked,
-    invalid,
-    is_number,
-    plain,
-    setting_text,
-    show,
-)
+from pgcachelab.experiments.spec.values import setting_text
 from pgcachelab.units import parse_bytes
+from pgcachelab.workloads.values import checked, invalid, is_number, plain, show
 
 # A range of more values than this is a mistake (to = inf never ended; 10,000 points of one
 # repetition already take hours)

@@ -5,7 +5,14 @@ from pgcachelab.analysis.advice import Advice, ratio_interval, ratio_text, repet
 from pgcachelab.analysis.rate_sweep import offered_load_findings
 from pgcachelab.analysis.run_data import PointResult, RunData, swept_text
 from pgcachelab.analysis.run_steps import points_steps
-from pgcachelab.analysis.steps import DISK, MATCH_FACTOR, MEMORY, MIN_STEP_RATIO, SHARED_BUFFERS
+from pgcachelab.analysis.steps import (
+    DISK,
+    MATCH_FACTOR,
+    MEMORY,
+    MIN_STEP_RATIO,
+    SHARED_BUFFERS,
+    Step,
+)
 from pgcachelab.analysis.summary import summarise
 from pgcachelab.analysis.sweep_advice import cell_without
 from pgcachelab.units import format_bytes
@@ -22,7 +29,7 @@ def _boundary_text(name: str | None, size_bytes: float | None, data: RunData) ->
     return ""
 
 
-def _where(step, data: RunData) -> str:
+def _where(step: Step, data: RunData) -> str:
     if step.boundary in (SHARED_BUFFERS, MEMORY):
         return "where the data outgrows " + _boundary_text(step.boundary, step.boundary_bytes, data)
     if step.boundary == DISK:
@@ -30,7 +37,9 @@ def _where(step, data: RunData) -> str:
     return "at no boundary of this run"
 
 
-def _steps_of_cell(results: list[PointResult], cell: tuple, data: RunData) -> list[Advice]:
+def _steps_of_cell(
+    results: list[PointResult], cell: tuple[object, ...], data: RunData
+) -> list[Advice]:
     finding = points_steps(results, data.memory_available_bytes)
     if finding is None:
         return []
@@ -97,7 +106,7 @@ def _steps_of_cell(results: list[PointResult], cell: tuple, data: RunData) -> li
 def scale_advice(data: RunData) -> list[Advice]:
     """Seed 004: where throughput falls as the data grows, and the boundary it matches (the
     step finder of the report's steps section, per combination of the other swept values)."""
-    by_cell: dict[tuple, list[PointResult]] = {}
+    by_cell: dict[tuple[object, ...], list[PointResult]] = {}
     for result in data.points:
         if "scale" in result.point.swept:
             by_cell.setdefault(cell_without(result, "scale"), []).append(result)

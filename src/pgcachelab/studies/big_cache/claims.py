@@ -46,6 +46,7 @@ from pgcachelab.analysis.steps import (
     StepFinding,
     step_ratio,
 )
+from pgcachelab.store.metric_types import DiskProfileRecord
 from pgcachelab.studies.cache_wash.figures import survival_figure
 from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes, shared_buffers_bytes
@@ -354,14 +355,13 @@ class DeviceUse:
         return self.tps * self.reads_per_transaction / self.device_iops
 
 
-def device_iops(profile: dict, clients: int) -> float:
+def device_iops(profile: DiskProfileRecord, clients: int) -> float:
     """What the emulated device serves: its IOPS cap, or fewer when the clients, each waiting
     for its own read, cannot keep it busy (clients / the time of one read)."""
-    per_read_s = profile["read_latency_s"] + (
-        8192 / profile["bandwidth_bytes_s"] if profile.get("bandwidth_bytes_s") else 0
-    )
+    bandwidth, iops = profile.get("bandwidth_bytes_s"), profile.get("iops")
+    per_read_s = profile["read_latency_s"] + (8192 / bandwidth if bandwidth else 0)
     by_clients = clients / per_read_s if per_read_s > 0 else math.inf
-    return min(by_clients, profile["iops"]) if profile.get("iops") else by_clients
+    return min(by_clients, iops) if iops else by_clients
 
 
 HOST_DISK = (

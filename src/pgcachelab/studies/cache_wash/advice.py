@@ -12,6 +12,7 @@ from pgcachelab.analysis.advice import (
 from pgcachelab.analysis.cache_split import (
     PHASES,
     SURVIVAL_TOLERANCE,
+    Repetition,
     SurvivalRow,
     huge_pages_effect,
     index_survives_from,
@@ -29,7 +30,7 @@ def _geometric(row: SurvivalRow) -> Effect:
     return row.geometric
 
 
-def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
+def _survival_advice(reps: list[Repetition], huge_pages: str, cell: str) -> Advice | None:
     """From which shared_buffers the index survives the scan: the report's findings table."""
     rows = [r for r in survival_table(reps) if r.huge_pages == huge_pages and r.geometric]
     if not rows:
@@ -68,7 +69,7 @@ def _survival_advice(reps: list, huge_pages: str, cell: str) -> Advice | None:
     )
 
 
-def _huge_pages_advice(reps: list) -> Advice | None:
+def _huge_pages_advice(reps: list[Repetition]) -> Advice | None:
     """Huge pages on against off, per phase: the report's huge pages table."""
     found = {phase: huge_pages_effect(reps, phase) for phase in PHASES}
     effects = {phase: e for phase, e in found.items() if e is not None}
@@ -76,7 +77,7 @@ def _huge_pages_advice(reps: list) -> Advice | None:
         return None
     significant = {phase: e for phase, e in effects.items() if e.significant}
 
-    def text(phase, effect) -> str:
+    def text(phase: str, effect: Effect) -> str:
         return (
             f"{phase} on/off ×{effect.ratio:.2f} ({ratio_interval(effect.ci_low, effect.ci_high)})"
         )

@@ -336,8 +336,8 @@ def wash_run(data: RunData) -> WashRun:
             sizes_stored = wash.get("data") or {}
             index_bytes = index_bytes or sizes_stored.get("index_bytes")
             warmup = wash.get("warmup") or {}
-            if warmup.get("lookups") is not None:
-                lookups = int(warmup["lookups"])
+            if (stored_lookups := warmup.get("lookups")) is not None:
+                lookups = int(stored_lookups)
                 warmup_lookups = lookups if warmup_lookups is None else min(warmup_lookups, lookups)
             if wash.get("idx0_ms") and wash.get("idx1_ms"):
                 prewarm.append(

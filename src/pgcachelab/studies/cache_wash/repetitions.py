@@ -6,13 +6,14 @@ import statistics
 
 from pgcachelab.analysis.cache_split import PGBENCH_LOG_TIMING, PHASES, Repetition, phase_samples
 from pgcachelab.analysis.run_data import PointResult, RunData
+from pgcachelab.store.metric_types import wash_phase_ms
 from pgcachelab.store.records import Measurement
 from pgcachelab.units import shared_buffers_bytes
 
 _MEMO = "cache_wash.repetitions"
 
 
-def wash_repetition(settings: dict, m: Measurement) -> Repetition | None:
+def wash_repetition(settings: dict[str, str], m: Measurement) -> Repetition | None:
     """A cache-wash measurement's lookups at its point's `settings`; None for another
     workload's (or a wash that lacks a phase)."""
     samples = phase_samples(m.metrics)
@@ -31,14 +32,16 @@ def repetitions(data: RunData) -> list[Repetition]:
     """Every cache-wash repetition of the run with its phase latencies (seed 000's sample),
     built once per run: each Repetition then takes its phase medians once however many tables
     ask (issue 24)."""
-    if _MEMO not in data.memo:
-        data.memo[_MEMO] = [
+    cached = data.memo.get(_MEMO)
+    if not isinstance(cached, list):
+        cached = [
             wash
             for result in data.points
             for m in result.ok
             if (wash := wash_repetition(result.point.settings, m))
         ]
-    return data.memo[_MEMO]
+        data.memo[_MEMO] = cached
+    return cached
 
 
 def phase_medians_ms(result: PointResult) -> dict[str, float] | None:
@@ -52,5 +55,5 @@ def phase_medians_ms(result: PointResult) -> dict[str, float] | None:
 
 def phase_median_ms(measurement: Measurement, phase: str) -> float | None:
     """One measurement's median latency of the phase, None for a measurement of no wash."""
-    samples = (measurement.metrics.get("cache_wash") or {}).get(f"{phase}_ms")
+    samples = wash_phase_ms(measurement.metrics.get("cache_wash") or {}, phase)
     return statistics.median(samples) if samples else None

@@ -45,6 +45,7 @@ from pgcachelab.report.cache_composition import samples as snapshot_samples
 from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank
 from pgcachelab.report.pyplot import plt
 from pgcachelab.report.render import Section, inline_svg, macro, table
+from pgcachelab.store.metric_types import WashData
 from pgcachelab.studies.cache_wash.repetitions import repetitions
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
@@ -246,7 +247,7 @@ def _mode_label(mode: str) -> str:
     return f"huge_pages={mode}" if mode else "all points"
 
 
-def data_sizes(data: RunData) -> dict:
+def data_sizes(data: RunData) -> WashData:
     """The workload's table and index sizes (cache_wash.data of any measurement)."""
     for result in data.points:
         for m in result.ok:
@@ -256,7 +257,7 @@ def data_sizes(data: RunData) -> dict:
     return {}
 
 
-def _with_index_size(size: int, sizes: dict) -> str:
+def _with_index_size(size: int, sizes: WashData) -> str:
     index_bytes = sizes.get("index_bytes")
     if not index_bytes:
         return format_bytes(size)
@@ -327,7 +328,7 @@ def _geometric_text(effect) -> str:
     return f"{effect.ratio:.2f} ({effect.ci_low:.2f}..{effect.ci_high:.2f})"
 
 
-def survival_html(reps: list[Repetition], sizes: dict) -> str:
+def survival_html(reps: list[Repetition], sizes: WashData) -> str:
     """Per point: idx1 and idx2 medians, idx2/idx1 with its intervals, and the verdict."""
     rows = []
     groups = point_groups(reps)
@@ -408,7 +409,7 @@ def _neither_text(residency: Residency) -> str:
     return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}..{high:.0%}"
 
 
-def point_residencies(data: RunData, sizes: dict) -> list[tuple[int, str, dict]]:
+def point_residencies(data: RunData, sizes: WashData) -> list[tuple[int, str, dict]]:
     """(shared_buffers, huge pages, {(relation, moment): Residency}) per point with snapshots
     around the scan, by huge pages then shared_buffers."""
     by_point: dict[int, list] = {}
@@ -480,7 +481,7 @@ def scan_residency_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "cache-wash-around-the-scan")
 
 
-def residency_html(data: RunData, reps: list[Repetition], sizes: dict) -> str:
+def residency_html(data: RunData, reps: list[Repetition], sizes: WashData) -> str:
     """Per point, index and table in shared_buffers and in the OS cache around the scan."""
     found = [s for s in snapshot_samples(data) if s.label in SCAN_MOMENTS]
     if not found:

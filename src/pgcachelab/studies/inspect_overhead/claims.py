@@ -47,6 +47,7 @@ from pgcachelab.analysis.inspect_accuracy import (
 from pgcachelab.analysis.inspect_overhead import Sag
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.versions import welch_log_ratio
+from pgcachelab.store.records import Cell
 from pgcachelab.studies.inspect_overhead.sags import (
     METHOD_NAMES,
     MethodSag,
@@ -56,6 +57,7 @@ from pgcachelab.studies.inspect_overhead.sags import (
     poll_coverage,
 )
 from pgcachelab.units import shared_buffers_bytes
+from pgcachelab.workloads.parameters import PgbenchParameters
 
 # The seed's words and figures, each with the key of the qualifier table that judges it.
 GREATLY = "greatly"  # "takes an exclusive lock on all shared buffers, which greatly affects ..."
@@ -303,7 +305,7 @@ def guarded(what: str, rule: Callable[[], Verdict]) -> Verdict:
 
 @dataclass(frozen=True)
 class ConsistentRead:
-    cell: tuple
+    cell: Cell
     method: str
     name: str
     sag: Sag | None
@@ -363,12 +365,12 @@ def _consistent_reads(data: RunData, sags: list[MethodSag]) -> list[ConsistentRe
     return sorted(found, key=lambda read: -_cell_shared_buffers(read.cell))
 
 
-def _cell_shared_buffers(cell: tuple) -> float:
+def _cell_shared_buffers(cell: Cell) -> float:
     value = dict(cell).get("shared_buffers")
-    return (shared_buffers_bytes(value) or 0) if value else 0
+    return (shared_buffers_bytes(str(value)) or 0) if value else 0
 
 
-def _at(cell: tuple) -> str:
+def _at(cell: Cell) -> str:
     """Where a figure was measured, beside the seed's shared_buffers."""
     return f", {cell_text(cell)} (the seed's: {SEED_SHARED_BUFFERS})"
 
@@ -447,9 +449,9 @@ def lighter_modes_sag_less(data: RunData) -> Verdict:
 
 def _largest_with(
     data: RunData, methods: Sequence[str]
-) -> tuple[tuple, dict[str, MethodSag]] | None:
+) -> tuple[Cell, dict[str, MethodSag]] | None:
     """The largest-shared_buffers cell where every one of `methods` has a sag."""
-    by_cell: dict[tuple, dict[str, MethodSag]] = {}
+    by_cell: dict[Cell, dict[str, MethodSag]] = {}
     for sag in method_sags(data):
         if sag.quoted is not None:
             by_cell.setdefault(sag.cell, {})[sag.method] = sag
@@ -482,7 +484,8 @@ def semiconsistent_approaches_fast(data: RunData) -> Verdict:
     fast, semiconsistent = got[FAST_METHOD], got[SEMICONSISTENT_METHOD]
     assert fast.quoted is not None and semiconsistent.quoted is not None
     fast_sag, semiconsistent_sag = fast.quoted, semiconsistent.quoted
-    mode = data.points[0].point.workload.get("mode") if data.points else None
+    parameters = data.points[0].point.workload if data.points else None
+    mode = parameters.mode if isinstance(parameters, PgbenchParameters) else None
     what = f"tps while fast / while semiconsistent polls{_at(cell)}"
     verdict = guarded(
         what,

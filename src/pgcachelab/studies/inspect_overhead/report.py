@@ -270,7 +270,7 @@ def time_plot(data: RunData, out_dir: Path) -> list[Path]:
     """Snapshot time per method against shared_buffers (when shared_buffers is swept)."""
     lines: dict[str, list[tuple[float, float]]] = {}
     for result in data.points:
-        method = result.point.swept.get(KEY, BASELINE)
+        method = str(result.point.swept.get(KEY, BASELINE))
         median_ms = _median(_times_ms(data, result.point.point_index))
         if method == BASELINE or median_ms is None or not result.shared_buffers_bytes:
             continue
@@ -432,7 +432,7 @@ def _why_no_larger_sag(
         return []
     share = polled.buffer_mapping / polled.active * 100 if polled.active else 0.0
     top = ", ".join(f"{name} {mean:.3f}" for name, mean in polled.top_waits()) or "none"
-    clients = result.point.workload.get("clients")
+    clients = result.point.workload.client_sessions
     of_clients = f" of its {clients}" if clients else ""
     text = (
         f"Why {prefix}{old}'s sag is not larger, from its wait events in the polled windows:"

@@ -15,7 +15,7 @@ from pgcachelab.analysis.inspect_overhead import (
     sag_of_ratios,
 )
 from pgcachelab.analysis.run_data import PointResult, RunData, swept_text
-from pgcachelab.store.records import Measurement
+from pgcachelab.store.records import Cell, Measurement
 
 KEY = "inspect_method"
 METHOD_NAMES = {
@@ -32,7 +32,7 @@ METHOD_NAMES = {
 
 @dataclass(frozen=True)
 class MethodSag:
-    cell: tuple  # (key, value) pairs of the other swept values, e.g. shared_buffers
+    cell: Cell  # (key, value) pairs of the other swept values, e.g. shared_buffers
     method: str
     result: PointResult
     between_runs: Sag | None  # paired by round against the baseline; None for the baseline
@@ -45,17 +45,17 @@ class MethodSag:
         return self.within_runs or self.between_runs
 
 
-def cells(data: RunData) -> dict[tuple, dict[str, PointResult]]:
+def cells(data: RunData) -> dict[Cell, dict[str, PointResult]]:
     """Points by the other swept values (e.g. shared_buffers), then by method."""
-    found: dict[tuple, dict[str, PointResult]] = {}
+    found: dict[Cell, dict[str, PointResult]] = {}
     for result in data.points:
         swept = result.point.swept
         cell = tuple((k, v) for k, v in swept.items() if k != KEY)
-        found.setdefault(cell, {})[swept.get(KEY, BASELINE)] = result
+        found.setdefault(cell, {})[str(swept.get(KEY, BASELINE))] = result
     return found
 
 
-def cell_text(cell: tuple) -> str:
+def cell_text(cell: Cell) -> str:
     return swept_text(cell) or "all points"
 
 
@@ -112,7 +112,7 @@ def poll_coverage(data: RunData, result: PointResult) -> tuple[int, int]:
     return covered, polled
 
 
-def cell_accuracy(data: RunData) -> dict[tuple, dict[str, ModeAccuracy]]:
+def cell_accuracy(data: RunData) -> dict[Cell, dict[str, ModeAccuracy]]:
     """Per cell, each mode's accuracy from the trials of the cell's extension points."""
     found = {}
     for cell, methods in cells(data).items():

@@ -40,6 +40,7 @@ from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.experiments.spec.load import stored_spec
 from pgcachelab.studies.tpcc.ladder import step_name, step_samples, tpcc_runs
 from pgcachelab.studies.tpcc.step_results import StepSamples
+from pgcachelab.workloads.parameters import TpccParameters
 
 # The article's server (seed 002: "16c 32GB", terminals=64): what the rungs past the limits
 # measured. This machine's cores are quoted beside it where the CPU decides.
@@ -582,7 +583,8 @@ def _cores(data: RunData) -> int | None:
 
 def binds_from_run(data: RunData) -> Verdict:
     for result in data.points:
-        limit = result.point.workload.get("rate_tpm")
+        parameters = result.point.workload
+        limit = parameters.rate_tpm if isinstance(parameters, TpccParameters) else None
         if isinstance(limit, int | float) and limit > 0:
             shares = [
                 float(run["tpm_total"]) / float(limit)

@@ -8,6 +8,7 @@ from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
 from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.experiments.spec.load import stored_spec
 from pgcachelab.studies.tpcc.step_results import StepSamples, ladder_results
+from pgcachelab.workloads.parameters import TpccParameters
 
 # Workload parameters shown in a step's diff next to the server settings.
 WORKLOAD_KEYS = (
@@ -84,13 +85,19 @@ def _count(value) -> int | None:
 def step_samples(data: RunData) -> list[StepSamples]:
     descriptions = _descriptions(data)
     # workload parameters that some step changes (the rate limit): the rest is the same for all
+    stored = {r.point.point_index: r.point.workload.record() for r in data.points}  # by name
     varying = [
-        k for k in WORKLOAD_KEYS if len({str(r.point.workload.get(k)) for r in data.points}) > 1
+        k
+        for k in WORKLOAD_KEYS
+        if len({str(stored[r.point.point_index].get(k)) for r in data.points}) > 1
     ]
     steps = []
     for result in data.points:
         runs = tpcc_runs(result)
-        workload = {f"tpcc.{k}": str(result.point.workload.get(k)) for k in varying}
+        record = stored[result.point.point_index]
+        workload = {f"tpcc.{k}": str(record.get(k)) for k in varying}
+        parameters = result.point.workload
+        tpcc = parameters if isinstance(parameters, TpccParameters) else None
         sized = [
             m
             for m in result.ok
@@ -104,15 +111,17 @@ def step_samples(data: RunData) -> list[StepSamples]:
                 rate_limited=sum(1 for run in runs if run.get("rate_limited")),
                 failures=result.failure_reasons,
                 description=descriptions.get(step_name(result), ""),
-                rate_tpm=_limit(result.point.workload.get("rate_tpm")),
+                rate_tpm=_limit(tpcc.rate_tpm if tpcc else None),
                 tpm_total=median_of([run.get("tpm_total") for run in runs]),
-                transactions=_count(result.point.workload.get("transactions")),
+                transactions=_count(tpcc.transactions if tpcc else None),
                 cpu_busy_pct=_resources_of(result, "cpu_busy_pct"),
                 cpu_iowait_pct=_resources_of(result, "cpu_iowait_pct"),
                 cpu_idle_pct=_resources_of(result, "cpu_idle_pct"),
-                database_bytes=[float(m.metrics["database_size_bytes"]) for m in sized],
+                database_bytes=[
+                    float(size) for m in sized if (size := m.metrics.get("database_size_bytes"))
+                ],
                 started_at=[m.started_at for m in sized],
-                warehouses=_count(result.point.workload.get("warehouses")),
+                warehouses=_count(tpcc.warehouses if tpcc else None),
                 emulated_disk=_emulated_disk(result),
             )
         )

@@ -4,6 +4,7 @@ latencies per transaction type."""
 
 import itertools
 from pathlib import Path
+from typing import TypeVar
 
 from markupsafe import Markup
 from matplotlib.lines import Line2D
@@ -32,6 +33,8 @@ BAR_COLOR, LIMITED_COLOR = "#1f77b4", "#d62728"
 # Lines per step in the series plot: past this many repetitions, evenly spaced in run order,
 # since hundreds of overlapping lines show no more than ten and draw slowly (issue 24).
 MAX_SERIES = 10
+
+T = TypeVar("T")
 
 
 def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[Path]:
@@ -87,7 +90,7 @@ def tpmc_plot(data: RunData, results: list[StepResult], out_dir: Path) -> list[P
     return save_figure(figure, out_dir, "tpcc_tpmc_per_step")
 
 
-def evenly_spaced(items: list, limit: int) -> list:
+def evenly_spaced(items: list[T], limit: int) -> list[T]:
     """At most `limit` of `items`, evenly spaced, the first and the last kept."""
     if len(items) <= limit:
         return items

@@ -20,7 +20,9 @@ RISKY_SETTINGS = {
 }
 
 
-def step_changes(previous: dict, current: dict) -> list[tuple[str, str | None, str]]:
+def step_changes(
+    previous: dict[str, str], current: dict[str, str]
+) -> list[tuple[str, str | None, str]]:
     """(name, value before, value now) of what a step changed against the one before it."""
     return [
         (name, previous.get(name), value)
@@ -29,7 +31,7 @@ def step_changes(previous: dict, current: dict) -> list[tuple[str, str | None, s
     ]
 
 
-def risks(settings: dict) -> list[tuple[str, str, str]]:
+def risks(settings: dict[str, str]) -> list[tuple[str, str, str]]:
     """(setting, value, what it risks) for settings that trade away durability or vacuum."""
     found = []
     for name, (risky_value, why) in RISKY_SETTINGS.items():
@@ -45,7 +47,7 @@ class StepSamples:
 
     name: str
     tpmc: list[float]  # one per successful repetition
-    settings: dict  # the settings in force (cumulative)
+    settings: dict[str, str]  # the settings in force (cumulative)
     rate_limited: int = 0  # repetitions that reached their rate limit
     failures: list[str] = field(default_factory=list)
     description: str = ""
@@ -78,8 +80,8 @@ class StepResult:
     ratio: float | None  # against the step before; None for the first or without data
     ci_low: float | None
     ci_high: float | None
-    changes: list  # (setting, before, now) against the step before
-    risks: list  # (setting, value, why) of the settings in force
+    changes: list[tuple[str, str | None, str]]  # (setting, before, now) against the step before
+    risks: list[tuple[str, str, str]]  # (setting, value, why) of the settings in force
     rate_limited: int
     failures: list[str]
     rate_tpm: float | None = None

@@ -14,7 +14,7 @@ DISCLAIMER = "TPC-C-like workload, not an audited TPC-C result"
 LATENCY_KEYS = ("mean", "p50", "p90", "p95", "p99", "max")
 
 
-def _ms(value) -> str:
+def _ms(value: float | None) -> str:
     return (
         "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
     )

@@ -12,6 +12,7 @@ from pgcachelab.analysis.versions import (
     version_changes,
     version_order,
 )
+from pgcachelab.store.records import Cell
 
 
 def control_advice(data: RunData) -> list[Advice]:
@@ -46,9 +47,9 @@ def control_advice(data: RunData) -> list[Advice]:
     ]
 
 
-def version_samples(data: RunData) -> dict[tuple, dict[str, list[float]]]:
+def version_samples(data: RunData) -> dict[Cell, dict[str, list[float]]]:
     """Cell (the other swept values) -> version -> tps of each repetition."""
-    samples: dict[tuple, dict[str, list[float]]] = {}
+    samples: dict[Cell, dict[str, list[float]]] = {}
     for result in data.points:
         version = str(result.point.swept["version"])
         cell = cell_without(result, "version")

@@ -732,7 +732,7 @@ def fixed_values(data: RunData) -> dict:
     those the machine could not obtain (with the install's reason), this machine's cores."""
     if not data.points:
         return {}
-    workload = data.points[0].point.workload
+    workload = data.points[0].point.workload.record()  # the keys as stored, by name
     fixed = {k: workload.get(k) for k in FIXED_KEYS if k not in data.swept_keys}
     target = data.run.target or {}
     fixed["versions"] = sorted({str(r.point.swept.get("version")) for r in data.points})
