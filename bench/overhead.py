@@ -37,7 +37,7 @@ from psycopg.conninfo import make_conninfo
 from pgcachelab.cli.progress import LineProgress
 from pgcachelab.clusters.targets import ManagedTarget, pgbench_for
 from pgcachelab.experiments.runner import RunContext, ensure_data, measure, prepare
-from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.spec import parse_spec
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.workloads.pgbench import run_args
 

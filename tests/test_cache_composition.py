@@ -22,8 +22,8 @@ from pgcachelab.analysis.cache_composition import (
 )
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.cache_sampler import uncached_relations
-from pgcachelab.experiments.spec import parse_inspect_method, parse_spec
 from pgcachelab.probes.buffercache import snapshot_from_relations
+from pgcachelab.spec import parse_inspect_method, parse_spec
 
 DATA = Path(__file__).parent / "data" / "inspect"
 

@@ -12,7 +12,7 @@ from pgcachelab.analysis.cache_split import (
     index_survives_from,
 )
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import exact_size_text, parse_spec
+from pgcachelab.spec import exact_size_text, parse_spec
 
 MB = 1024 * 1024
 

@@ -203,7 +203,7 @@ def _wash(huge_pages: str, size_mb: int, repetition: int) -> dict:
 def _blocks_run(lab_dir, accounting=True) -> str:
     """Three repetitions of each point, stored as the runner stores them, the points in the
     order of blocks by huge_pages (every on point, then every off point)."""
-    from pgcachelab.experiments.spec import Point
+    from pgcachelab.spec import Point
     from pgcachelab.store.records import Measurement
     from pgcachelab.store.sqlite import SqliteResultStore
     from pgcachelab.workloads.parameters import CacheWashParameters

@@ -16,7 +16,7 @@ from pgcachelab.analysis.run_data import load_run
 from pgcachelab.clusters.managed import ManagedCluster
 from pgcachelab.errors import PointError
 from pgcachelab.experiments.checkpoint import checkpoint_checked, counter_name
-from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.spec import parse_spec
 from pgcachelab.store.sqlite import SqliteResultStore
 
 

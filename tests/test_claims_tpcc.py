@@ -472,7 +472,7 @@ def test_a_stored_spec_that_no_longer_validates_leaves_the_ladder_without_its_wo
 ):
     """A run stored by an older lab whose spec keys have changed since: its steps, verdicts
     and advice are read from its points as ever, only the steps' descriptions (the spec's)
-    are left out (experiments/spec/load.py stored_spec)."""
+    are left out (spec/load.py stored_spec)."""
     from pgcachelab.studies.tpcc.claims import os_step_names
     from pgcachelab.studies.tpcc.ladder import ladder_advice, step_samples
 

@@ -21,7 +21,7 @@ from fix_clusters import dsn_of
 from fix_lab import store_query
 from fix_processes import output_as_user, postmaster_pid, processes_mentioning, server_reachable_dir
 
-from pgcachelab.experiments.spec import load_spec
+from pgcachelab.spec import load_spec
 from pgcachelab.store.metric_keys import undocumented_keys
 
 VALID_SPEC = (SPECS_DIR / "two-points.toml").read_text()

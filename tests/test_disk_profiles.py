@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.machine.disk_profiles import (
     HOST,
     PRESETS,
@@ -14,6 +13,7 @@ from pgcachelab.machine.disk_profiles import (
     parse_disk_option,
     resolve_disk,
 )
+from pgcachelab.spec import parse_spec
 
 
 def test_every_preset_has_its_source_and_what_it_stands_for():

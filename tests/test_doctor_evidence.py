@@ -19,7 +19,7 @@ from pgcachelab.doctor.lab_evidence import (
 )
 from pgcachelab.doctor.server_checks import check_shared_buffers
 from pgcachelab.doctor.server_facts import ServerFacts
-from pgcachelab.experiments.spec import Point, parse_spec
+from pgcachelab.spec import Point, parse_spec
 from pgcachelab.store.records import Measurement
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.workloads.parameters import CacheWashParameters

@@ -14,8 +14,8 @@ from pgcachelab.analysis.hosts import classes_text, host_class, host_split
 from pgcachelab.errors import UserError
 from pgcachelab.experiments import runner
 from pgcachelab.experiments.fleet import check_given_class, class_names_text, host_identity
-from pgcachelab.experiments.spec.plan import schedule
 from pgcachelab.report.tables import fleet_line
+from pgcachelab.spec.plan import schedule
 from pgcachelab.store.queue import (
     after_try,
     fetch_queues,

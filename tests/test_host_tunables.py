@@ -15,10 +15,10 @@ from fix_lab import store_query
 from fix_processes import output_as_user
 
 from pgcachelab.errors import ClusterError, UserError
-from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.machine import host_settings, host_tunables, owned
 from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.machine.host_tunables import TUNABLES, HostValueError
+from pgcachelab.spec import parse_spec
 
 HOST = Path(__file__).parent / "data" / "host"
 

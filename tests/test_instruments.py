@@ -10,7 +10,7 @@ import pytest
 from pgcachelab.errors import ClusterError
 from pgcachelab.experiments.instruments import DiskWatch, MachineWatch, ServerWatch
 from pgcachelab.experiments.recording import MetricKeyCollision, PointErrors, Recording
-from pgcachelab.experiments.spec.schema import WORKLOADS as SPEC_WORKLOADS
+from pgcachelab.spec.schema import WORKLOADS as SPEC_WORKLOADS
 from pgcachelab.workloads.outcome import Outcome
 from pgcachelab.workloads.registry import WORKLOADS
 

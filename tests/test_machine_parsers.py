@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.machine.cgroup import _stat, memory_cgroup_mounts
 from pgcachelab.machine.emulated import MachineNeeds, check_needs
 from pgcachelab.machine.host_facts import (
@@ -16,6 +15,7 @@ from pgcachelab.machine.host_facts import (
     parse_proc_cgroup,
 )
 from pgcachelab.machine.hugepages import pages_for_bytes, parse_vmpeak_bytes
+from pgcachelab.spec import parse_spec
 from pgcachelab.units import shared_buffers_bytes
 
 DATA = Path(__file__).parent / "data" / "machine"

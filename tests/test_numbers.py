@@ -16,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import parse_spec
 from pgcachelab.quantities import (
     INT_MAX,
     MAX_RATE,
@@ -26,6 +25,7 @@ from pgcachelab.quantities import (
     size,
     whole_number,
 )
+from pgcachelab.spec import parse_spec
 from pgcachelab.units import (
     MAX_BYTES,
     MAX_NUMBER,

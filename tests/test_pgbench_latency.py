@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.spec import parse_spec
 from pgcachelab.workloads.pgbench_latency import (
     ASSUMED_TPS_PER_CLIENT,
     LOGGED_TARGET,

@@ -13,7 +13,7 @@ from pgcachelab.experiments.plan_view import (
     major_of,
 )
 from pgcachelab.experiments.runner import planned_schedule
-from pgcachelab.experiments.spec import load_spec, parse_spec
+from pgcachelab.spec import load_spec, parse_spec
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"
 GiB = 1024**3

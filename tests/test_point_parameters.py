@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.spec import parse_spec
 from pgcachelab.store.records import from_json, to_json
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.workloads.parameters import (

@@ -11,7 +11,7 @@ from pgcachelab.clusters.guc import SettingInfo
 from pgcachelab.clusters.targets import VersionedTarget
 from pgcachelab.errors import UserError
 from pgcachelab.experiments import preflight
-from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.spec import parse_spec
 from pgcachelab.workloads.scale_class import BYTES_PER_SCALE
 
 GIB = 1024**3

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from pgcachelab.analysis.summary import hit_ratio, summarise, t95
 from pgcachelab.clusters.client import PgbenchTarget, pgoptions
-from pgcachelab.experiments.spec import Script, parse_spec
 from pgcachelab.probes.base import delta
+from pgcachelab.spec import Script, parse_spec
 from pgcachelab.workloads.pgbench import default_init_steps, failure_line, init_args, run_args
 
 DATA = Path(__file__).parent / "data"

@@ -19,7 +19,7 @@ from fix_processes import processes_mentioning
 from fix_reports import REPORT_ARTIFACTS, REPORT_RUNS_DIR
 from headless_chromium import chromium_path, headless_chromium, visit
 
-from pgcachelab.experiments.spec import load_spec
+from pgcachelab.spec import load_spec
 
 ROOT = Path(__file__).parent.parent
 # Each shipped experiment and the tiny run of its shape.

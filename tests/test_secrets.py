@@ -27,10 +27,10 @@ from test_cli import assert_user_error
 from pgcachelab.clusters.client import SERVICE
 from pgcachelab.clusters.targets import ExistingTarget
 from pgcachelab.experiments import runner
-from pgcachelab.experiments.spec import load_spec
 from pgcachelab.printable import printable
 from pgcachelab.progress import QuietProgress
 from pgcachelab.secrets import has_secret, mask_password, parse_failure, redact
+from pgcachelab.spec import load_spec
 from pgcachelab.store.location import StoreLocation, parse_store
 from pgcachelab.store.sqlite import SqliteResultStore
 

@@ -25,7 +25,7 @@ from pgcachelab.clusters.guc import (
 )
 from pgcachelab.clusters.managed import ClusterError, ManagedCluster
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import validate_settings
+from pgcachelab.spec import validate_settings
 
 DATA = Path(__file__).parent / "data" / "server"
 MB = 1024**2

@@ -8,7 +8,7 @@ import pytest
 
 from pgcachelab.clusters.guc import catalogue_from_pg_settings
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import parse_spec, schedule, validate_settings
+from pgcachelab.spec import parse_spec, schedule, validate_settings
 
 DATA = Path(__file__).parent / "data"
 
@@ -82,7 +82,7 @@ def error_of(text: str) -> UserError:
         ("[sweep.settings]\nshared_buffers = [4]", r"below its minimum 16", r"fix the value"),
         ('[pgbench]\nmode = "custom"', r"custom mode needs scripts", r"scripts ="),
         ("name = [", r"not valid TOML", r"syntax"),
-        # pydantic's own errors, in our words (experiments/spec/errors.py)
+        # pydantic's own errors, in our words (spec/errors.py)
         ("[server]\nsettings = 5", r"^exp.toml: server.settings: must be a table$",
          r"\[server.settings\]"),
         ("[pgbench]\nper_statement = 1", r"pgbench.per_statement: invalid value 1: not a boolean",

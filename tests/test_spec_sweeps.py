@@ -6,7 +6,7 @@ import re
 import pytest
 from test_spec import error_of, spec
 
-from pgcachelab.experiments.spec import (
+from pgcachelab.spec import (
     CACHE_WASH_SWEEPABLE,
     SWEEPABLE_WORKLOAD_KEYS,
     TPCC_SWEEPABLE,

@@ -48,7 +48,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
 
 
 def test_store_copy_carries_cache_snapshots_once(tmp_path):
-    from pgcachelab.experiments.spec import Point
+    from pgcachelab.spec import Point
     from pgcachelab.store.copy import copy_runs
     from pgcachelab.store.records import Measurement
     from pgcachelab.workloads.parameters import PgbenchParameters
@@ -85,7 +85,7 @@ def test_a_version_2_stores_runs_get_the_study_they_were_recognised_as(tmp_path)
 
 
 def test_a_new_run_stores_its_study_and_a_copy_keeps_it(tmp_path):
-    from pgcachelab.experiments.spec import Point
+    from pgcachelab.spec import Point
     from pgcachelab.store.copy import copy_runs
 
     source = SqliteResultStore(tmp_path / "a.sqlite")

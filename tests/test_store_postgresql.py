@@ -19,7 +19,7 @@ from test_store_migration import FIXTURE_STORE
 from test_study_registry import FIXTURE_STUDIES
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.spec import Point
+from pgcachelab.spec import Point
 from pgcachelab.store import postgresql, sql_store
 from pgcachelab.store.postgresql import SCHEMA, SCHEMA_VERSION, PostgresResultStore
 from pgcachelab.store.queue import run_queue

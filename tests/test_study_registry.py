@@ -1,5 +1,5 @@
 """The study registry (studies/registry.py): every stored run records exactly one study, chosen
-from its spec when it is created (experiments/spec/study.py), and a new study, registered from
+from its spec when it is created (spec/study.py), and a new study, registered from
 here, runs, reports and advises through the lab's own commands without a line of runner, report
 or advise knowing it."""
 
@@ -16,11 +16,11 @@ from pgcachelab.analysis.claims import CONTRADICTED, NOISE, REPRODUCED, Figure, 
 from pgcachelab.analysis.run_data import RunData, load_run
 from pgcachelab.analysis.versions import welch_log_ratio
 from pgcachelab.experiments.reproduce import spec_path
-from pgcachelab.experiments.spec import load_spec, parse_spec
-from pgcachelab.experiments.spec.load import stored_spec
-from pgcachelab.experiments.spec.schema import SpecFile
-from pgcachelab.experiments.spec.study import SPEC_STUDIES, study_name
 from pgcachelab.report.render import Section, table
+from pgcachelab.spec import load_spec, parse_spec
+from pgcachelab.spec.load import stored_spec
+from pgcachelab.spec.schema import SpecFile
+from pgcachelab.spec.study import SPEC_STUDIES, study_name
 from pgcachelab.store.records import ResultStore
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.studies import registry

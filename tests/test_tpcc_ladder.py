@@ -13,8 +13,8 @@ from fix_clusters import dsn_of
 from fix_lab import store_query
 
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import memory_share, resolve_memory_shares
-from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.spec import parse_spec
+from pgcachelab.spec.ladder import memory_share, resolve_memory_shares
 from pgcachelab.studies.tpcc.step_results import (
     StepSamples,
     ladder_results,

@@ -346,7 +346,7 @@ def test_a_timed_run_counts_what_ended_within_its_duration():
 
 
 def test_spec_takes_the_mode_and_terminal_times():
-    from pgcachelab.experiments.spec import parse_spec
+    from pgcachelab.spec import parse_spec
 
     text = 'name = "t"\nworkload = "tpcc"\n[tpcc]\nmode = "client"\nterminal_times = "spec"\n'
     [point] = parse_spec(text, Path("t.toml")).points()
@@ -401,7 +401,7 @@ def test_a_run_too_short_for_one_new_order_is_refused_before_it_starts():
         RunOptions(duration_s=5, terminal_times="spec", weights=parse_weights("0,100,0,0,0")),
     ):
         check_run_options(fine)
-    from pgcachelab.experiments.spec import parse_spec
+    from pgcachelab.spec import parse_spec
 
     text = 'name = "t"\nworkload = "tpcc"\n[tpcc]\nduration = "5s"\nterminal_times = "spec"\n'
     with pytest.raises(UserError, match=r"tpcc\.duration: invalid value 5 with terminal_times"):

@@ -16,7 +16,7 @@ from pgcachelab.analysis.versions import (
 )
 from pgcachelab.clusters.installs import maven_failure
 from pgcachelab.clusters.managed import initdb_checksum_args
-from pgcachelab.experiments.spec import parse_spec
+from pgcachelab.spec import parse_spec
 from pgcachelab.workloads.pgbench import threads_for
 from pgcachelab.workloads.scale_class import (
     BYTES_PER_SCALE,

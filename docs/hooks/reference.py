@@ -4,7 +4,7 @@ hand and never committed.
 - reference/cli.md: every command and option, walked from the click tree typer builds from
   `pgcachelab.cli.main.app` (what `--help` prints, so the page cannot disagree with it);
 - reference/spec.md: every spec key with its type, default and description, walked from the
-  pydantic models of `pgcachelab.experiments.spec.schema` (their `Field(description=...)`);
+  pydantic models of `pgcachelab.spec.schema` (their `Field(description=...)`);
 - reference/metrics.md: every key a measurement stores, from the one table of them,
   `pgcachelab.store.metric_keys` (tests/test_metric_keys.py checks the code and stored runs
   against it).
@@ -24,7 +24,7 @@ CLI_PAGE = "reference/cli.md"
 SPEC_PAGE = "reference/spec.md"
 METRICS_PAGE = "reference/metrics.md"
 
-# The value types of workloads/values.py and experiments/spec/values.py carry their check in a
+# The value types of workloads/values.py and spec/values.py carry their check in a
 # validator, which hides the kind of value from the annotation: named here by the check's name,
 # in the words the spec files use. An unknown check falls back to the annotation's own type.
 CHECK_WORDS = {
@@ -143,7 +143,7 @@ def table_model(field) -> type[BaseModel] | None:
 
 
 def _check_name(annotation) -> str | None:
-    """The name of the check a value type of experiments/spec/values.py carries, if any."""
+    """The name of the check a value type of spec/values.py carries, if any."""
     for meta in getattr(annotation, "__metadata__", ()):
         func = getattr(meta, "func", None)
         func = getattr(func, "check", func)  # workloads/values.py's SpecOrStored
@@ -215,7 +215,7 @@ def key_name(name: str, field) -> str:
 
 def spec_tables() -> list[tuple[str, type[BaseModel], str]]:
     """(TOML header, model, what the table is) for the file itself and every table in it."""
-    from pgcachelab.experiments.spec.schema import SpecFile
+    from pgcachelab.spec.schema import SpecFile
     from pgcachelab.workloads.parameters import PointKeys
 
     tables = [("top level", SpecFile, "Keys at the top of the spec file.")]
@@ -254,7 +254,7 @@ def spec_markdown() -> str:
         "# Spec reference",
         "",
         "Every key of an experiment spec (a TOML file), generated at every build from the"
-        " pydantic models in `src/pgcachelab/experiments/spec/schema.py` and"
+        " pydantic models in `src/pgcachelab/spec/schema.py` and"
         " `src/pgcachelab/workloads/parameters.py`: its type, its default"
         " and the description the model gives it. Unknown keys are refused, and values are not"
         ' coerced (`"3"` is not `3`). A workload\'s keys and the per-point keys can also be'

@@ -29,7 +29,7 @@ _MOST_DIGITS = 30
 
 class NumberError(UserError):
     """A number refused: `why` it is not one the option takes, and `allowed`, its range, also
-    apart (a spec's error line puts its key before them: experiments/spec/values.py)."""
+    apart (a spec's error line puts its key before them: spec/values.py)."""
 
     def __init__(self, name: str, value, why: str, allowed: str, example: str | None = None):
         self.name, self.value, self.why, self.allowed = name, value, why, allowed

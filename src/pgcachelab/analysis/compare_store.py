@@ -12,7 +12,7 @@ def load_side(store, run_id: str, workload: str | None) -> RunSide:
     (after the warm-up ones, succeeded). Read straight from the store: the report's dataset
     also computes warnings, noise and summaries, half of compare's time at 100,000
     measurements, none of which compare uses (issue 24). `workload`: what its stored spec ran
-    (experiments/spec/load.py reads it), None when the spec no longer reads."""
+    (spec/load.py reads it), None when the spec no longer reads."""
     run = store.run(run_id)
     warmup_repetitions = schedule_of(run).get("warmup_repetitions") or 0
     counted: dict[int, list] = {}

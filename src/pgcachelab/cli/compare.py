@@ -36,8 +36,8 @@ def compare(
 ) -> None:
     """B/A per matched point with 95% intervals, and what differs besides the parameters."""
     from pgcachelab.analysis.compare_store import load_comparison
-    from pgcachelab.experiments.spec.load import stored_spec
     from pgcachelab.exporters import json, markdown, text
+    from pgcachelab.spec.load import stored_spec
 
     offered = {"text": text.comparison, "json": json.comparison, "markdown": markdown.comparison}
     export = output_format("compare", format, json_output, offered, "text")

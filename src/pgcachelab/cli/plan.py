@@ -8,9 +8,9 @@ no initdb, no cgroup, no store, no install: it works without root for any spec.
 from pgcachelab.clusters.binaries import find_install
 from pgcachelab.errors import UserError
 from pgcachelab.experiments.plan_view import PlanMachine, build_plan, major_of
-from pgcachelab.experiments.spec import load_spec
 from pgcachelab.machine.host_facts import memory_total_bytes, read_hugepages
 from pgcachelab.machine.hugepages_estimate import DEFAULT_PAGE_SIZE_BYTES
+from pgcachelab.spec import load_spec
 
 
 def refuse_with_plan(resume: str | None, queue: bool, dsn: str | None) -> None:

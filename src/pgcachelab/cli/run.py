@@ -67,7 +67,7 @@ def run(
     """Run an experiment (or --resume one) and write its report; --plan shows what it would run."""
     from pgcachelab.cli.progress import make_progress
     from pgcachelab.experiments import runner
-    from pgcachelab.experiments.spec import load_spec
+    from pgcachelab.spec import load_spec
 
     for given, option in ((json_output, "--json"), (format, "--format")):
         if given and not plan:

@@ -20,7 +20,6 @@ from pgcachelab.analysis.inspect_overhead import Windows
 from pgcachelab.clusters.client import one_row
 from pgcachelab.clusters.managed import ClusterError
 from pgcachelab.clusters.target import Target, is_managed
-from pgcachelab.experiments.spec import InspectOptions, parse_inspect_method
 from pgcachelab.probes.buffercache import (
     SAMPLER_APPLICATION_NAME,
     RelationCache,
@@ -37,6 +36,7 @@ from pgcachelab.probes.datadir import (
     reason,
 )
 from pgcachelab.probes.process_cpu import cpu_seconds
+from pgcachelab.spec import InspectOptions, parse_inspect_method
 from pgcachelab.store.records import StoredSnapshot
 
 _USER_RELATIONS = """

@@ -35,13 +35,13 @@ from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import runner
 from pgcachelab.experiments.host_lock import HostBusy, HostLock
 from pgcachelab.experiments.reaping import reap_everything
-from pgcachelab.experiments.spec import ExperimentSpec
 from pgcachelab.failures import store_error_line
 from pgcachelab.machine import owned
 from pgcachelab.machine.storage_probe import describe_probe, probe_storage
 from pgcachelab.probes.environment import host_facts
 from pgcachelab.progress import Progress
 from pgcachelab.quantities import duration
+from pgcachelab.spec import ExperimentSpec
 from pgcachelab.store.metric_types import FleetMetrics
 from pgcachelab.store.postgresql import PostgresResultStore
 from pgcachelab.store.queue import Recorded, Unit, UnitQueue

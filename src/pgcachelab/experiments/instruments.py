@@ -20,12 +20,12 @@ from pgcachelab.clusters.target import Target, is_managed
 from pgcachelab.experiments.cache_sampler import CacheSampler
 from pgcachelab.experiments.recording import Recording
 from pgcachelab.experiments.resource_sampler import ResourceSampler, sources_of
-from pgcachelab.experiments.spec import InspectOptions, Point
 from pgcachelab.experiments.wait_sampler import WaitSampler
 from pgcachelab.probes.base import Probe, delta, snapshot
 from pgcachelab.probes.checkpointer import CheckpointerProbe, WalProbe
 from pgcachelab.probes.database import DatabaseProbe, StatioProbe
 from pgcachelab.probes.io import IoProbe
+from pgcachelab.spec import InspectOptions, Point
 from pgcachelab.units import format_bytes
 
 PROBES: list[Probe] = [DatabaseProbe(), StatioProbe(), CheckpointerProbe(), WalProbe(), IoProbe()]

@@ -16,7 +16,6 @@ from pgcachelab.analysis.versions import server_version_of
 from pgcachelab.errors import ClusterError
 from pgcachelab.experiments.connection_room import with_room_for_clients
 from pgcachelab.experiments.runner import planned_schedule
-from pgcachelab.experiments.spec import ExperimentSpec, Point
 from pgcachelab.experiments.version_rounds import group_of
 from pgcachelab.machine.emulated import MIN_MEMORY_LEFT, cap_for_pool
 from pgcachelab.machine.hugepages_estimate import (
@@ -24,6 +23,7 @@ from pgcachelab.machine.hugepages_estimate import (
     LATEST_CALIBRATED_MAJOR,
     estimate_huge_pages,
 )
+from pgcachelab.spec import ExperimentSpec, Point
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads.parameters import PointParameters
 from pgcachelab.workloads.protocol import Workload

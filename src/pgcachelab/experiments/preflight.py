@@ -23,13 +23,6 @@ from pgcachelab.experiments.connection_room import (
     MOST_RAISED,
     with_room_for_clients,
 )
-from pgcachelab.experiments.spec import (
-    WORKLOAD_TABLES,
-    ExperimentSpec,
-    Point,
-    huge_pages_on,
-    validate_settings,
-)
 from pgcachelab.experiments.version_rounds import group_of
 from pgcachelab.machine import fusedisk, host_settings, host_tunables
 from pgcachelab.machine.disk_profiles import HOST
@@ -37,6 +30,13 @@ from pgcachelab.machine.emulated import MachineNeeds, capabilities, check_needs
 from pgcachelab.machine.host_tunables import IO_SCHEDULER
 from pgcachelab.probes.environment import memory_total_bytes
 from pgcachelab.progress import Progress
+from pgcachelab.spec import (
+    WORKLOAD_TABLES,
+    ExperimentSpec,
+    Point,
+    huge_pages_on,
+    validate_settings,
+)
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 from pgcachelab.workloads.parameters import PointParameters
 from pgcachelab.workloads.protocol import Workload

@@ -29,9 +29,9 @@ from pgcachelab.clusters.binaries import find_install
 from pgcachelab.clusters.installs import resolve
 from pgcachelab.errors import RunFailed, UserError
 from pgcachelab.experiments import runner
-from pgcachelab.experiments.spec import load_spec
 from pgcachelab.probes.host_resources import busy_pct
 from pgcachelab.progress import Progress
+from pgcachelab.spec import load_spec
 from pgcachelab.store.records import ResultStore, Run
 from pgcachelab.studies.kind import PublishedClaim, Study
 

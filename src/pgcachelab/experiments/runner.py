@@ -45,19 +45,19 @@ from pgcachelab.experiments.instruments import (
 )
 from pgcachelab.experiments.reaping import kept_for, reap_abandoned
 from pgcachelab.experiments.recording import PointErrors, Recording
-from pgcachelab.experiments.spec import (
-    ExperimentSpec,
-    Point,
-    data_group,
-    parse_spec,
-    schedule,
-)
 from pgcachelab.experiments.version_rounds import group_of, version_rounds
 from pgcachelab.failures import database_reason, os_error_line, store_error_line
 from pgcachelab.machine import oscache, owned
 from pgcachelab.probes.environment import collect_environment, memory_total_bytes
 from pgcachelab.probes.settings import collect_settings
 from pgcachelab.progress import Progress
+from pgcachelab.spec import (
+    ExperimentSpec,
+    Point,
+    data_group,
+    parse_spec,
+    schedule,
+)
 from pgcachelab.store.location import MASK
 from pgcachelab.store.records import Measurement, ResultStore, Run, StoredSnapshot
 from pgcachelab.units import shared_buffers_bytes

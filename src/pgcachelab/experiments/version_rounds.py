@@ -17,7 +17,7 @@ every version, since every version gets the same number of turns with the same p
 
 import random
 
-from pgcachelab.experiments.spec import DATA_KEYS, Point
+from pgcachelab.spec import DATA_KEYS, Point
 
 
 def group_of(point: Point) -> tuple:

@@ -13,12 +13,12 @@ import time
 import psycopg
 
 from pgcachelab.clusters.target import Target
-from pgcachelab.experiments.spec import InspectOptions
 from pgcachelab.probes.wait_events import (
     WAIT_SAMPLER_APPLICATION_NAME,
     parse_sample,
     wait_events_query,
 )
+from pgcachelab.spec import InspectOptions
 
 SAMPLE_INTERVAL_S = 0.1  # short against a 9.6 header scan of 4GB (tens of ms to seconds)
 

@@ -4,7 +4,7 @@ written here; machine/host_settings.py does that.
 
 A spec names them as the seed's sysctl names (`vm.swappiness`) or by what they are
 (`transparent_hugepage`, `readahead`, `io_scheduler`); values are checked here, once, for the
-spec (experiments/spec/values.py) and converted to the text their file takes.
+spec (spec/values.py) and converted to the text their file takes.
 """
 
 import re

@@ -13,7 +13,6 @@ from markupsafe import Markup
 
 from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.run_data import RunData, load_run
-from pgcachelab.experiments.spec.load import stored_schedule
 from pgcachelab.report.cache_composition import cache_composition_section
 from pgcachelab.report.findings import findings_html
 from pgcachelab.report.hosts import host_classes_section
@@ -23,6 +22,7 @@ from pgcachelab.report.plots import all_plots
 from pgcachelab.report.regimes import regimes_html
 from pgcachelab.report.render import Section
 from pgcachelab.report.steps import steps_html
+from pgcachelab.spec.load import stored_schedule
 from pgcachelab.store.records import ResultStore
 
 

@@ -5,7 +5,7 @@ Until then each reader guessed a run's kind from what it measured and swept, ask
 in the registry's order: cache-wash if a counted repetition measured cache_wash lookups, tpcc
 if one ran TPC-C, inspect-overhead if the run swept inspect_method, versions if it swept the
 version, else big-cache. An old run keeps exactly the study its reports showed; a new run's is
-chosen from its spec (experiments/spec/study.py). Nothing but the migrations uses this.
+chosen from its spec (spec/study.py). Nothing but the migrations uses this.
 """
 
 from collections.abc import Iterable

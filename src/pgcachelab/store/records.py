@@ -38,7 +38,7 @@ class Run:
     finished_at: float | None
     failure: str | None
     # The study the run is (studies/registry.py), chosen from its validated spec when it was
-    # created (experiments/spec/study.py): recorded, never guessed again from what it measured.
+    # created (spec/study.py): recorded, never guessed again from what it measured.
     study: str
 
 
@@ -242,7 +242,7 @@ def group_snapshots(snapshots) -> dict[tuple[int, int], list[StoredSnapshot]]:
 
 
 class PointToStore(Protocol):
-    """A point of a new run as the spec expands it (experiments.spec.Point)."""
+    """A point of a new run as the spec expands it (spec.Point)."""
 
     @property
     def index(self) -> int: ...

@@ -1,10 +1,10 @@
 """The studies the lab knows, by name: a run records its study when it is created
-(experiments/spec/study.py), and every reader asks the registry for the study of that name.
+(spec/study.py), and every reader asks the registry for the study of that name.
 
 A run can also carry a second study's design (an inspect-overhead sweep over versions): its
 report shows the sections of each study whose swept key it sweeps too (`Study.swept_key`), its
 advice is its own study's. Adding a study: its package under studies/ and one line here (and,
-for runs of its own spec design, a line in experiments/spec/study.py).
+for runs of its own spec design, a line in spec/study.py).
 """
 
 from pgcachelab.analysis.advice import Advice

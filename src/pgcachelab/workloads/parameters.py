@@ -4,7 +4,7 @@ by the spec, the runner and the read side. Pure.
 A workload's table model (PgbenchTable: the spec's [pgbench] keys) and the per-point keys set
 under [machine] and [inspect] (PointKeys) make its parameters (PgbenchParameters). The spec
 validates its table, then each point's values, fixed, swept and from a ladder step, through
-these fields (experiments/spec/load.py); a point carries one frozen object of them, with its
+these fields (spec/load.py); a point carries one frozen object of them, with its
 sweep's and ladder step's values applied, and the runner and the workloads read its
 attributes; a results store keeps `record()`, and reads a stored point back as the same model
 (`stored_parameters`), its values checked for their types only (workloads/values.py).

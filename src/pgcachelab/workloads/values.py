@@ -1,11 +1,11 @@
 """What one workload parameter may be: each type here checks a value, converts it, and says why
-not. The spec's tables (experiments/spec/values.py: the rest of a spec's values) and the
+not. The spec's tables (spec/values.py: the rest of a spec's values) and the
 workloads' parameter models (workloads/parameters.py) are typed with them.
 
 A model field typed with one of these converts its value; a swept value goes through the same
 field of the same model as a fixed one (issue 16), so this is the only place a value is read.
 A refusal is a PydanticCustomError whose context carries our sentence and its hint;
-experiments/spec/errors.py renders it as one line.
+spec/errors.py renders it as one line.
 
 A point read back from a results store is validated with the context {"stored": True}: its
 values were converted when its spec was read, by the checks of that day, so only their types

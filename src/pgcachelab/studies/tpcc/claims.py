@@ -37,7 +37,7 @@ from pgcachelab.analysis.claims import (
 from pgcachelab.analysis.qualifiers import QUALIFIERS, judge
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.versions import welch_log_ratio
-from pgcachelab.experiments.spec.load import stored_spec
+from pgcachelab.spec.load import stored_spec
 from pgcachelab.studies.tpcc.ladder import step_name, step_samples, tpcc_runs
 from pgcachelab.studies.tpcc.step_results import StepSamples
 from pgcachelab.workloads.parameters import TpccParameters

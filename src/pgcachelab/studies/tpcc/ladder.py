@@ -6,7 +6,7 @@ import statistics
 
 from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
 from pgcachelab.analysis.run_data import PointResult, RunData
-from pgcachelab.experiments.spec.load import stored_spec
+from pgcachelab.spec.load import stored_spec
 from pgcachelab.studies.tpcc.step_results import StepSamples, ladder_results
 from pgcachelab.workloads.parameters import TpccParameters
 

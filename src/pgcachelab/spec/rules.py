@@ -11,7 +11,7 @@ from pgcachelab.machine.host_tunables import TUNABLES
 from pgcachelab.workloads.values import refuse
 
 if TYPE_CHECKING:
-    from pgcachelab.experiments.spec.schema import SpecFile
+    from pgcachelab.spec.schema import SpecFile
     from pgcachelab.workloads.parameters import PgbenchTable
 
 WORKLOAD_TABLES = {"pgbench": "pgbench", "cache-wash": "cache_wash", "tpcc": "tpcc"}

@@ -6,7 +6,7 @@ runs a study's own spec as that study, which is how a study registered from outs
 a plugin's) gets its runs: its spec alone would make a big-cache run.
 """
 
-from pgcachelab.experiments.spec.schema import SpecFile
+from pgcachelab.spec.schema import SpecFile
 
 # The studies a spec's own design makes; another study's run is recorded by `reproduce`.
 SPEC_STUDIES = ("cache-wash", "tpcc", "inspect-overhead", "versions", "big-cache")

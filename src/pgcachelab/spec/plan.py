@@ -10,14 +10,14 @@ from typing import Any
 
 from pgcachelab.analysis.statistics import MIN_EXACT_95
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import (
+from pgcachelab.spec.ladder import (
     LadderStep,
     cumulative,
     host_in_force,
     resolve_memory_shares,
 )
-from pgcachelab.experiments.spec.rules import DATA_KEYS
-from pgcachelab.experiments.spec.schema import InspectOptions
+from pgcachelab.spec.rules import DATA_KEYS
+from pgcachelab.spec.schema import InspectOptions
 from pgcachelab.units import shared_buffers_bytes
 from pgcachelab.workloads.parameters import PointParameters
 

@@ -11,13 +11,13 @@ from pydantic import BaseModel, ValidationError
 
 from pgcachelab.analysis.versions import control_label
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import LadderStep
-from pgcachelab.experiments.spec.errors import bad_value, render
-from pgcachelab.experiments.spec.plan import ExperimentSpec
-from pgcachelab.experiments.spec.rules import WORKLOAD_TABLES
-from pgcachelab.experiments.spec.schema import SpecFile
-from pgcachelab.experiments.spec.study import study_name
-from pgcachelab.experiments.spec.sweeps import first_repeat
+from pgcachelab.spec.errors import bad_value, render
+from pgcachelab.spec.ladder import LadderStep
+from pgcachelab.spec.plan import ExperimentSpec
+from pgcachelab.spec.rules import WORKLOAD_TABLES
+from pgcachelab.spec.schema import SpecFile
+from pgcachelab.spec.study import study_name
+from pgcachelab.spec.sweeps import first_repeat
 from pgcachelab.user_files import read_user_text
 from pgcachelab.workloads.parameters import PointParameters
 from pgcachelab.workloads.registry import WORKLOADS

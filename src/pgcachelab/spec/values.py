@@ -8,9 +8,9 @@ import math
 
 from pgcachelab.clusters.guc import setting_value_text
 from pgcachelab.errors import UserError
-from pgcachelab.experiments.ladder import memory_share
 from pgcachelab.machine import host_tunables
 from pgcachelab.printable import has_control_characters
+from pgcachelab.spec.ladder import memory_share
 from pgcachelab.units import beyond_limits
 from pgcachelab.workloads.values import checked, invalid, is_int, is_number, plain, refuse, version
 

@@ -4,10 +4,10 @@
 import difflib
 
 from pgcachelab.clusters.guc import SettingInfo, canonical_value, check_setting_value
-from pgcachelab.experiments.ladder import resolve_memory_shares
-from pgcachelab.experiments.spec.errors import bad_value, problem
-from pgcachelab.experiments.spec.plan import ExperimentSpec
-from pgcachelab.experiments.spec.sweeps import first_repeat
+from pgcachelab.spec.errors import bad_value, problem
+from pgcachelab.spec.ladder import resolve_memory_shares
+from pgcachelab.spec.plan import ExperimentSpec
+from pgcachelab.spec.sweeps import first_repeat
 from pgcachelab.workloads.values import show
 
 

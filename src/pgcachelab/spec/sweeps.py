@@ -6,7 +6,7 @@ from typing import TypeGuard
 from pydantic_core import PydanticCustomError
 
 from pgcachelab.clusters.guc import canonical_value
-from pgcachelab.experiments.spec.values import setting_text
+from pgcachelab.spec.values import setting_text
 from pgcachelab.units import parse_bytes
 from pgcachelab.workloads.values import checked, invalid, is_number, plain, show
 

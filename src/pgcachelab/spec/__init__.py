@@ -9,8 +9,8 @@ ExperimentSpec; plan.py expands it into points and their order; server_settings.
 settings against a server's catalogue.
 """
 
-from pgcachelab.experiments.spec.load import load_spec, parse_spec
-from pgcachelab.experiments.spec.plan import (
+from pgcachelab.spec.load import load_spec, parse_spec
+from pgcachelab.spec.plan import (
     ExperimentSpec,
     Point,
     data_group,
@@ -18,17 +18,17 @@ from pgcachelab.experiments.spec.plan import (
     huge_pages_on,
     schedule,
 )
-from pgcachelab.experiments.spec.rules import (
+from pgcachelab.spec.rules import (
     CACHE_WASH_SWEEPABLE,
     DATA_KEYS,
     SWEEPABLE_WORKLOAD_KEYS,
     TPCC_SWEEPABLE,
     WORKLOAD_TABLES,
 )
-from pgcachelab.experiments.spec.schema import InspectOptions
-from pgcachelab.experiments.spec.server_settings import validate_settings
-from pgcachelab.experiments.spec.sweeps import exact_size_text
-from pgcachelab.experiments.spec.values import parse_inspect_method
+from pgcachelab.spec.schema import InspectOptions
+from pgcachelab.spec.server_settings import validate_settings
+from pgcachelab.spec.sweeps import exact_size_text
+from pgcachelab.spec.values import parse_inspect_method
 from pgcachelab.workloads.values import Script
 
 __all__ = [

@@ -29,10 +29,11 @@ from pydantic import (
 )
 
 from pgcachelab.analysis.statistics import MIN_EXACT_95
-from pgcachelab.experiments.spec import rules
-from pgcachelab.experiments.spec.rules import WORKLOAD_TABLES
-from pgcachelab.experiments.spec.sweeps import SweepValues, SweptSettings
-from pgcachelab.experiments.spec.values import (
+from pgcachelab.machine.oscache import OsCacheMode
+from pgcachelab.spec import rules
+from pgcachelab.spec.rules import WORKLOAD_TABLES
+from pgcachelab.spec.sweeps import SweepValues, SweptSettings
+from pgcachelab.spec.values import (
     MAX_REPETITIONS,
     Control,
     Fraction,
@@ -43,7 +44,6 @@ from pgcachelab.experiments.spec.values import (
     Store,
     steps_list,
 )
-from pgcachelab.machine.oscache import OsCacheMode
 from pgcachelab.workloads.parameters import (
     CacheWashTable,
     ParameterTable,
