@@ -146,7 +146,8 @@ def test_a_point_round_trips_through_the_store(tmp_path, spec):
     as it was stored (a copy or an export of a run changes nothing)."""
     parsed = _spec(spec)
     store = SqliteResultStore(tmp_path / "r.sqlite")
-    run_id = store.create_run("x", "x.toml", spec, {}, {}, [p.to_store() for p in parsed.points()])
+    points = [p.to_store() for p in parsed.points()]
+    run_id = store.create_run("x", "x.toml", spec, {}, {}, points, parsed.study)
     stored = store.points(run_id)
     for point, read in zip(parsed.points(), stored, strict=True):
         assert read.workload == point.workload and type(read.workload) is type(point.workload)
@@ -197,7 +198,7 @@ def test_a_stored_point_is_checked_for_types_not_for_todays_rules():
 def test_a_stored_point_no_model_reads_is_a_user_error(tmp_path):
     [point] = _spec("").points()
     store = SqliteResultStore(tmp_path / "r.sqlite")
-    run_id = store.create_run("x", "x.toml", "", {}, {}, [point.to_store()])
+    run_id = store.create_run("x", "x.toml", "", {}, {}, [point.to_store()], "big-cache")
     with sqlite3.connect(tmp_path / "r.sqlite") as db:
         db.execute("update points set workload = ?", (to_json({"scale": 1, "from_2030": 1}),))
     with pytest.raises(UserError, match=r"point 0 of the run: .* from_2030: extra inputs"):

@@ -85,11 +85,13 @@ def test_a_version_2_stores_runs_get_the_study_they_were_recognised_as(tmp_path)
 
 
 def test_a_new_run_stores_its_study_and_a_copy_keeps_it(tmp_path):
-    from pgcachelab.spec import Point
+    from pgcachelab.spec.load import parse_spec
     from pgcachelab.store.copy import copy_runs
 
+    spec = parse_spec('workload = "tpcc"\n', Path("t.toml"))
+    points = [point.to_store() for point in spec.points()]
     source = SqliteResultStore(tmp_path / "a.sqlite")
-    run_id = source.create_run("t", "t.toml", "", {}, {}, [Point(0, {}, {}, {})], "tpcc")
+    run_id = source.create_run("t", "t.toml", "", {}, {}, points, spec.study)
     assert source.run(run_id).study == "tpcc"
     destination = SqliteResultStore(tmp_path / "b.sqlite")
     copy_runs(source, destination, [run_id])

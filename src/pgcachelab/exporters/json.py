@@ -150,7 +150,7 @@ def run_measurements(store, run_id: str, out: TextIO) -> None:
                 "point_index": p.point_index,
                 "label": p.label,
                 "swept": p.swept,
-                "workload": p.workload.record(),
+                "workload": dict(sorted(p.workload.record().items())),  # as stored
                 "settings": p.settings,
             }
             for p in store.points(run_id)

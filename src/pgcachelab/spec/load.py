@@ -156,7 +156,7 @@ def stored_schedule(spec_text: str, spec_path: str) -> dict:
 def _stored_spec(spec_text: str, spec_path: str) -> SpecFile | None:
     try:
         raw = tomllib.loads(spec_text)
-        context = {"base_dir": Path(spec_path).parent, "stored": True}
+        context = {"base_dir": Path(spec_path).parent, "stored_spec": True}
         return SpecFile.model_validate(raw, context=context)
     except (tomllib.TOMLDecodeError, ValidationError):
         return None

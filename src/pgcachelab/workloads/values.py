@@ -278,6 +278,8 @@ def _script(value, info: ValidationInfo) -> Script:
         raise invalid("not a script", 'use { file = "a.sql", weight = 1 }')
     assert info.context is not None  # load.py validates with the spec's directory
     file = (info.context["base_dir"] / str(entry["file"])).resolve()
+    if info.context.get("stored_spec"):  # a stored run's spec, read again: the run read the file
+        return Script(file=file, weight=entry.get("weight", 1))
     refusal = regular_file_refusal(file)  # pgbench reads it whole: no device, no GBs
     if refusal:
         raise invalid(refusal, "give a script file of pgbench's", at=("file",), value=entry["file"])
@@ -302,17 +304,9 @@ def _script_entry(value: Any, handler: ValidatorFunctionWrapHandler, info: Valid
     if isinstance(value, Script):
         return value
     found = STORED_SCRIPT.fullmatch(value) if isinstance(value, str) else None
-    if found is not None:
-        return Script(file=Path(found["file"]), weight=int(found["weight"]))
-    # a stored run's spec text read again (load.py stored_spec): the run read the file then
-    entry = {"file": value} if isinstance(value, str) else value
-    if not isinstance(entry, dict) or "file" not in entry:
+    if found is None:
         raise invalid("not a stored script", None)
-    base_dir = info.context.get("base_dir") if isinstance(info.context, dict) else None
-    file = Path(str(entry["file"]))
-    return Script(
-        file=(base_dir / file).resolve() if base_dir else file, weight=entry.get("weight", 1)
-    )
+    return Script(file=Path(found["file"]), weight=int(found["weight"]))
 
 
 Warehouses = checked(int, _warehouses)
