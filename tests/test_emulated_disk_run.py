@@ -53,6 +53,7 @@ def disk_free_after():
     assert our_mounts() == mounts
 
 
+@pytest.mark.quiet
 @needs_fuse
 @pytest.mark.server
 @pytest.mark.slow

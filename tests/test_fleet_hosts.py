@@ -464,10 +464,21 @@ def test_status_renders_after_a_requeue_and_after_a_cancel(fleet_hosts, tmp_path
     # A third host measures; the run is cancelled while it holds a unit: that measurement is
     # discarded, the units nobody measured are cancelled.
     with c.process(agent(fleet, c)) as third:
-        wait_for(lambda: alive(third, c) and measuring_with_pgbench(fleet, c),
-                 what="the third host's pgbench measuring")  # fmt: skip
-        [cut_short] = measuring(fleet, c.name)
+
+        def frozen_while_measuring():
+            # Frozen, then asked again: under load the agent finished its unit between the
+            # query and the cancel, and the cancel then cut nothing short.
+            wait_for(lambda: alive(third, c) and measuring_with_pgbench(fleet, c),
+                     what="the third host's pgbench measuring")  # fmt: skip
+            third.send_signal(signal.SIGSTOP)
+            held = measuring(fleet, c.name)
+            if not held:
+                third.send_signal(signal.SIGCONT)
+            return held
+
+        [cut_short] = wait_for(frozen_while_measuring, what="the third agent frozen on a unit")
         cancelled = b.run("queue", "cancel", run_id, "--store", fleet.url)
+        third.send_signal(signal.SIGCONT)  # it goes on, and finds its unit cancelled
         assert cancelled.returncode == 0, cancelled.stderr
         third.wait(timeout=300)
     outputs += [cancelled.stdout, cancelled.stderr, *status_and_runs(c, "cancelled")]

@@ -182,6 +182,7 @@ def _stats_with(disk, **at_least) -> dict | None:
     return stats if all(stats.get(key, 0) >= value for key, value in at_least.items()) else None
 
 
+@pytest.mark.quiet
 @needs_fuse
 @pytest.mark.slow
 def test_cold_reads_pay_the_latency_warm_reads_do_not(dirs):
@@ -216,6 +217,7 @@ def test_cold_reads_pay_the_latency_warm_reads_do_not(dirs):
     assert stats["read_latency_us"] == read_latency_us
 
 
+@pytest.mark.quiet
 @needs_fuse
 def test_fdatasync_pays_the_sync_latency_only(dirs):
     sync_latency_us = 2000.0
@@ -238,6 +240,7 @@ def test_fdatasync_pays_the_sync_latency_only(dirs):
     assert stats["syncs"] >= 20
 
 
+@pytest.mark.quiet
 @needs_fuse
 def test_iops_limit_spaces_requests(dirs):
     timings = DiskTimings(read_latency_s=0, write_latency_s=0, sync_latency_s=0, iops=200)
@@ -258,6 +261,7 @@ def test_iops_limit_spaces_requests(dirs):
     assert 0.45 <= took_s <= 2.0
 
 
+@pytest.mark.quiet
 @needs_fuse
 def test_bandwidth_limit_is_shared_by_concurrent_transfers(dirs):
     """8 MiB at 100 MB/s take >= 84 ms even though readahead splits them into requests that

@@ -304,8 +304,8 @@ def test_bad_store_input_is_one_line_with_the_password_masked(store_server, tmp_
          r"postgresql://"),
         (["store", "copy", "--from", str(tmp_path / "none.sqlite"), "--to", url],
          r"--from: no results in '.*none\.sqlite'", r"run an experiment first"),
-        (["compare", "a", "b", "--store", url, "--format", "csv"], r"--format: unknown format",
-         r"table, json or markdown"),
+        (["compare", "a", "b", "--store", url, "--format", "csv"],
+         r"--format: compare cannot write 'csv'", r"text, json or markdown"),
     ]  # fmt: skip
     for args, message, hint in cases:
         lab_dir = [] if args[0] == "store" else ["--lab-dir", tmp_path / "lab"]
