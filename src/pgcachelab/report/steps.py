@@ -15,7 +15,7 @@ from pgcachelab.analysis.steps import (
     Step,
     StepFinding,
 )
-from pgcachelab.report.render import escaped, macro, table
+from pgcachelab.report.render import macro, table
 from pgcachelab.units import format_bytes
 
 
@@ -33,17 +33,12 @@ def _between(step: Step) -> str:
 
 
 def boundary_text(name: str | None, size_bytes: float | None, data: RunData) -> Markup:
-    # Markup, so that the page keeps the apostrophe of "the machine's RAM" as it is
     size = format_bytes(size_bytes) if size_bytes is not None else "?"
-    if name == SHARED_BUFFERS:
-        return Markup(f"shared_buffers ({size})")
+    kinds: dict[str | None, str] = {SHARED_BUFFERS: "shared_buffers", DISK: "disk"}
+    kind = kinds.get(name)
     if name == MEMORY:
-        if data.memory_limit_bytes:
-            return Markup(f"the memory limit ({size})")
-        return Markup(f"the machine's RAM ({size})")
-    if name == DISK:
-        return Markup("past memory: ") + escaped(disk_label(data)) + Markup(" decides")
-    return Markup("no boundary of this run")
+        kind = "memory limit" if data.memory_limit_bytes else "RAM"
+    return _part("boundary", kind, size, disk_label(data) if name == DISK else None)
 
 
 def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData) -> Markup:
@@ -85,7 +80,7 @@ def _boundary_table(finding: StepFinding, data: RunData) -> str:
         what = f"no significant step past memory{further}{host_disk}"
     else:
         what = _part("disk_could_not_appear", emulated_disk(data))
-    rows.append([Markup("the disk: ") + escaped(disk_label(data)), what])
+    rows.append([_part("disk", disk_label(data)), what])
     return table(None, rows, {1}, row_headers=True)
 
 
