@@ -34,8 +34,8 @@ def host_classes_section(data: RunData) -> Section:
 
 
 def _confounding(data: RunData) -> str | None:
-    """WARNING when classes measured the points unevenly: the points' medians then compare
-    machines as much as points."""
+    """The WARNING when classes measured the points unevenly (the points' medians then compare
+    machines as much as points); None when they did not."""
     confounding = run_confounding(data)
     if confounding is None:
         return None
@@ -47,7 +47,7 @@ def _confounding(data: RunData) -> str | None:
 
 
 def _overlaps(data: RunData) -> str | None:
-    """WARNING when two agents measured on one host at once."""
+    """The WARNING when two agents measured on one host at once; None when none did."""
     overlaps = run_overlaps(data)
     if not overlaps:
         return None

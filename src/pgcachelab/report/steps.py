@@ -33,6 +33,7 @@ def _between(step: Step) -> str:
 
 
 def boundary_text(name: str | None, size_bytes: float | None, data: RunData) -> Markup:
+    """The boundary a step matches, for a table cell (templates/steps.html.j2's `boundary`)."""
     size = format_bytes(size_bytes) if size_bytes is not None else "?"
     kinds: dict[str | None, str] = {SHARED_BUFFERS: "shared_buffers", DISK: "disk"}
     kind = kinds.get(name)
