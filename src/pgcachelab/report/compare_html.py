@@ -12,7 +12,7 @@ from pgcachelab.analysis.compare_advice import comparison_advice
 from pgcachelab.report.compare_text import HEADER, method_note, point_row
 from pgcachelab.report.findings import findings_html
 from pgcachelab.report.pyplot import plt
-from pgcachelab.report.render import ALL_COLUMNS, render, table
+from pgcachelab.report.render import ALL_COLUMNS, macro, render, table
 
 
 def ratio_chart_png(comparison: Comparison) -> bytes | None:
@@ -61,10 +61,8 @@ def ratio_chart_png(comparison: Comparison) -> bytes | None:
 def render_html(comparison: Comparison, out_path: Path) -> Path:
     a, b = comparison.a, comparison.b
     png = ratio_chart_png(comparison)
-    context = [
-        [Markup("<b>{}</b>").format(d.what) if d.serious else d.what, d.a, d.b]
-        for d in comparison.context
-    ]
+    serious = macro("compare_parts.html.j2", "serious")
+    context = [[serious(d.what) if d.serious else d.what, d.a, d.b] for d in comparison.context]
     page = render(
         "compare.html.j2",
         a=a,

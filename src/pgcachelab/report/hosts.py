@@ -15,7 +15,7 @@ from pgcachelab.analysis.hosts import (
     run_overlaps,
 )
 from pgcachelab.analysis.run_data import RunData
-from pgcachelab.report.render import Section, escaped, table
+from pgcachelab.report.render import Section, macro, table
 from pgcachelab.units import format_bytes
 
 TITLE = "Host classes: who measured the run"
@@ -26,36 +26,37 @@ def host_classes_section(data: RunData) -> Section:
     split = run_host_split(data)
     if not split.classes:
         return Section(TITLE)
-    body = Markup(_summary(split)) + _confounding(data) + _overlaps(data)
-    body += Markup(_classes_table(split))
-    return Section(TITLE, body + _by_class(split))
+    warnings = [text for text in (_confounding(data), _overlaps(data)) if text is not None]
+    body = macro("hosts.html.j2", "hosts")(
+        *_summary(split), warnings, Markup(_classes_table(split)), _by_class(split)
+    )
+    return Section(TITLE, body)
 
 
-def _confounding(data: RunData) -> Markup:
-    """WARNING when classes measured the points unevenly: the points' medians then compare
-    machines as much as points."""
+def _confounding(data: RunData) -> str | None:
+    """The WARNING when classes measured the points unevenly (the points' medians then compare
+    machines as much as points); None when they did not."""
     confounding = run_confounding(data)
     if confounding is None:
-        return Markup("")
+        return None
     sentence = confounding.text()
     text = sentence[:1].upper() + sentence[1:] + "."
     if not confounding.complete:
         text += " The medians by class below compare the points on one class at a time."
-    text += f" Measure it again with {CONFOUNDING_REMEDY}."
-    return Markup("<p class='warning'><strong>WARNING</strong>: ") + escaped(text) + Markup("</p>")
+    return text + f" Measure it again with {CONFOUNDING_REMEDY}."
 
 
-def _overlaps(data: RunData) -> Markup:
-    """WARNING when two agents measured on one host at once."""
+def _overlaps(data: RunData) -> str | None:
+    """The WARNING when two agents measured on one host at once; None when none did."""
     overlaps = run_overlaps(data)
     if not overlaps:
-        return Markup("")
+        return None
     text = overlap_warning(overlaps).problem
-    text = text[:1].upper() + text[1:] + f". Measure it again with {OVERLAP_REMEDY}."
-    return Markup("<p class='warning'><strong>WARNING</strong>: ") + escaped(text) + Markup("</p>")
+    return text[:1].upper() + text[1:] + f". Measure it again with {OVERLAP_REMEDY}."
 
 
-def _summary(split: HostSplit) -> str:
+def _summary(split: HostSplit) -> tuple[str, str]:
+    """Who measured the run, and that the context above is the host that queued it."""
     hosts = sorted({host for use in split.classes for host in use.hosts})
     queued = "The context above is the host that queued the run; agents on these hosts measured it."
     if not split.mixed:
@@ -68,7 +69,7 @@ def _summary(split: HostSplit) -> str:
             ' [fleet] hosts = "same" keeps a run on one class (host_class names it);'
             " [fleet] classes spreads every point over every class alike."
         )
-    return f"<p class='note'>{escaped(text)} {escaped(queued)}</p>"
+    return text, queued
 
 
 def _fact(key: str, value) -> str:
@@ -95,16 +96,15 @@ def _classes_table(split: HostSplit) -> str:
     return table(head, rows, text_columns={0, 1, 4, 7, 8, 9})
 
 
-def _by_class(split: HostSplit) -> Markup:
+def _by_class(split: HostSplit) -> Markup | None:
     if not split.mixed:
-        return Markup("")
+        return None
     names = [use.host_class for use in split.classes]
     rows = [
         [label, *(_tps(by_class.get(name)) for name in names)]
         for label, by_class in split.medians.items()
     ]
-    heading = Markup("<h3>Median tps by host class</h3>")
-    return heading + Markup(table(["point", *names], rows, text_columns={0}))
+    return Markup(table(["point", *names], rows, text_columns={0}))
 
 
 def _tps(value: float | None) -> str:

@@ -99,8 +99,9 @@ def readable_setting(setting: dict) -> str:
     return str(setting.get("setting"))
 
 
-def differing_settings_html(data: RunData) -> Markup:
-    """The server settings that differ between points, as pg_settings reported them."""
+def differing_settings_table(data: RunData) -> Markup | None:
+    """The server settings that differ between points, as pg_settings reported them; None when
+    they are the same at every point."""
     by_point = {
         r.point.label: {name: readable_setting(s) for name, s in settings.items()}
         for r in data.points
@@ -108,16 +109,13 @@ def differing_settings_html(data: RunData) -> Markup:
     }
     differing = differing_settings(by_point) if len(by_point) > 1 else {}
     if not differing:
-        return Markup("<p class='note'>The server settings are the same at every point.</p>")
+        return None
     rows = [
         [name, ", ".join(v if v != "" else "(empty)" for v in dict.fromkeys(values.values()))]
         for name, values in differing.items()
     ]
     return Markup(
-        "<h3>Server settings that differ between points</h3>"
-        "<p class='note'>As pg_settings reported them at each point: the swept settings, what "
-        "PostgreSQL derives from them and, across versions, changed defaults.</p>"
-        + table(["setting", "values, in point order (each once)"], rows, {1}, row_headers=True)
+        table(["setting", "values, in point order (each once)"], rows, {1}, row_headers=True)
     )
 
 
@@ -195,16 +193,17 @@ def _points_detail_table(data: RunData) -> str:
                 "failed" if result.failures else "",
             )
         )
+    return table(header, rows)
+
+
+def _biased_percentiles(data: RunData) -> dict[str, str] | None:
+    """For the note under the detail table: how many points' percentiles read low (pgbench
+    logged transactions as 0 µs), and the largest share of such transactions; None if none."""
     biased = [r for r in data.points if r.latency_percentiles and r.latency_percentiles.biased_low]
-    note = ""
-    if biased:
-        share = max(r.latency_percentiles.zeros_share for r in biased if r.latency_percentiles)
-        note = (
-            f"<p class='note'>* pgbench logged up to {share:.0%} of the transactions of "
-            f"{len(biased)} point(s) as 0 µs (its lazy clock: a reply already waiting); their "
-            "latencies add up to less than the clients' time, so their percentiles read low.</p>"
-        )
-    return table(header, rows) + note
+    if not biased:
+        return None
+    share = max(r.latency_percentiles.zeros_share for r in biased if r.latency_percentiles)
+    return {"share": f"{share:.0%}", "points": str(len(biased))}
 
 
 def _percentiles_text(percentiles: PointPercentiles | None) -> str:
@@ -251,11 +250,12 @@ def render_html(
         findings=findings,
         quality=Markup(quality_html(data)),
         context=Markup(table(None, _context_rows(data), ALL_COLUMNS, row_headers=True)),
-        differing_settings=differing_settings_html(data),
+        differing_settings=differing_settings_table(data),
         sections=sections,
         plots=plots,
         points_table=Markup(_points_table(data)),
         points_detail_table=Markup(_points_detail_table(data)),
+        biased=_biased_percentiles(data),
         target=json.dumps(run.target, indent=1),
     )
     out_path.write_text(page)

@@ -13,7 +13,7 @@ from pgcachelab.analysis.rate_sweep import offered_load_steps
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.report.plots import save_figure
 from pgcachelab.report.pyplot import plt
-from pgcachelab.report.render import Row, Section, escaped, table
+from pgcachelab.report.render import Row, Section, macro, table
 
 TITLE = "Latency against offered load"
 METHOD = (
@@ -33,10 +33,8 @@ def offered_load_section(data: RunData, out_dir: Path) -> Section:
     cells = offered_load_steps(data)
     if not cells:
         return Section(TITLE)
-    body = [f"<p>{escaped(METHOD)}</p>"]
+    parts = []
     for cell, steps in cells.items():
-        line = finding(steps)
-        body.append(f"<p><b>{escaped(cell + ': ' if cell else '')}{escaped(line)}</b></p>")
         behind = knee(steps)
         rows = [
             Row(
@@ -62,8 +60,9 @@ def offered_load_section(data: RunData, out_dir: Path) -> Section:
             "schedule lag p99 ms",
             "",
         ]
-        body.append(table(head, rows))
-    return Section(TITLE, Markup("".join(body)), _plots(cells, out_dir), generic_plots=True)
+        parts.append((f"{cell}: " if cell else "", finding(steps), Markup(table(head, rows))))
+    body = macro("offered_load.html.j2", "offered_load")(METHOD, parts)
+    return Section(TITLE, body, _plots(cells, out_dir), generic_plots=True)
 
 
 def _plots(cells: dict[str, list[LoadStep]], out_dir: Path) -> list[Path]:

@@ -1,10 +1,12 @@
 """The regimes section of a pgbench report over data sizes (seed 004): where the data lived,
 and what that did to the throughput."""
 
+from markupsafe import Markup
+
 from pgcachelab.analysis.regimes import DISK, drop_past_memory
 from pgcachelab.analysis.run_data import RunData
 from pgcachelab.analysis.run_steps import disk_label, run_regimes
-from pgcachelab.report.render import table
+from pgcachelab.report.render import macro, table
 from pgcachelab.units import format_bytes
 
 
@@ -23,15 +25,6 @@ def regimes_html(data: RunData) -> str:
         for r in found
     ]
     head = ["where the data lives", "database sizes", "points", "median tps"]
-    drop = (
-        f"<p>Past the memory limit the median throughput is <b>{plateau_drop:.1f}× lower</b> "
-        "than on the in-memory plateau.</p>"
-        if plateau_drop
-        else ""
-    )
-    return (
-        "<p class='note'>Each point is placed by its measured database size against "
-        "shared_buffers and the memory available to the server (the markers in the plots); a "
-        "regime's tps is the median of its points' medians. Points near a boundary are partly "
-        "in both.</p>" + table(head, rows, row_headers=True) + drop
-    )
+    table_html = Markup(table(head, rows, row_headers=True))
+    drop = f"{plateau_drop:.1f}" if plateau_drop else None
+    return str(macro("regimes.html.j2", "regimes")(table_html, drop))

@@ -15,7 +15,7 @@ from pgcachelab.analysis.steps import (
     Step,
     StepFinding,
 )
-from pgcachelab.report.render import escaped, table
+from pgcachelab.report.render import macro, table
 from pgcachelab.units import format_bytes
 
 
@@ -33,20 +33,16 @@ def _between(step: Step) -> str:
 
 
 def boundary_text(name: str | None, size_bytes: float | None, data: RunData) -> Markup:
-    # Markup, so that the page keeps the apostrophe of "the machine's RAM" as it is
+    """The boundary a step matches, for a table cell (templates/steps.html.j2's `boundary`)."""
     size = format_bytes(size_bytes) if size_bytes is not None else "?"
-    if name == SHARED_BUFFERS:
-        return Markup(f"shared_buffers ({size})")
+    kinds: dict[str | None, str] = {SHARED_BUFFERS: "shared_buffers", DISK: "disk"}
+    kind = kinds.get(name)
     if name == MEMORY:
-        if data.memory_limit_bytes:
-            return Markup(f"the memory limit ({size})")
-        return Markup(f"the machine's RAM ({size})")
-    if name == DISK:
-        return Markup("past memory: ") + escaped(disk_label(data)) + Markup(" decides")
-    return Markup("no boundary of this run")
+        kind = "memory limit" if data.memory_limit_bytes else "RAM"
+    return _part("boundary", kind, size, disk_label(data) if name == DISK else None)
 
 
-def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData) -> str:
+def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData) -> Markup:
     """Why a boundary's step could not appear in this run, and what would show it."""
     side = "smaller" if finding.largest_bytes <= size_bytes else "larger"
     measured = (
@@ -54,14 +50,8 @@ def _not_shown(name: str, size_bytes: float, finding: StepFinding, data: RunData
         f"{MATCH_FACTOR:g} ({format_bytes(finding.smallest_bytes)} .. "
         f"{format_bytes(finding.largest_bytes)})"
     )
-    if name == MEMORY and not data.memory_limit_bytes:
-        return (
-            f"{measured}, and this run set no memory limit, so the OS cache is this machine's "
-            "RAM. A memory limit (<code>[machine] memory</code>) needs root; so does an "
-            "emulated slow disk (<code>[machine] disk</code>), without which data past memory "
-            "costs little on this machine's fast disk."
-        )
-    return f"{measured}: sweep scale factors on both sides of it."
+    no_memory_limit = name == MEMORY and not data.memory_limit_bytes
+    return _part("could_not_appear", measured, no_memory_limit)
 
 
 def _boundary_table(finding: StepFinding, data: RunData) -> str:
@@ -71,14 +61,9 @@ def _boundary_table(finding: StepFinding, data: RunData) -> str:
             index = finding.steps.index(boundary.step) + 1
             what = f"step {index}: ×{boundary.step.ratio:.2f} ({_interval(boundary.step)})"
         elif boundary.spanned:
-            what = Markup(
-                "<b>no significant step</b> within a factor of "
-                f"{MATCH_FACTOR:g} of it, although the run measured databases around it"
-            )
+            what = _part("no_step", f"{MATCH_FACTOR:g}")
         else:
-            what = Markup("<b>could not appear</b>: ") + Markup(
-                _not_shown(boundary.name, boundary.size_bytes, finding, data)
-            )
+            what = _not_shown(boundary.name, boundary.size_bytes, finding, data)
         rows.append([boundary_text(boundary.name, boundary.size_bytes, data), what])
     memory = next((b for b in finding.boundaries if b.name == MEMORY), None)
     disk_steps = [i + 1 for i, s in enumerate(finding.steps) if s.boundary == DISK]
@@ -94,33 +79,25 @@ def _boundary_table(finding: StepFinding, data: RunData) -> str:
         what = f"past step {index} the data no longer fits in memory{further}{host_disk}"
     elif memory is not None and memory.spanned:
         what = f"no significant step past memory{further}{host_disk}"
-    elif emulated_disk(data):
-        what = Markup("<b>could not appear</b>: no database measured was larger than memory")
     else:
-        what = Markup(
-            "<b>could not appear</b>: no database measured was larger than memory, and no "
-            "emulated disk (<code>[machine] disk</code>, root) in this run"
-        )
-    rows.append([Markup("the disk: ") + escaped(disk_label(data)), what])
+        what = _part("disk_could_not_appear", emulated_disk(data))
+    rows.append([_part("disk", disk_label(data)), what])
     return table(None, rows, {1}, row_headers=True)
 
 
-def _summary(finding: StepFinding) -> str:
-    steps = finding.steps
-    if not steps:
-        return (
-            "<p><b>No significant step.</b> Over "
-            f"{format_bytes(finding.smallest_bytes)} .. {format_bytes(finding.largest_bytes)} "
-            f"of data no drop in tps is both {MIN_STEP_RATIO:.1f}× or more and outside the "
-            "noise of the repetitions: over these sizes, on this machine, where the data lives "
-            "did not change the throughput by a step (below: why, boundary by boundary).</p>"
-        )
+def _summary(finding: StepFinding) -> Markup:
     parts = [
         f"step {index} ×{step.ratio:.3g} ({_interval(step)}) at "
         f"{format_bytes(step.location_bytes)}, {_short_boundary(step.boundary)}"
-        for index, step in enumerate(steps, start=1)
+        for index, step in enumerate(finding.steps, start=1)
     ]
-    return f"<p><b>{len(steps)} significant step(s)</b>: " + "; ".join(parts) + ".</p>"
+    return _part(
+        "summary",
+        parts,
+        format_bytes(finding.smallest_bytes),
+        format_bytes(finding.largest_bytes),
+        f"{MIN_STEP_RATIO:.1f}",
+    )
 
 
 def _short_boundary(name: str | None) -> str:
@@ -154,7 +131,7 @@ def steps_html(data: RunData) -> str:
             _between(step),
             format_bytes(step.location_bytes),
             f"{step.before.geometric_mean_tps:,.0f} → {step.after.geometric_mean_tps:,.0f}",
-            Markup("<b>×{:.2f}</b>").format(step.ratio),
+            _part("drop", f"{step.ratio:.2f}"),
             _interval(step),
             boundary_text(step.boundary, step.boundary_bytes, data),
             _machine_text(step, data),
@@ -171,17 +148,19 @@ def steps_html(data: RunData) -> str:
         "matches",
         "what the machine did (the points either side)",
     ]
-    return (
-        _summary(finding)
-        + (table(head, rows, {1, 6, 7}) if rows else "")
-        + "<h3>Where seed 004 expects steps</h3>"
-        + _boundary_table(finding, data)
-        + "<p class='note'>Steps are found from the data alone: neighbouring points (in database "
-        "size order) are merged into plateaus, least distinguishable first, until every break "
-        f"left is a drop of at least {MIN_STEP_RATIO:.1f}× whose 95% Welch interval on log tps, "
-        "over the repetitions of the plateaus either side, excludes 1 (smaller drops are "
-        "within what points measured minutes apart vary on a shared machine). A step is at "
-        "the geometric midpoint of the sizes either side; it matches a boundary lying within "
-        f"a factor of {MATCH_FACTOR:g} of those sizes. The plots draw the plateaus and the "
-        "steps.</p>"
+    return str(
+        _part(
+            "steps",
+            _summary(finding),
+            Markup(table(head, rows, {1, 6, 7})) if rows else None,
+            Markup(_boundary_table(finding, data)),
+            f"{MIN_STEP_RATIO:.1f}",
+            f"{MATCH_FACTOR:g}",
+        )
     )
+
+
+def _part(name: str, *args) -> Markup:
+    """A part of the section as templates/steps.html.j2's macro `name` renders it: text
+    escaped there, what is already HTML passed as Markup."""
+    return macro("steps.html.j2", name)(*args)

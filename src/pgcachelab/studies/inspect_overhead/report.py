@@ -25,7 +25,7 @@ from pgcachelab.analysis.wait_events import (
 )
 from pgcachelab.report.plots import save_figure
 from pgcachelab.report.pyplot import plt
-from pgcachelab.report.render import Section, escaped, table
+from pgcachelab.report.render import Section, macro, table
 from pgcachelab.studies.inspect_overhead.sags import (
     KEY,
     METHOD_NAMES,
@@ -159,36 +159,13 @@ def sag_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]) -> 
         "× summary",
         "server CPU ms per snapshot (median)",
     ]
-    note = (
-        "<p class='note'>Every method polls once a second from a session of its own during the "
-        "pgbench run; the baseline does not poll. Between runs: sag = 1 − tps(method) / "
-        "tps(baseline), paired by round (repetition) and averaged, with the 95% t-interval "
-        "over the rounds; a negative sag is noise. Snapshot time is the snapshot query's time "
-        "at the client (the naming join included; no OS cache), under the load. Server CPU is "
-        "what the polling backend spent on a CPU during the snapshot (/proc/PID/schedstat; "
-        "a server on this machine only); polled once a second (back to back when a snapshot "
-        "outlasts the second), it takes that share of the machine's cores from the load: "
-        "when the load keeps every core busy, the sag to expect, a figure the drift of tps "
-        "does not blur. Misplaced %: the mode's error under the load (the accuracy table "
-        "below says how it is measured), median / worst over its trials.</p>"
-    )
-    if window_s:
-        note += (
-            "<p class='note'>Within runs: each run alternates windows of "
-            f"{window_s:g} s, polled and not polled, and pgbench reports tps "
-            "every second; sag = 1 − tps(polled window) / tps(the unpolled window next to "
-            "it), averaged over all pairs of windows of all rounds, with the 95% t-interval. "
-            "Neighbouring windows share the run and the moment, so the drift between runs "
-            "cancels: this is the figure to quote. The baseline's row is an A/A test (it "
-            "polls in neither window): its interval shows the noise floor.</p>"
+    return str(
+        _part(
+            "sag",
+            f"{window_s:g}" if window_s else None,
+            Markup(_table(head, rows)),
+            Markup(_table(detail_head, details)),
         )
-    return (
-        note
-        + _table(head, rows)
-        + "<h3>Each point in detail</h3><p class='note'>How many ratios each sag averages "
-        "(window pairs, rounds), and the snapshots behind the snapshot time and CPU share "
-        "(× summary: against pg_buffercache_summary() in the same cell).</p>"
-        + _table(detail_head, details)
     )
 
 
@@ -244,26 +221,7 @@ def accuracy_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]
         "cache drift % (median)",
         "self-checks",
     ]
-    note = (
-        "<p class='note'>During each extension point's warm-up (the same pgbench load, not "
-        "measured), once a second: each mode's snapshot between two references taken in "
-        "pg_cachelab's snapshot mode (every buffer-mapping partition lock held for one pass: "
-        "which pages are cached is exact at that moment). A relation's count between its two "
-        "references is what the cache held at some moment of the trial; what lies outside is "
-        "the mode's error. Misplaced buffers: half the sum of those excesses over relations (a "
-        "buffer counted under the wrong relation is one too many there and one too few in its "
-        "own). Cache drift: how much the two references differ, the same way, i.e. how fast "
-        "the cache moved during the trial. Self-checks on each snapshot: used ≤ "
-        "shared_buffers, dirty ≤ used, the relations add up to the buffers used. Seed 003 "
-        "found its nonconsistent mode (fast here) lost &lt; 3% of snapshot consistency.</p>"
-    )
-    if old_pairs:
-        note += (
-            "<p class='note'>Rows against consistent come from a run stored before the "
-            "references: each fast snapshot against the consistent one taken right after it, "
-            "so they include what really changed in between.</p>"
-        )
-    return note + table(head, rows, [0, 1, 7, 9])
+    return str(_part("accuracy", old_pairs, Markup(table(head, rows, [0, 1, 7, 9]))))
 
 
 def time_plot(data: RunData, out_dir: Path) -> list[Path]:
@@ -306,13 +264,20 @@ def inspect_overhead_section(data: RunData, out_dir: Path) -> Section:
         return Section(TITLE)
     by_cell = cell_accuracy(data)  # once: both tables show it
     accuracy = accuracy_table(data, by_cell)
-    body = versions_note(data) + "<h3>tps sag and snapshot time</h3>" + sag_table(data, by_cell)
-    waits = wait_events_table(data)
-    if waits:
-        body += "<h3>Wait events while polling and while not</h3>" + waits
-    if accuracy:
-        body += "<h3>How wrong each mode is under this load</h3>" + accuracy
-    return Section(TITLE, Markup(body), time_plot(data, out_dir))
+    body = _part(
+        "section",
+        Markup(versions_note(data)),
+        Markup(sag_table(data, by_cell)),
+        Markup(wait_events_table(data)),
+        Markup(accuracy),
+    )
+    return Section(TITLE, body, time_plot(data, out_dir))
+
+
+def _part(name: str, *args) -> Markup:
+    """A part of the section as templates/inspect_overhead.html.j2's macro `name` renders it:
+    text escaped there, what is already HTML passed as Markup."""
+    return macro("inspect_overhead.html.j2", name)(*args)
 
 
 # Seed 003's lock, as PostgreSQL's history records its removal (issue 22).
@@ -377,14 +342,7 @@ def versions_note(data: RunData) -> str:
         items += _version_lines(data, points, prefix)
     if not items:
         return ""
-    listed = "".join(f"<li>{escaped(line)}</li>" for line in items)
-    return (
-        f"<p class='note'>{escaped(LOCKS_REMOVED_NOTE)}</p><p class='note'>The grouped "
-        "pg_buffercache view per version: the sag within runs, the view's time, and the mean "
-        "number of backends "
-        "waiting on buffer mapping in a polled window minus its quiet neighbour (95% "
-        f"intervals over the pairs of windows):</p><ul>{listed}</ul>"
-    )
+    return str(_part("versions", LOCKS_REMOVED_NOTE, items))
 
 
 def _version_lines(data: RunData, points: dict, prefix: str) -> list[str]:
@@ -501,12 +459,4 @@ def wait_events_table(data: RunData) -> str:
         "% of active",
         "most waited events",
     ]
-    return (
-        "<p class='note'>pg_stat_activity sampled ten times a second during the measured "
-        "run (the lab's own sessions left out; client backends only), in the windows whose "
-        "tps the sag compares: the mean number of active backends per sample, of them the "
-        "mean waiting on a buffer-mapping partition lock (9.6: LWLockTranche:buffer_mapping, "
-        "10–12: LWLock:buffer_mapping, 13+: LWLock:BufferMapping), and the events with the "
-        "most backends waiting. A baseline point polls in neither window kind.</p>"
-        + _table(head, rows)
-    )
+    return str(_part("wait_events", Markup(_table(head, rows))))
