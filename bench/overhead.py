@@ -35,8 +35,9 @@ from pathlib import Path
 from psycopg.conninfo import make_conninfo
 
 from pgcachelab.cli.progress import LineProgress
-from pgcachelab.clusters.targets import ManagedTarget, pgbench_for
-from pgcachelab.experiments.runner import RunContext, ensure_data, measure, prepare
+from pgcachelab.clusters.targets import ManagedTarget
+from pgcachelab.experiments.preflight import check_run
+from pgcachelab.experiments.runner import RunContext, ensure_data, measure
 from pgcachelab.spec import parse_spec
 from pgcachelab.store.sqlite import SqliteResultStore
 from pgcachelab.workloads.pgbench import run_args
@@ -143,11 +144,12 @@ def main() -> int:
             )
         )  # fmt: skip
         spec = parse_spec(spec_path.read_text(), spec_path)
-        prepare(spec, target)
+        check_run(spec, target)
         store = SqliteResultStore(Path(scratch.name) / "results.sqlite")
         steady, other = spec.points()
+        stored = [point.to_store() for point in spec.points()]
         run_id = store.create_run(
-            spec.name, spec.path, spec.text, target.describe(), {}, spec.points()
+            spec.name, spec.path, spec.text, target.describe(), {}, stored, spec.study
         )
         ctx = RunContext(spec, target, store, run_id, LineProgress())
         store.mark_running(run_id, os.getpid(), None)
@@ -158,7 +160,7 @@ def main() -> int:
         target.apply(steady.settings)
         note(f"initialising pgbench data at scale {opts.scale} (excluded from every timing) ...")
         init = ensure_data(ctx, steady)
-        pgbench = pgbench_for(target)
+        pgbench = target.pgbench()
         command = run_args(steady.workload)
         conninfo = target.cluster.conninfo()
         # Both sides then start from warm shared_buffers and OS cache; the first timed run

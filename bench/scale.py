@@ -41,11 +41,12 @@ from pathlib import Path
 
 from pgcachelab.analysis.compare_store import load_comparison
 from pgcachelab.analysis.run_data import load_run
-from pgcachelab.report.build import build_report
-from pgcachelab.report.compare_text import FORMATS as COMPARE_FORMATS
-from pgcachelab.report.export import export_csv, export_json
+from pgcachelab.exporters import csv as csv_export
+from pgcachelab.exporters import json as json_export
+from pgcachelab.exporters import text as text_export
 from pgcachelab.store.records import StoredPoint, from_json
 from pgcachelab.store.sqlite import SqliteResultStore
+from pgcachelab.studies.pages import build_report
 from pgcachelab.studies.registry import advise as run_advice
 from pgcachelab.units import format_bytes, shared_buffers_bytes
 
@@ -224,7 +225,11 @@ def build_run(store: SqliteResultStore, source: SqliteResultStore, shape: Shape,
         template = template_points[index % len(template_points)]
         points.append(
             StoredPoint(
-                index, cell.label, cell.swept, {**template.workload, **cell.workload}, cell.settings
+                index,
+                cell.label,
+                cell.swept,
+                template.workload.changed(**cell.workload),
+                cell.settings,
             )
         )
         settings = copy.deepcopy(template_settings.get(template.point_index, {}))
@@ -261,11 +266,12 @@ def time_commands(path: Path, run_a: str, run_b: str, out_dir: Path) -> tuple[di
         run_advice(load_run(store, run_a))
 
     def compare():
-        COMPARE_FORMATS["table"](load_comparison(store, run_a, store, run_b))
+        comparison = load_comparison(store, run_a, store, run_b, (None, None))
+        text_export.comparison(comparison, io.StringIO())
 
     def export():
-        export_json(store, run_a, io.StringIO())
-        export_csv(store, run_a, io.StringIO())
+        json_export.run_measurements(store, run_a, io.StringIO())
+        csv_export.run_measurements(store, run_a, io.StringIO())
 
     times, cpu = {}, {}
     for name, command in (("report", report), ("advise", advise), ("compare", compare),
