@@ -32,7 +32,7 @@ import subprocess
 import time
 
 from pgcachelab.cli.progress import LineProgress
-from pgcachelab.clusters.targets import ManagedTarget, pgbench_for
+from pgcachelab.clusters.targets import ManagedTarget
 from pgcachelab.experiments.resource_sampler import process_tree_source
 from pgcachelab.workloads.pgbench import default_init_steps
 from pgcachelab.workloads.tpcc import driver, loader
@@ -235,7 +235,7 @@ def main() -> None:
     try:
         target.open(lambda work_dir: None)
         target.apply({})
-        pgbench = pgbench_for(target)
+        pgbench = target.pgbench()
         print(
             f"PostgreSQL {target.server_version}, {args.warehouses} warehouses,"
             f" {args.workers} load workers, {args.clients} terminals, {args.duration} s"
