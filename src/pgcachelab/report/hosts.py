@@ -71,10 +71,12 @@ def _summary(split: HostSplit) -> str:
     return f"<p class='note'>{escaped(text)} {escaped(queued)}</p>"
 
 
-def _fact(key: str, value) -> str:
+def _fact(key: str, value: object) -> str:
     if value is None:
         return "?"
-    return format_bytes(value) if key == "memory_total_bytes" else str(value)
+    if key == "memory_total_bytes" and isinstance(value, int | float):
+        return format_bytes(value)
+    return str(value)
 
 
 def _classes_table(split: HostSplit) -> str:
@@ -88,7 +90,8 @@ def _classes_table(split: HostSplit) -> str:
             use.failed,
             *(_fact(key, use.facts.get(key)) for key, _ in CLASS_FACTS),
             use.facts.get("storage") or "?",
-            "; ".join(use.facts.get("postgresql") or []) or "?",
+            "; ".join(binaries if isinstance(binaries := use.facts.get("postgresql"), list) else [])
+            or "?",
         ]
         for use in split.classes
     ]

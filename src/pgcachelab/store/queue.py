@@ -31,6 +31,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from procrastinate.sql import queries
 from psycopg.types.json import Jsonb
@@ -778,7 +779,8 @@ class UnitQueue:
 
 def classes_of(text: str | None) -> list[str]:
     """fleet_runs.classes as stored (a JSON list)."""
-    return list(from_json(text) or []) if text else []
+    # the JSON list the queue wrote
+    return list(cast(list[str] | None, from_json(text)) or []) if text else []
 
 
 def unit_progress(store) -> dict[str, dict[tuple[str, str | None], int]]:
