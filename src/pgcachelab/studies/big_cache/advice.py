@@ -45,7 +45,11 @@ def _steps_of_cell(results: list[PointResult], cell: Cell, data: RunData) -> lis
     where = swept_text(cell)
     caveats = (
         repetition_caveats(
-            {r.point.label: summarise([m.tps for m in r.ok if m.tps]) for r in results if r.ok}
+            {
+                r.point.label: summary
+                for r in results
+                if (summary := summarise([m.tps for m in r.ok if m.tps])) is not None
+            }
         )
         if results
         else []
