@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import orjson
 
@@ -174,7 +174,7 @@ def pick_metrics(metrics: MeasurementMetrics, paths: Sequence[str]) -> Measureme
     """The figures of `metrics` at `paths`, as a store's read of those paths returns them."""
     values = []
     for path in paths:
-        node: Any = metrics
+        node: object = metrics
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
         values.append(node)

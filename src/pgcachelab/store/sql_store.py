@@ -160,8 +160,9 @@ class SqlResultStore:
     ) -> str:
         # The row as a Run would give it: the target and environment are the JSON their
         # writers made (clusters/targets.py, probes/environment.py), typed when read back.
+        run_id = new_run_id()
         row: dict[str, object] = {
-            "run_id": new_run_id(),
+            "run_id": run_id,
             "name": name,
             "spec_path": str(spec_path),
             "spec_text": spec_text,
@@ -175,7 +176,6 @@ class SqlResultStore:
             "failure": None,
             "study": study,
         }
-        run_id = str(row["run_id"])
         stored = [StoredPoint(p.index, p.label, p.swept, p.workload, p.settings) for p in points]
         with self._transaction():
             self._execute(_INSERT_RUN, tuple(row[column] for column in RUN_COLUMNS))
@@ -358,10 +358,11 @@ class SqlResultStore:
         return abandoned(self.runs())
 
 
-def _point_parameters(values: Mapping[str, Any]) -> PointParameters:
+def _point_parameters(values: Mapping[str, object]) -> PointParameters:
     """A stored point's parameters, typed; a point no model reads is a UserError."""
     try:
-        return stored_parameters(values["workload"])
+        # the point's JSON as stored: its parameters' record()
+        return stored_parameters(cast(dict[str, object], values["workload"]))
     except ValidationError as error:
         detail = error.errors()[0]
         why = f"{'.'.join(map(str, detail['loc']))}: {detail['msg'].lower()}"
