@@ -79,6 +79,12 @@ def _fact(key: str, value: object) -> str:
     return str(value)
 
 
+def _binaries(facts: dict[str, object]) -> str:
+    """The host's PostgreSQL binaries as its agent listed them; "?" for none."""
+    listed = facts.get("postgresql")
+    return "; ".join(listed if isinstance(listed, list) else []) or "?"
+
+
 def _classes_table(split: HostSplit) -> str:
     head = ["host class", "hosts", "ok", "failed", *(name for _, name in CLASS_FACTS)]
     head += ["storage (probe)", "PostgreSQL binaries"]
@@ -90,8 +96,7 @@ def _classes_table(split: HostSplit) -> str:
             use.failed,
             *(_fact(key, use.facts.get(key)) for key, _ in CLASS_FACTS),
             use.facts.get("storage") or "?",
-            "; ".join(binaries if isinstance(binaries := use.facts.get("postgresql"), list) else [])
-            or "?",
+            _binaries(use.facts),
         ]
         for use in split.classes
     ]
