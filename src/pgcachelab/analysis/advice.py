@@ -5,7 +5,7 @@ intervals are the 95% intervals of the mean (analysis.summary). Two settings who
 overlap are not told apart: the advice says so rather than crown the one with the luckier mean.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -43,7 +43,7 @@ def overlaps(a: Summary, b: Summary) -> bool:
     return a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
 
 
-def repetition_caveats(summaries: dict) -> list[str]:
+def repetition_caveats(summaries: Mapping[V, Summary]) -> list[str]:
     fewest = min(s.n for s in summaries.values())
     if fewest < 2:
         return [f"only {fewest} repetition for some values: no interval, nothing can be ranked"]
@@ -107,12 +107,12 @@ def ratio_interval(low: float | None, high: float | None) -> str:
     return f"95% CI {ratio_text(low)}–{ratio_text(high)}"
 
 
-def all_tied(choice: Choice) -> bool:
+def all_tied(choice: Choice[V]) -> bool:
     """Every other value's interval overlaps the best's: the run singles out nothing."""
     return len(choice.summaries) > 1 and len(choice.indistinguishable) == len(choice.summaries) - 1
 
 
-def headline(choice: Choice, claim: str, unit: str, show=str) -> str:
+def headline(choice: Choice[V], claim: str, unit: str, show: Callable[[V], str] = str) -> str:
     figure = format_interval(choice.best_summary, unit)
     if all_tied(choice):
         return (
@@ -122,13 +122,13 @@ def headline(choice: Choice, claim: str, unit: str, show=str) -> str:
     return f"{claim} ({figure})" + tied_text(choice, show)
 
 
-def tied_text(choice: Choice, show=str) -> str:
+def tied_text(choice: Choice[V], show: Callable[[V], str] = str) -> str:
     if not choice.indistinguishable:
         return ""
     return f"; as good within the intervals: {', '.join(show(v) for v in choice.indistinguishable)}"
 
 
-def others_text(choice: Choice, unit: str, show=str) -> str:
+def others_text(choice: Choice[V], unit: str, show: Callable[[V], str] = str) -> str:
     return "; ".join(
         f"{show(v)}: {format_interval(s, unit)}"
         for v, s in sorted(choice.summaries.items(), key=lambda item: str(item[0]))

@@ -9,20 +9,23 @@ relations of the whole run, the rest as "other") and before/after tables per poi
 import statistics
 from dataclasses import dataclass
 
+from pgcachelab.probes.buffercache import CacheSnapshot
+from pgcachelab.store.run_types import CachedRelation, SnapshotData
+
 OTHER = "other"
 
 
 # -- compacting a snapshot for the store -----------------------------------------------------
 
 
-def _weight(relation: dict, block_size: int) -> int:
+def _weight(relation: CachedRelation, block_size: int) -> int:
     return relation["buffers"] * block_size + (relation.get("os_cached_bytes") or 0)
 
 
-def compact(snapshot, top: int) -> dict:
+def compact(snapshot: CacheSnapshot, top: int) -> SnapshotData:
     """A CacheSnapshot as a small dict: its `top` relations by bytes cached in either cache,
     the rest summed into `other` (so totals stay exact)."""
-    relations = [
+    relations: list[CachedRelation] = [
         {
             "name": r.qualified_name,
             "kind": r.kind,
@@ -52,7 +55,7 @@ def compact(snapshot, top: int) -> dict:
     }
 
 
-def os_cache_known(data: dict) -> bool:
+def os_cache_known(data: SnapshotData) -> bool:
     return any(r.get("os_cached_bytes") is not None for r in data.get("relations", []))
 
 
@@ -109,7 +112,7 @@ class Sample:
     repetition: int
     seconds: float
     label: str
-    data: dict
+    data: SnapshotData
 
 
 @dataclass
@@ -123,8 +126,9 @@ class Composition:
     shared_buffers_total_bytes: list[float]
 
 
-def _bytes_by_name(data: dict, cache: str) -> dict[str, float]:
+def _bytes_by_name(data: SnapshotData, cache: str) -> dict[str, float]:
     block_size = data["block_size"]
+    values: dict[str, float]
     if cache == "shared_buffers":
         values = {r["name"]: r["buffers"] * block_size for r in data["relations"]}
         values[OTHER] = data["other"]["buffers"] * block_size
@@ -159,7 +163,7 @@ def composition(samples: list[Sample], count: int = 8) -> Composition:
         "shared_buffers": {n: [] for n in [*names, OTHER]},
         "os_cache": {n: [] for n in [*names, OTHER]},
     }
-    totals = []
+    totals: list[float] = []
     for members in ordered:
         for sample in members:
             for cache, by_name in series.items():
@@ -198,7 +202,9 @@ def labels_in_order(samples: list[Sample]) -> list[str]:
     return labels
 
 
-def point_table(samples: list[Sample], count: int = 10) -> tuple[list[str], dict]:
+def point_table(
+    samples: list[Sample], count: int = 10
+) -> tuple[list[str], dict[str, dict[str, RelationAt]]]:
     """(labels, {relation: {label: RelationAt}}) for one point, medians over its repetitions;
     the relations are the point's `count` largest."""
     labels = labels_in_order(samples)
@@ -219,12 +225,11 @@ def point_table(samples: list[Sample], count: int = 10) -> tuple[list[str], dict
             sb = [r["buffers"] * s.data["block_size"] if r else 0 for r, s in rows]
             if not sb:
                 continue
-            os_values = [r.get("os_cached_bytes") for r, _ in rows if r]
-            os_values = [v for v in os_values if v is not None]
+            os_values = [v for r, _ in rows if r and (v := r.get("os_cached_bytes")) is not None]
             # A relation missing from every snapshot of this moment has no buffer; its OS
             # cache share is known only for user relations, which are always listed.
             knows_os = any(r is not None and os_cache_known(s.data) for r, s in rows)
-            sizes = [r["size_bytes"] for r, _ in rows if r and r.get("size_bytes") is not None]
+            sizes = [v for r, _ in rows if r and (v := r.get("size_bytes")) is not None]
             table[name][label] = RelationAt(
                 shared_buffers_bytes=statistics.median(sb),
                 os_cached_bytes=(statistics.median(os_values) if os_values else 0)

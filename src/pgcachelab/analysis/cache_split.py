@@ -21,6 +21,7 @@ from pgcachelab.analysis.summary import (
     summarise,
 )
 from pgcachelab.store.metric_types import MeasurementMetrics, WashData, wash_phase_ms
+from pgcachelab.store.run_types import CachedRelation, SnapshotData
 
 PHASES = ("idx1", "seq", "idx2")
 SURVIVAL_TOLERANCE = 1.10  # idx2 within 10% of idx1: the index survived the scan
@@ -206,7 +207,7 @@ class Residency:
         return max(0.0, self.size_bytes - sum(cached)), max(0.0, self.size_bytes - max(cached))
 
 
-def _relation(data: dict, name: str) -> dict | None:
+def _relation(data: SnapshotData, name: str) -> CachedRelation | None:
     """The relation's main fork in a compacted snapshot, whatever the schema it is in."""
     return next((r for r in data["relations"] if r["name"].split(".", 1)[-1] == name), None)
 
@@ -229,7 +230,7 @@ def scan_residency(samples: list[Sample], sizes: WashData | None = None) -> list
                 for data, r in rows
                 if os_cache_known(data)
             ]
-            known_sizes = [r["size_bytes"] for _, r in rows if r and r.get("size_bytes")]
+            known_sizes = [known for _, r in rows if r and (known := r.get("size_bytes"))]
             size = statistics.median(known_sizes) if known_sizes else stored.get(relation)
             found.append(
                 Residency(

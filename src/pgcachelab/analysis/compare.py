@@ -16,6 +16,7 @@ Per matched point:
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -23,6 +24,11 @@ from pgcachelab.analysis.hosts import HOST_ENVIRONMENT_KEYS, classes_text, host_
 from pgcachelab.analysis.versions import differing_settings, welch_log_ratio
 from pgcachelab.clusters.guc import canonical_shown_value, canonical_value
 from pgcachelab.errors import UserError
+from pgcachelab.store.records import Swept
+from pgcachelab.store.run_types import RunEnvironment, RunTarget
+
+# The values of the matched keys of a point: (key, its value made hashable) pairs
+ParameterKey = tuple[tuple[str, object], ...]
 
 ALPHA = 0.05
 
@@ -128,26 +134,29 @@ class PointSide:
     """One run's point as compare sees it."""
 
     label: str
-    swept: dict
-    workload: dict
-    settings: dict  # the spec's server settings for the point
+    swept: dict[str, Swept]
+    workload: dict[str, object]  # the point's parameters as stored (their record())
+    settings: dict[str, str]  # the spec's server settings for the point
     tps: list[float]  # of the repetitions that succeeded
-    server_settings: dict = field(default_factory=dict)  # name -> pg_settings value, as text
-    derived_settings: frozenset = frozenset()  # set by the server itself (default, override)
+    # name -> pg_settings value, as text
+    server_settings: dict[str, str] = field(default_factory=dict)
+    # set by the server itself (default, override)
+    derived_settings: frozenset[str] = frozenset()
     p99_ms: list[float] = field(default_factory=list)  # each repetition's, from pgbench's log
 
 
 @dataclass(frozen=True)
 class Matching:
     keys: list[str]  # the parameters points are matched on
-    pairs: list[tuple[tuple, PointSide, PointSide]]  # (key values, A's point, B's point)
-    only_a: list[tuple[tuple, PointSide]]
-    only_b: list[tuple[tuple, PointSide]]
+    pairs: list[tuple[ParameterKey, PointSide, PointSide]]  # (key values, A's point, B's point)
+    only_a: list[tuple[ParameterKey, PointSide]]
+    only_b: list[tuple[ParameterKey, PointSide]]
 
 
-def parameter_value(point: PointSide, key: str):
+def parameter_value(point: PointSide, key: str) -> object:
     """A parameter's value as run: the workload's (resolved), else the settings', else swept."""
-    for source in (point.workload, point.settings, point.swept):
+    sources: tuple[Mapping[str, object], ...] = (point.workload, point.settings, point.swept)
+    for source in sources:
         if key in source:
             return source[key]
     return None
@@ -162,16 +171,17 @@ def match_points(points_a: list[PointSide], points_b: list[PointSide]) -> Matchi
     for point in [*points_a, *points_b]:
         keys += [key for key in point.swept if key not in keys]
 
-    def key_of(point: PointSide) -> tuple:
+    def key_of(point: PointSide) -> ParameterKey:
         return tuple((key, _hashable(parameter_value(point, key))) for key in keys)
 
-    def match_of(point: PointSide) -> tuple:
+    def match_of(point: PointSide) -> ParameterKey:
         return tuple((name, _canonical(value)) for name, value in key_of(point))
 
-    waiting_b: dict[tuple, list[PointSide]] = {}
+    waiting_b: dict[ParameterKey, list[PointSide]] = {}
     for point in points_b:
         waiting_b.setdefault(match_of(point), []).append(point)
-    pairs, only_a = [], []
+    pairs: list[tuple[ParameterKey, PointSide, PointSide]] = []
+    only_a: list[tuple[ParameterKey, PointSide]] = []
     for point in points_a:
         match = match_of(point)
         if waiting_b.get(match):
@@ -182,12 +192,12 @@ def match_points(points_a: list[PointSide], points_b: list[PointSide]) -> Matchi
     return Matching(keys, pairs, only_a, only_b)
 
 
-def _canonical(value):
+def _canonical(value: object) -> object:
     """A parameter's value as compared: spec texts with a memory or time unit in base units."""
     return canonical_value(value) if isinstance(value, str) else value
 
 
-def _hashable(value):
+def _hashable(value: object) -> object:
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
@@ -195,7 +205,7 @@ def _hashable(value):
     return value
 
 
-def key_label(key: tuple) -> str:
+def key_label(key: ParameterKey) -> str:
     return ", ".join(f"{name}={value}" for name, value in key) or "single point"
 
 
@@ -204,7 +214,7 @@ def key_label(key: tuple) -> str:
 
 @dataclass(frozen=True)
 class PointComparison:
-    key: tuple
+    key: ParameterKey
     n_a: int
     n_b: int
     median_a: float | None
@@ -239,7 +249,7 @@ class PointComparison:
 
 
 def compare_point(
-    key: tuple, tps_a: list[float], tps_b: list[float], lower_is_better: bool = False
+    key: ParameterKey, tps_a: list[float], tps_b: list[float], lower_is_better: bool = False
 ) -> PointComparison:
     """B against A on one figure per repetition: tps, or a latency (`lower_is_better`)."""
     a = [v for v in tps_a if v is not None and v > 0]
@@ -275,8 +285,8 @@ class RunSide:
     run_id: str
     name: str
     status: str
-    environment: dict
-    target: dict
+    environment: RunEnvironment
+    target: RunTarget
     points: list[PointSide]
     load_average: float | None = None  # median 1-minute load average after its measurements
     workload: str | None = None  # pgbench, tpcc, cache-wash; None when the spec is unreadable
@@ -378,7 +388,7 @@ def _status(side: str, run: RunSide) -> tuple[str, str]:
 
 def _parameter_differences(matching: Matching) -> list[ContextDifference]:
     """Fixed workload parameters and spec settings that differ between matched points."""
-    values: dict[str, set] = {}
+    values: dict[str, set[tuple[str, str]]] = {}
     for _, point_a, point_b in matching.pairs:
         for kind, source_a, source_b in (
             ("workload", point_a.workload, point_b.workload),
@@ -403,7 +413,7 @@ def _setting_differences(matching: Matching, skip: set[str]) -> list[ContextDiff
     A setting the server chose itself in both runs (wal_buffers, shared_memory_size... follow
     shared_buffers) is listed as a consequence, not as a cause.
     """
-    values: dict[str, set] = {}
+    values: dict[str, set[tuple[str, str]]] = {}
     chosen_by_server: dict[str, bool] = {}
     for _, point_a, point_b in matching.pairs:
         if not point_a.server_settings or not point_b.server_settings:
@@ -425,14 +435,14 @@ def _setting_differences(matching: Matching, skip: set[str]) -> list[ContextDiff
     return found
 
 
-def _joined(pairs: set) -> tuple[str, str]:
+def _joined(pairs: set[tuple[str, str]]) -> tuple[str, str]:
     ordered = sorted(pairs)
     return " | ".join(dict.fromkeys(a for a, _ in ordered)), " | ".join(
         dict.fromkeys(b for _, b in ordered)
     )
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return "–" if value is None else str(value)
 
 

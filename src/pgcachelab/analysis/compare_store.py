@@ -4,18 +4,20 @@ import statistics
 
 from pgcachelab.analysis.compare import Comparison, PointSide, RunSide, compare_runs
 from pgcachelab.analysis.run_data import schedule_of
-from pgcachelab.store.records import gc_paused
+from pgcachelab.store.records import Measurement, ResultStore, gc_paused
+from pgcachelab.store.run_types import ServerSettings
 
 
-def load_side(store, run_id: str, workload: str | None) -> RunSide:
+def load_side(store: ResultStore, run_id: str, workload: str | None) -> RunSide:
     """One run as compare sees it: each point's tps over the repetitions the report counts
     (after the warm-up ones, succeeded). Read straight from the store: the report's dataset
     also computes warnings, noise and summaries, half of compare's time at 100,000
     measurements, none of which compare uses (issue 24). `workload`: what its stored spec ran
     (spec/load.py reads it), None when the spec no longer reads."""
     run = store.run(run_id)
+    assert run is not None, f"no run {run_id}"  # callers look it up first
     warmup_repetitions = schedule_of(run).get("warmup_repetitions") or 0
-    counted: dict[int, list] = {}
+    counted: dict[int, list[Measurement]] = {}
     with gc_paused():
         measurements = store.measurements(
             run_id, metrics=("load_average_1m", "fleet.host_class", "latency.p99_ms")
@@ -42,17 +44,17 @@ def load_side(store, run_id: str, workload: str | None) -> RunSide:
         for point in store.points(run_id)
     ]
     loads = [
-        m.metrics["load_average_1m"]
+        load
         for measurements in counted.values()
         for m in measurements
-        if m.metrics.get("load_average_1m") is not None
+        if (load := m.metrics.get("load_average_1m")) is not None
     ]
     load = statistics.median(loads) if loads else None
     classes = {
-        fleet["host_class"]
+        host_class
         for measurements in counted.values()
         for m in measurements
-        if (fleet := m.metrics.get("fleet")) and fleet.get("host_class")
+        if (fleet := m.metrics.get("fleet")) and (host_class := fleet.get("host_class"))
     }
     return RunSide(
         run.run_id,
@@ -67,7 +69,7 @@ def load_side(store, run_id: str, workload: str | None) -> RunSide:
     )
 
 
-def _as_text(settings: dict) -> dict[str, str]:
+def _as_text(settings: ServerSettings) -> dict[str, str]:
     """pg_settings rows as 'value unit' text, how the settings comparison shows them."""
     text = {}
     for name, row in settings.items():
@@ -79,7 +81,7 @@ def _as_text(settings: dict) -> dict[str, str]:
     return text
 
 
-def _chosen_by_server(settings: dict) -> frozenset:
+def _chosen_by_server(settings: ServerSettings) -> frozenset[str]:
     """Settings nobody set: built-in defaults and values the server computes (override)."""
     return frozenset(
         name
@@ -89,7 +91,11 @@ def _chosen_by_server(settings: dict) -> frozenset:
 
 
 def load_comparison(
-    store_a, run_a: str, store_b, run_b: str, workloads: tuple[str | None, str | None]
+    store_a: ResultStore,
+    run_a: str,
+    store_b: ResultStore,
+    run_b: str,
+    workloads: tuple[str | None, str | None],
 ) -> Comparison:
     """`workloads`: each run's, as load_side takes it."""
     return compare_runs(

@@ -10,7 +10,7 @@ difference between points may be a difference between machines (point_class_conf
 """
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -31,13 +31,14 @@ CLASS_FACTS = (
 HOST_ENVIRONMENT_KEYS = frozenset({"hostname", *(key for key, _ in CLASS_FACTS)})
 
 
-def host_class(facts: dict) -> str:
+def host_class(facts: Mapping[str, object]) -> str:
     """A class's name, from a host's facts (or a run's environment, which has the same keys):
     "Intel Xeon ... x2, 24GB, Linux 6.1.0-18-amd64"."""
     memory = facts.get("memory_total_bytes")
     return (
         f"{facts.get('cpu_model') or 'unknown CPU'} x{facts.get('cores') or '?'},"
-        f" {format_bytes(memory) if memory else '? memory'}, Linux {facts.get('kernel') or '?'}"
+        f" {format_bytes(memory) if isinstance(memory, int | float) and memory else '? memory'},"
+        f" Linux {facts.get('kernel') or '?'}"
     )
 
 
@@ -46,7 +47,7 @@ class ClassUse:
     """What one host class measured in a run."""
 
     host_class: str
-    facts: dict  # as its first measurement recorded them
+    facts: dict[str, object]  # as its first measurement recorded them
     hosts: set[str] = field(default_factory=set)
     ok: int = 0
     failed: int = 0

@@ -20,6 +20,9 @@ trials of fast with the consistent snapshot after it as the only reference.
 import statistics
 from dataclasses import dataclass
 
+from pgcachelab.store.records import StoredSnapshot
+from pgcachelab.store.run_types import SnapshotData
+
 REFERENCE = "accuracy-reference"
 MEASURED_PREFIX = "accuracy-"
 # Measured in this order each round, each between two references.
@@ -33,9 +36,9 @@ SEED_LOSS = 0.03
 @dataclass(frozen=True)
 class Trial:
     mode: str
-    measured: dict  # compacted snapshot data (analysis.cache_composition.compact)
-    before: dict
-    after: dict | None  # None: a stored accuracy pair, one reference only
+    measured: SnapshotData  # compacted snapshot data (analysis.cache_composition.compact)
+    before: SnapshotData
+    after: SnapshotData | None  # None: a stored accuracy pair, one reference only
     reference_mode: str = "snapshot"
 
 
@@ -58,27 +61,32 @@ class TrialError:
         return self.largest / max(1, self.buffers_total)
 
 
-def trials(snapshots: list) -> list[Trial]:
+def trials(snapshots: list[StoredSnapshot]) -> list[Trial]:
     """The trials among stored snapshots (a point's, or several points'), in the order taken."""
     ordered = sorted(snapshots, key=lambda s: (s.point_index, s.repetition, s.seq))
     found = []
     for before, current, after in zip(ordered, ordered[1:], ordered[2:], strict=False):
         if _measured_between_references(before, current, after):
+            # _same_run: all three succeeded, so each has its data
+            assert current.data is not None and before.data is not None
             mode = current.label.removeprefix(MEASURED_PREFIX)
             found.append(Trial(mode, current.data, before.data, after.data))
     for current, after in zip(ordered, ordered[1:], strict=False):
         if (current.label, after.label) == OLD_PAIR and _same_run(current, after):
+            assert current.data is not None and after.data is not None  # as above
             found.append(Trial("fast", current.data, after.data, None, "consistent"))
     return found
 
 
-def _same_run(*snapshots) -> bool:
+def _same_run(*snapshots: StoredSnapshot) -> bool:
     """All of one repetition of one point, and all successful."""
     runs = {(s.point_index, s.repetition) for s in snapshots}
     return len(runs) == 1 and all(s.data is not None for s in snapshots)
 
 
-def _measured_between_references(before, current, after) -> bool:
+def _measured_between_references(
+    before: StoredSnapshot, current: StoredSnapshot, after: StoredSnapshot
+) -> bool:
     return (
         current.label.startswith(MEASURED_PREFIX)
         and current.label != REFERENCE
@@ -87,16 +95,17 @@ def _measured_between_references(before, current, after) -> bool:
     )
 
 
-def counts(data: dict) -> dict[str, int]:
+def counts(data: SnapshotData) -> dict[str, int]:
     """Buffers per relation, the relations beyond the snapshot's `top` as one."""
     per_relation = {r["name"]: r["buffers"] for r in data["relations"] if r["buffers"]}
-    other = (data.get("other") or {}).get("buffers") or 0
+    rest = data.get("other")
+    other = (rest.get("buffers") if rest else None) or 0
     if other:
         per_relation[OTHER] = per_relation.get(OTHER, 0) + other
     return per_relation
 
 
-def self_checks(data: dict) -> list[str]:
+def self_checks(data: SnapshotData) -> list[str]:
     """What a snapshot cannot show if it counted each buffer once at most: the failures."""
     failed = []
     if data["buffers_used"] > data["buffers_total"]:
@@ -114,7 +123,8 @@ def self_checks(data: dict) -> list[str]:
 def trial_error(trial: Trial) -> TrialError:
     measured, before = counts(trial.measured), counts(trial.before)
     after = counts(trial.after) if trial.after is not None else before
-    outside_sum, largest, worst = 0, 0, None
+    outside_sum, largest = 0, 0
+    worst: str | None = None
     for name in sorted(set(measured) | set(before) | set(after)):
         value, low, high = measured.get(name, 0), before.get(name, 0), after.get(name, 0)
         low, high = min(low, high), max(low, high)
@@ -151,11 +161,11 @@ class TrialTime:
     reference_cpu_ms: float | None = None
 
 
-def _cpu_ms(snapshot) -> float | None:
+def _cpu_ms(snapshot: StoredSnapshot) -> float | None:
     return (snapshot.data or {}).get("server_cpu_ms")
 
 
-def trial_rounds(snapshots: list) -> list[dict[str, TrialTime]]:
+def trial_rounds(snapshots: list[StoredSnapshot]) -> list[dict[str, TrialTime]]:
     """The accuracy rounds' times, each round (ROUND_MODES back to back, each between two
     references, the reference after one trial the one before the next) as mode -> TrialTime.
     A trial without a time, or cut from its round, starts a new round."""
@@ -166,8 +176,8 @@ def trial_rounds(snapshots: list) -> list[dict[str, TrialTime]]:
     for before, measured, after in zip(ordered, ordered[1:], ordered[2:], strict=False):
         if not _measured_between_references(before, measured, after):
             continue
-        times = [s.elapsed_ms for s in (before, measured, after)]
-        if any(t is None for t in times):
+        before_ms, measured_ms, after_ms = before.elapsed_ms, measured.elapsed_ms, after.elapsed_ms
+        if before_ms is None or measured_ms is None or after_ms is None:
             continue
         mode = measured.label.removeprefix(MEASURED_PREFIX)
         if current and (mode in current or before is not last_after):
@@ -180,7 +190,7 @@ def trial_rounds(snapshots: list) -> list[dict[str, TrialTime]]:
             else None
         )
         current[mode] = TrialTime(
-            mode, measured.elapsed_ms, (times[0] + times[2]) / 2, _cpu_ms(measured), reference_cpu
+            mode, measured_ms, (before_ms + after_ms) / 2, _cpu_ms(measured), reference_cpu
         )
         last_after = after
     if current:

@@ -10,6 +10,7 @@ machines.
 import dataclasses
 from dataclasses import dataclass
 
+from pgcachelab.store.metric_types import MemoryAccounting
 from pgcachelab.units import format_bytes
 
 # Examples of the on side in the line: the largest and smallest pools say the range.
@@ -24,7 +25,7 @@ class MeasuredMemory:
     shared_buffers_bytes: int
     # metrics machine.memory_accounting: ram_bytes (None: no limit, the host's RAM),
     # huge_pages_pool_bytes, cap_bytes, accounting, os_cache_room_bytes; None: stored before it
-    accounting: dict | None
+    accounting: MemoryAccounting | None
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def same_ram_check(measured: list[MeasuredMemory], memory_limited: bool) -> RamC
 PAGE = 4096  # a cgroup's limit is held in whole pages
 
 
-def _accounting(m: MeasuredMemory) -> dict:
+def _accounting(m: MeasuredMemory) -> MemoryAccounting:
     """A measurement's accounting, once same_ram_check has returned for any without one."""
     assert m.accounting is not None
     return m.accounting
@@ -119,9 +120,9 @@ def _bytes(value: int | None) -> str:
     return "?" if value is None else format_bytes(value)
 
 
-def _per_point(measured: list[MeasuredMemory], mode: str) -> dict[int, dict]:
+def _per_point(measured: list[MeasuredMemory], mode: str) -> dict[int, MemoryAccounting]:
     """shared_buffers -> its first measurement's accounting, largest shared_buffers first."""
-    points: dict[int, dict] = {}
+    points: dict[int, MemoryAccounting] = {}
     for m in sorted(measured, key=lambda m: -m.shared_buffers_bytes):
         if m.huge_pages == mode:
             points.setdefault(m.shared_buffers_bytes, _accounting(m))

@@ -23,6 +23,7 @@ from pgcachelab.analysis.statistics import (
 from pgcachelab.analysis.step_resources import point_resources
 from pgcachelab.analysis.summary import Summary, hit_ratio, summarise
 from pgcachelab.store.records import (
+    Cell,
     Measurement,
     ResultStore,
     Run,
@@ -30,6 +31,7 @@ from pgcachelab.store.records import (
     StoredSnapshot,
     gc_paused,
 )
+from pgcachelab.store.run_types import RunSchedule, ServerSettings
 from pgcachelab.units import shared_buffers_bytes
 from pgcachelab.workloads.parameters import PgbenchParameters
 
@@ -76,7 +78,7 @@ class PointResult:
     figures: dict[str, list[float]] = field(default_factory=dict)
     warmup: list[Measurement] = field(default_factory=list)  # discarded warm-up repetitions
     latency_percentiles: PointPercentiles | None = None  # pgbench points with their logs
-    resources: dict | None = None  # medians of the resource sampler's summaries
+    resources: dict[str, float] | None = None  # medians of the resource sampler's summaries
     warnings: list[StabilityWarning] = field(default_factory=list)
     settled: bool | None = None  # repetitions = "auto": whether it reached the target
 
@@ -100,12 +102,13 @@ class PointResult:
 class RunData:
     run: Run
     points: list[PointResult]
-    server_settings: dict = field(default_factory=dict)  # point index -> the whole pg_settings
-    schedule: dict = field(default_factory=dict)  # order, seed, repetitions, warm-up (runner)
+    # point index -> the whole pg_settings
+    server_settings: dict[int, ServerSettings] = field(default_factory=dict)
+    schedule: RunSchedule = field(default_factory=RunSchedule)  # order, repetitions (runner)
     noise: dict[str, Noise] = field(default_factory=dict)  # figure ("tps", "idx1 ms") -> noise
     snapshots: list[StoredSnapshot] = field(default_factory=list)  # cache snapshots ([inspect])
     # Findings that several sections draw (the steps: three plots and a table), computed once.
-    memo: dict = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def warnings(self) -> list[StabilityWarning]:
@@ -138,12 +141,12 @@ class RunData:
         return self.memory_limit_bytes or self.run.environment.get("memory_total_bytes")
 
 
-def swept_text(cell: tuple) -> str:
+def swept_text(cell: Cell) -> str:
     """A cell, the (key, value) pairs of the swept keys that hold it: "mode=rw, clients=8"."""
     return ", ".join(f"{k}={v}" for k, v in cell)
 
 
-def schedule_of(run: Run) -> dict:
+def schedule_of(run: Run) -> RunSchedule:
     """The run's order, seed and repetitions, as the runner recorded them; {} for a run stored
     before it did (commit d02b303), when a spec could set neither warm-up nor automatic
     repetitions: its figures count every repetition (its report reads the rest from the
@@ -162,10 +165,10 @@ def repetition_figures(ok: list[Measurement]) -> dict[str, list[float]]:
 
 def _warnings(
     point: StoredPoint, ok: list[Measurement], target: float | None, figures: dict[str, list[float]]
-) -> list:
+) -> list[StabilityWarning]:
     """The point's repetitions (`figures`: their repetition_figures), then each repetition's
     per-second tps."""
-    found = []
+    found: list[StabilityWarning] = []
     for name, values in figures.items():
         what = "repetitions" if name == "tps" else f"{name} medians of the repetitions"
         found += point_warnings(point.label, values, target if name == "tps" else None, what)
@@ -211,6 +214,8 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
         hits = sum(_probe(m, "blks_hit") or 0 for m in ok)
         reads = sum(_probe(m, "blks_read") or 0 for m in ok)
         shared_buffers = server_settings.get(point.point_index, {}).get("shared_buffers", {})
+        # in bytes: shared_buffers has a unit, so pg_settings' value normalises to a number
+        normalised = shared_buffers.get("normalised")
         results.append(
             PointResult(
                 point=point,
@@ -223,7 +228,7 @@ def _load_run(store: ResultStore, run_id: str) -> RunData:
                 ),
                 database_size_bytes=max(sizes) if sizes else None,
                 blks_hit_ratio=hit_ratio(hits, reads) if ok else None,
-                shared_buffers_bytes=shared_buffers.get("normalised"),
+                shared_buffers_bytes=normalised if not isinstance(normalised, str) else None,
                 cgroup_peak_bytes=_max_cgroup(ok, "peak_bytes"),
                 page_cache_bytes=_max_cgroup(ok, "page_cache_bytes"),
                 figures=figures,
@@ -248,7 +253,7 @@ def _max_cgroup(measurements: list[Measurement], key: str) -> float | None:
     return max(values) if values else None
 
 
-def _probe(measurement: Measurement, counter: str):
+def _probe(measurement: Measurement, counter: str) -> float | None:
     return measurement.metrics.get("probes", {}).get("database", {}).get(counter)
 
 
@@ -256,7 +261,7 @@ def measured_memory(data: RunData) -> list[MeasuredMemory]:
     """Each successful measurement's memory accounting (metrics machine.memory_accounting: the
     emulated RAM, the huge pages pool and the cap; None when stored before it was recorded),
     with its point's huge pages and shared_buffers."""
-    found = []
+    found: list[MeasuredMemory] = []
     for result in data.points:
         settings = result.point.settings
         for m in result.ok:

@@ -6,10 +6,13 @@ shuffled with the seed) or blocks (each round runs the points of one value of `b
 those of the next: seed 000 ran every huge pages on point, then every off point).
 """
 
+from collections.abc import Mapping, Sequence
+
+from pgcachelab.store.run_types import RunSchedule
 from pgcachelab.units import shared_buffers_bytes
 
 
-def order_note(schedule: dict, point_settings: list[dict]) -> str:
+def order_note(schedule: RunSchedule, point_settings: Sequence[Mapping[str, object]]) -> str:
     """One line: the order, and where a drift of the machine during the run lands.
     `point_settings`: each point's settings, in point order (the order a round runs them)."""
     order = schedule.get("order", "sequential")
@@ -39,7 +42,7 @@ def order_note(schedule: dict, point_settings: list[dict]) -> str:
     return f"Order: {order}."
 
 
-def _rounds(schedule: dict) -> int | None:
+def _rounds(schedule: RunSchedule) -> int | None:
     """Every point once per round, warm-up rounds included; None for repetitions = "auto"."""
     repetitions = schedule.get("repetitions")
     if not isinstance(repetitions, int):
@@ -47,16 +50,18 @@ def _rounds(schedule: dict) -> int | None:
     return repetitions + (schedule.get("warmup_repetitions") or 0)
 
 
-def _values(key: str, point_settings: list[dict]) -> list[str]:
+def _values(key: str, point_settings: Sequence[Mapping[str, object]]) -> list[str]:
     """The key's values in the order the points first have them: the order of the blocks."""
     return list(dict.fromkeys(str(settings.get(key, "")).lower() for settings in point_settings))
 
 
-def _compares_huge_pages(point_settings: list[dict]) -> bool:
+def _compares_huge_pages(point_settings: Sequence[Mapping[str, object]]) -> bool:
     return {"on", "off"} <= set(_values("huge_pages", point_settings))
 
 
-def _blocks_note(block_by: str | None, rounds: int | None, point_settings: list[dict]) -> str:
+def _blocks_note(
+    block_by: str | None, rounds: int | None, point_settings: Sequence[Mapping[str, object]]
+) -> str:
     if not block_by:
         return "Order: blocks."
     values = _values(block_by, point_settings)
@@ -66,7 +71,7 @@ def _blocks_note(block_by: str | None, rounds: int | None, point_settings: list[
             "points, in each round)."
         ]
         on_sizes = [
-            shared_buffers_bytes(s.get("shared_buffers"))
+            shared_buffers_bytes(None if (text := s.get("shared_buffers")) is None else str(text))
             for s in point_settings
             if str(s.get("huge_pages", "")).lower() == "on"
         ]

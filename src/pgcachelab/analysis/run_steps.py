@@ -2,7 +2,7 @@
 boundary each matches, and its regimes, where the data lived; the report's steps and regimes
 sections and `advise` read the same findings."""
 
-from pgcachelab.analysis.regimes import regimes
+from pgcachelab.analysis.regimes import Regime, regimes
 from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.analysis.steps import SizePoint, StepFinding, find_steps
 
@@ -17,7 +17,8 @@ def run_steps(data: RunData) -> StepFinding | None:
             if data.swept_keys == ["scale"]
             else None
         )
-    return data.memo["steps"]
+    found = data.memo["steps"]
+    return found if isinstance(found, StepFinding) else None
 
 
 def points_steps(results: list[PointResult], memory_bytes: float | None) -> StepFinding | None:
@@ -38,7 +39,7 @@ def emulated_disk(data: RunData) -> bool:
     return any((m.metrics.get("disk") or {}).get("profile") for r in data.points for m in r.ok)
 
 
-def run_regimes(data: RunData):
+def run_regimes(data: RunData) -> list[Regime]:
     """The run's regimes, or [] when it did not sweep data sizes under one shared_buffers."""
     shared = {r.shared_buffers_bytes for r in data.points if r.shared_buffers_bytes}
     memory = data.memory_available_bytes

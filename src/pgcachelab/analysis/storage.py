@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from pgcachelab.machine.disk_profiles import DiskProfile
 from pgcachelab.machine.storage_probe import describe_probe
-from pgcachelab.store.metric_types import MeasurementMetrics
+from pgcachelab.store.metric_types import DiskProfileRecord, MeasurementMetrics
 
 
 @dataclass(frozen=True)
@@ -18,36 +18,56 @@ class StorageUse:
     measurements: int
 
 
+@dataclass
+class _DiskUse:
+    """One disk's measurements so far: its first one's profile and probe, then sums."""
+
+    profile: DiskProfileRecord | None
+    probe: dict[str, object] | None
+    reads: int = 0
+    syncs: int = 0
+    measurements: int = 0
+
+
 def storage_uses(metrics_list: list[MeasurementMetrics]) -> list[StorageUse]:
     """One line per disk the run's measurements ran on, in the order they first appear."""
-    by_disk: dict[str, dict] = {}
+    by_disk: dict[str, _DiskUse] = {}
     for metrics in metrics_list:
         disk = metrics.get("disk")
         if not disk:
             continue
         profile = disk.get("profile")
         name = profile["name"] if profile else "host disk"
-        entry = by_disk.setdefault(
-            name, {"profile": profile, "probe": disk.get("probe"), "reads": 0, "syncs": 0, "n": 0}
-        )
+        entry = by_disk.setdefault(name, _DiskUse(profile, disk.get("probe")))
         device = disk.get("device") or {}
-        entry["reads"] += device.get("reads", 0)
-        entry["syncs"] += device.get("syncs", 0)
-        entry["n"] += 1
+        entry.reads += device.get("reads", 0)
+        entry.syncs += device.get("syncs", 0)
+        entry.measurements += 1
     uses = []
     for name, entry in by_disk.items():
         asked = ""
-        if entry["profile"]:
-            fields = {k: v for k, v in entry["profile"].items() if k != "name"}
-            asked = DiskProfile(name, **fields).summary().split(": ", 1)[1]
+        if entry.profile:
+            profile = entry.profile
+            asked = (
+                DiskProfile(
+                    name,
+                    profile["read_latency_s"],
+                    profile["write_latency_s"],
+                    profile["sync_latency_s"],
+                    profile.get("iops"),
+                    profile.get("bandwidth_bytes_s"),
+                )
+                .summary()
+                .split(": ", 1)[1]
+            )
         uses.append(
             StorageUse(
                 name,
                 asked,
-                describe_probe(entry["probe"]),
-                entry["reads"],
-                entry["syncs"],
-                entry["n"],
+                describe_probe(entry.probe),
+                entry.reads,
+                entry.syncs,
+                entry.measurements,
             )
         )
     return uses

@@ -184,9 +184,7 @@ def _method_note(data: RunData) -> str:
     failed = [s for s in taken if s.error]
     methods = sorted({f"{s.method}" + (f"/{s.mode}" if s.mode else "") for s in taken})
     times = [s.elapsed_ms for s in taken if s.elapsed_ms is not None]
-    notes: set[str] = {
-        s.data["os_cache_note"] for s in taken if s.data and s.data.get("os_cache_note")
-    }
+    notes: set[str] = {note for s in taken if s.data and (note := s.data.get("os_cache_note"))}
     text = (
         f"{len(taken)} snapshots ({', '.join(methods)}), median snapshot query "
         f"{statistics.median(times):.1f} ms"

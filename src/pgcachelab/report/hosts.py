@@ -72,10 +72,18 @@ def _summary(split: HostSplit) -> tuple[str, str]:
     return text, queued
 
 
-def _fact(key: str, value) -> str:
+def _fact(key: str, value: object) -> str:
     if value is None:
         return "?"
-    return format_bytes(value) if key == "memory_total_bytes" else str(value)
+    if key == "memory_total_bytes" and isinstance(value, int | float):
+        return format_bytes(value)
+    return str(value)
+
+
+def _binaries(facts: dict[str, object]) -> str:
+    """The host's PostgreSQL binaries as its agent listed them; "?" for none."""
+    listed = facts.get("postgresql")
+    return "; ".join(listed if isinstance(listed, list) else []) or "?"
 
 
 def _classes_table(split: HostSplit) -> str:
@@ -89,7 +97,7 @@ def _classes_table(split: HostSplit) -> str:
             use.failed,
             *(_fact(key, use.facts.get(key)) for key, _ in CLASS_FACTS),
             use.facts.get("storage") or "?",
-            "; ".join(use.facts.get("postgresql") or []) or "?",
+            _binaries(use.facts),
         ]
         for use in split.classes
     ]

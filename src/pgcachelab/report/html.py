@@ -17,6 +17,7 @@ from pgcachelab.analysis.versions import differing_settings
 from pgcachelab.report.hosts import TITLE as HOSTS_TITLE
 from pgcachelab.report.quality import quality_html
 from pgcachelab.report.render import ALL_COLUMNS, Row, Section, inline_svg, render, table
+from pgcachelab.store.run_types import RunSchedule, SettingRow
 from pgcachelab.units import exact_amount_text, format_bytes
 
 
@@ -66,7 +67,7 @@ def _machine_note(data: RunData, classes: list[str]) -> str:
     )
 
 
-def _schedule_note(schedule: dict) -> str:
+def _schedule_note(schedule: RunSchedule) -> str:
     order = schedule.get("order", "sequential")
     text = f"order {order}"
     if schedule.get("block_by"):
@@ -88,7 +89,7 @@ def _schedule_note(schedule: dict) -> str:
     return text
 
 
-def readable_setting(setting: dict) -> str:
+def readable_setting(setting: SettingRow) -> str:
     """Exact, in one unit per amount: 1536MB stays 1536MB (not "1.5GB", which 1540MB would
     also print as), so settings that print alike are equal."""
     value = setting.get("normalised")

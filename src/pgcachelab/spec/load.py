@@ -18,6 +18,7 @@ from pgcachelab.spec.rules import WORKLOAD_TABLES
 from pgcachelab.spec.schema import SpecFile
 from pgcachelab.spec.study import study_name
 from pgcachelab.spec.sweeps import first_repeat
+from pgcachelab.store.run_types import RunSchedule
 from pgcachelab.user_files import read_user_text
 from pgcachelab.workloads.parameters import PointParameters
 from pgcachelab.workloads.registry import WORKLOADS
@@ -135,7 +136,7 @@ def stored_spec(spec_text: str, spec_path: str) -> SpecFile | None:
     return _stored_spec(spec_text, spec_path)
 
 
-def stored_schedule(spec_text: str, spec_path: str) -> dict:
+def stored_schedule(spec_text: str, spec_path: str) -> RunSchedule:
     """The order, seed and repetitions a stored spec asked for: the schedule of a run stored
     before the runner recorded it with the run (analysis/run_data.py schedule_of); {} when the
     spec no longer reads."""

@@ -143,8 +143,8 @@ class DiskProfileRecord(TypedDict):
     read_latency_s: float
     write_latency_s: float
     sync_latency_s: float
-    iops: float | None
-    bandwidth_bytes_s: float | None
+    iops: int | None
+    bandwidth_bytes_s: int | None
 
 
 class DiskMetrics(TypedDict, total=False):
@@ -165,12 +165,24 @@ class ProbesMetrics(TypedDict, total=False):
     io: dict[str, object]
 
 
+class MemoryAccounting(TypedDict, total=False):
+    """The split of the emulated machine's RAM (machine/emulated.py): the huge pages pool, the
+    cgroup's cap, and the room that left the OS cache."""
+
+    ram_bytes: int | None  # None: no memory limit, the host's RAM
+    huge_pages_pool_bytes: int | None
+    cap_bytes: int | None
+    cap_read_back_bytes: int | None  # the cap as the kernel holds it (whole pages)
+    accounting: str  # how the split was made, or why it was refused
+    os_cache_room_bytes: int | None
+
+
 class MachineMetrics(TypedDict, total=False):
     """metrics["machine"]: the emulated machine after the run."""
 
     memory_limit_bytes: int | None
     cgroup: dict[str, float | None] | None
-    memory_accounting: dict[str, object] | None
+    memory_accounting: MemoryAccounting | None
 
 
 class FleetMetrics(TypedDict, total=False):

@@ -29,15 +29,18 @@ Times are the database's `now()`: hosts whose clocks disagree still agree on a l
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, cast
 
+import psycopg
 from procrastinate.sql import queries
+from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from pgcachelab.clusters.client import one_row
 from pgcachelab.store.postgresql import PostgresResultStore
-from pgcachelab.store.records import Measurement, from_json, to_json
+from pgcachelab.store.records import Measurement, ResultStore, from_json, to_json
 
 TASK = "pgcachelab.measure_unit"
 QUEUE_PREFIX = "pgcachelab/r/"
@@ -126,6 +129,14 @@ def fetch_queues(
 def after_try(tries: int, max_tries: int) -> str:
     """What becomes of a unit whose `tries`-th try failed or was abandoned."""
     return "failed" if tries >= max_tries else "todo"
+
+
+class UnitArgs(TypedDict):
+    """A unit's job arguments, as procrastinate keeps them (JSON)."""
+
+    run_id: str
+    point_index: int
+    repetition: int
 
 
 @dataclass(frozen=True)
@@ -228,7 +239,7 @@ class UnitQueue:
         self.worker_id: int | None = None
 
     @property
-    def db(self):
+    def db(self) -> psycopg.Connection[TupleRow]:
         return self.store.db  # replaced when the store reconnects
 
     # -- queueing ----------------------------------------------------------------------------
@@ -277,10 +288,13 @@ class UnitQueue:
 
     # -- agents ------------------------------------------------------------------------------
 
-    def register(self, host_class: str, facts: dict, lease_s: float, pid: int) -> int:
+    def register(
+        self, host_class: str, facts: Mapping[str, object], lease_s: float, pid: int
+    ) -> int:
         """A new procrastinate worker for this agent, and its host's facts. The agents this
         host had before are over (it holds its host: none of them runs), this one's own
         earlier worker too when it registers again after being pruned."""
+        worker_id: int
         with self.db.transaction():
             self.db.execute(
                 "update agents set stopped_at = %s where stopped_at is null"
@@ -303,7 +317,7 @@ class UnitQueue:
         self.worker_id = worker_id
         return worker_id
 
-    def registered(self, db=None) -> bool:
+    def registered(self, db: psycopg.Connection[TupleRow] | None = None) -> bool:
         """False when this agent's worker was pruned (its heartbeat stopped for a lease)."""
         return (
             self.worker_id is not None
@@ -324,7 +338,7 @@ class UnitQueue:
             )
         self.worker_id = None
 
-    def heartbeat(self, db) -> bool:
+    def heartbeat(self, db: psycopg.Connection[TupleRow]) -> bool:
         """Renew this agent's heartbeat on `db` (the heartbeat thread's own connection); False
         when its worker is gone (pruned by another agent: its heartbeat had lapsed)."""
         db.execute(queries["update_heartbeat"], {"worker_id": self.worker_id})
@@ -391,7 +405,9 @@ class UnitQueue:
             with self.db.transaction():
                 self._retry(job_id, args)
 
-    def queued_runs(self, run_id: str | None = None) -> list[tuple[str, str, str | None, list]]:
+    def queued_runs(
+        self, run_id: str | None = None
+    ) -> list[tuple[str, str, str | None, list[str]]]:
         """(run id, hosts, pinned class, listed classes) of the runs agents may take units of."""
         rows = self.db.execute(_QUEUED_RUNS, {"run_id": run_id}).fetchall()
         return [(run, hosts, pinned, classes_of(listed)) for run, hosts, pinned, listed in rows]
@@ -417,6 +433,7 @@ class UnitQueue:
             ).fetchone()
             if row is None:
                 return None
+            run_id: str
             [run_id] = row
             self.db.execute(
                 "update fleet_runs set host_class = %s where run_id = %s", (host_class, run_id)
@@ -529,7 +546,7 @@ class UnitQueue:
         else:
             self._retry(unit.job_id, self._args(unit))
 
-    def _retry(self, job_id: int, args: dict) -> None:
+    def _retry(self, job_id: int, args: UnitArgs) -> None:
         """Back to the queue: procrastinate's retry, into the unit's queue as the lab routes it
         now (a unit deferred before migration 5 leaves the old shared queues so). The engine
         counts an attempt; whether the try counts is the lab's (unit_tries.counted)."""
@@ -544,7 +561,7 @@ class UnitQueue:
             },
         )
 
-    def _queue_of(self, args: dict) -> str:
+    def _queue_of(self, args: UnitArgs) -> str:
         hosts, pinned, classes = one_row(
             self.db.execute(
                 "select hosts, host_class, classes from fleet_runs where run_id = %s",
@@ -554,21 +571,22 @@ class UnitQueue:
         listed = repetition_class(args["repetition"], hosts, pinned, classes_of(classes))
         return run_queue(args["run_id"], listed)
 
-    def _counted_tries(self, args: dict) -> int:
+    def _counted_tries(self, args: UnitArgs) -> int:
         params = {
             "run_id": args["run_id"],
             "point": args["point_index"],
             "repetition": args["repetition"],
         }
-        return one_row(self.db.execute(_COUNTED_TRIES, params))[0]
+        tries: int = one_row(self.db.execute(_COUNTED_TRIES, params))[0]
+        return tries
 
     def counted_tries(self, run_id: str, point_index: int, repetition: int) -> int:
         """How many tries of a unit count toward its run's max_tries now."""
-        args = {"run_id": run_id, "point_index": point_index, "repetition": repetition}
+        args: UnitArgs = {"run_id": run_id, "point_index": point_index, "repetition": repetition}
         return self._counted_tries(args)
 
     @staticmethod
-    def _args(unit: Unit) -> dict:
+    def _args(unit: Unit) -> UnitArgs:
         return {
             "run_id": unit.run_id,
             "point_index": unit.point_index,
@@ -589,8 +607,17 @@ class UnitQueue:
         )
 
     def _log_try(
-        self, job_id, args, tries, worker_id, host_id, host_name, outcome, reason, counted
-    ):
+        self,
+        job_id: int,
+        args: UnitArgs,
+        tries: int,
+        worker_id: int | None,
+        host_id: str | None,
+        host_name: str | None,
+        outcome: str,
+        reason: str | None,
+        counted: bool,
+    ) -> None:
         self.db.execute(
             "insert into unit_tries (job_id, run_id, point_index, repetition, try, worker_id,"
             " host_id, host_name, outcome, reason, counted)"
@@ -652,10 +679,15 @@ class UnitQueue:
             ).fetchone()
             if row is None:
                 raise LookupError("no such unit in the queue")
+            status: str
             job_id, status = row
             if status != "failed":
                 raise LookupError(f"it is {UNIT_STATE.get(status, status)}, not failed")
-            args = {"run_id": run_id, "point_index": point_index, "repetition": repetition}
+            args: UnitArgs = {
+                "run_id": run_id,
+                "point_index": point_index,
+                "repetition": repetition,
+            }
             self._retry(job_id, args)
             # its tries are counted afresh from here (_COUNTED_TRIES)
             self._log_try(job_id, args, 0, None, None, None, RETRIED, "queue retry", counted=False)
@@ -669,31 +701,34 @@ class UnitQueue:
     # -- reading -----------------------------------------------------------------------------
 
     def max_tries(self, run_id: str) -> int:
-        return one_row(
+        tries: int = one_row(
             self.db.execute("select max_tries from fleet_runs where run_id = %s", (run_id,))
         )[0]
+        return tries
 
     def waiting(self, run_id: str) -> int:
         """Units of the run still to measure (queued or leased)."""
-        return one_row(
+        units: int = one_row(
             self.db.execute(
                 "select count(*) from procrastinate_jobs where task_name = %s"
                 " and args->>'run_id' = %s and status in ('todo', 'doing')",
                 (TASK, run_id),
             )
         )[0]
+        return units
 
     def held_by_others(self, host_class: str, run_id: str | None = None) -> int:
         """Units this class may take that other agents hold: each is done, or comes back when
         its agent's lease lapses."""
         queues = fetch_queues(host_class, self.queued_runs(run_id))
-        return one_row(
+        units: int = one_row(
             self.db.execute(
                 "select count(*) from procrastinate_jobs where task_name = %s and status = 'doing'"
                 " and queue_name = any(%s) and worker_id is distinct from %s",
                 (TASK, queues, self.worker_id),
             )
         )[0]
+        return units
 
     def waiting_elsewhere(self, host_class: str) -> list[tuple[str, list[str], int]]:
         """(run, the classes it waits for, units) of runs waiting for other classes than
@@ -730,7 +765,7 @@ class UnitQueue:
     def progress(self) -> dict[str, dict[tuple[str, str | None], int]]:
         """run id -> {(state, host): units} of every queued run; a unit's host is the one of
         its last try."""
-        found: dict[str, dict] = {}
+        found: dict[str, dict[tuple[str, str | None], int]] = {}
         rows = self.db.execute(
             """select j.args->>'run_id', j.status::text,
                 coalesce(a.host_name, (select t.host_name from unit_tries t where t.job_id = j.id
@@ -741,13 +776,17 @@ class UnitQueue:
             group by 1, 2, 3 order by 1, 2, 3""",
             (TASK,),
         ).fetchall()
+        # the row's columns: run, job status, host (None: no try yet), units
+        status: str
+        host: str | None
+        count: int
         for run_id, status, host, count in rows:
             state = UNIT_STATE.get(status, status)
             units = found.setdefault(run_id, {})
             units[(state, host)] = units.get((state, host), 0) + count
         return found
 
-    def agents(self) -> list[tuple]:
+    def agents(self) -> list[TupleRow]:
         """Agents running now, or stale: (worker, host id, host name, class, pid, heartbeat
         age s, lease s, unit held or None, stale). A stale agent was not heard of for its
         lease (cut off, or killed) and its units went back; it shows until it registers
@@ -767,7 +806,7 @@ class UnitQueue:
             order by a.host_id, a.worker_id"""
         ).fetchall()
 
-    def tries(self, run_id: str) -> list[tuple]:
+    def tries(self, run_id: str) -> list[TupleRow]:
         """A run's tries that did not store a measurement: (unit, try, host, outcome, reason)."""
         return self.db.execute(
             "select run_id || '/' || point_index || '/' || repetition, try, host_name, outcome,"
@@ -778,10 +817,11 @@ class UnitQueue:
 
 def classes_of(text: str | None) -> list[str]:
     """fleet_runs.classes as stored (a JSON list)."""
-    return list(from_json(text) or []) if text else []
+    # the JSON list the queue wrote
+    return list(cast(list[str] | None, from_json(text)) or []) if text else []
 
 
-def unit_progress(store) -> dict[str, dict[tuple[str, str | None], int]]:
+def unit_progress(store: ResultStore) -> dict[str, dict[tuple[str, str | None], int]]:
     """The units of every queued run in `store` by state and host; {} for a store without a
     queue (SQLite)."""
     if not isinstance(store, PostgresResultStore):

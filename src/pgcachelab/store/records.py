@@ -7,14 +7,15 @@ import platform
 import re
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import orjson
 
 from pgcachelab.store.metric_types import MeasurementMetrics
+from pgcachelab.store.run_types import RunEnvironment, RunTarget, ServerSettings, SnapshotData
 from pgcachelab.workloads.parameters import PointParameters
 
 # A swept value as the spec wrote it (a setting's text, a number of clients, a method, ...)
@@ -29,8 +30,8 @@ class Run:
     name: str
     spec_path: str
     spec_text: str
-    target: dict
-    environment: dict
+    target: RunTarget  # JSON, as clusters/targets.py's describe() wrote it
+    environment: RunEnvironment  # JSON, as probes/environment.py collected it
     status: str
     lab_pid: int | None
     work_dir: str | None
@@ -71,11 +72,11 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
-def to_json(value) -> str:
+def to_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def from_json(text: str):
+def from_json(text: str) -> object:
     """A stored JSON value (a measurement's metrics, a snapshot's data), decoded.
 
     By orjson: decoding every measurement is most of what a report, `advise` or `compare` of a
@@ -104,33 +105,33 @@ class MetricNotRead(Exception):
     fail loudly, or the section would silently show nothing."""
 
 
-class SelectedMetrics(dict):
+class SelectedMetrics(dict[str, object]):
     """Metrics read for some paths only: a key that none of the paths covers raises
     MetricNotRead instead of reading as absent."""
 
-    def __init__(self, covered: frozenset[str]):
+    def __init__(self, covered: frozenset[str]) -> None:
         super().__init__()
         self.covered = covered
 
-    def _check(self, key) -> None:
+    def _check(self, key: object) -> None:
         if key not in self.covered:
             raise MetricNotRead(
                 f"metrics {key!r} was not read (read: {', '.join(sorted(self.covered))}):"
                 " name its path in the reader's list of metrics (analysis/run_data.py)"
             )
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: object = None) -> object:
         if dict.__contains__(self, key):
             return dict.__getitem__(self, key)
         self._check(key)
         return default
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> object:
         if not dict.__contains__(self, key):
             self._check(key)
         return dict.__getitem__(self, key)
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         if dict.__contains__(self, key):
             return True
         self._check(key)
@@ -147,7 +148,7 @@ def _covered(paths: Sequence[str], prefix: tuple[str, ...]) -> frozenset[str]:
     )
 
 
-def nest_metrics(paths: Sequence[str], values: Sequence) -> MeasurementMetrics:
+def nest_metrics(paths: Sequence[str], values: Sequence[object]) -> MeasurementMetrics:
     """Metrics holding each path's value, nested as stored; a path it lacks (None) is left
     out, as an absent key reads to `.get`; a key no path covers raises MetricNotRead."""
     metrics = SelectedMetrics(_covered(paths, ()))
@@ -155,13 +156,15 @@ def nest_metrics(paths: Sequence[str], values: Sequence) -> MeasurementMetrics:
         if value is None:
             continue
         *parents, leaf = path.split(".")
-        node = metrics
+        node: dict[str, object] = metrics
         for depth, key in enumerate(parents):
             if not dict.__contains__(node, key):
                 dict.__setitem__(
                     node, key, SelectedMetrics(_covered(paths, tuple(parents[: depth + 1])))
                 )
-            node = dict.__getitem__(node, key)
+            child = dict.__getitem__(node, key)
+            assert isinstance(child, dict)  # a key with paths below it holds them
+            node = child
         dict.__setitem__(node, leaf, value)
     # the stored JSON, of the shape its writers give it (tests/test_metric_keys.py)
     return cast(MeasurementMetrics, metrics)
@@ -171,7 +174,7 @@ def pick_metrics(metrics: MeasurementMetrics, paths: Sequence[str]) -> Measureme
     """The figures of `metrics` at `paths`, as a store's read of those paths returns them."""
     values = []
     for path in paths:
-        node: Any = metrics
+        node: object = metrics
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
         values.append(node)
@@ -179,7 +182,7 @@ def pick_metrics(metrics: MeasurementMetrics, paths: Sequence[str]) -> Measureme
 
 
 @contextlib.contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Python's cycle collector off while a run's measurements are read and summarised.
 
     Decoded metrics are hundreds of thousands of dicts and lists, and every few hundred
@@ -230,10 +233,12 @@ class StoredSnapshot:
     mode: str | None
     elapsed_ms: float | None
     error: str | None
-    data: dict | None
+    data: SnapshotData | None
 
 
-def group_snapshots(snapshots) -> dict[tuple[int, int], list[StoredSnapshot]]:
+def group_snapshots(
+    snapshots: Iterable[StoredSnapshot],
+) -> dict[tuple[int, int], list[StoredSnapshot]]:
     """(point index, repetition) -> that measurement's snapshots, in order."""
     groups: dict[tuple[int, int], list[StoredSnapshot]] = {}
     for snapshot in snapshots:
@@ -249,11 +254,11 @@ class PointToStore(Protocol):
     @property
     def label(self) -> str: ...
     @property
-    def swept(self) -> dict: ...
+    def swept(self) -> dict[str, Swept]: ...
     @property
     def workload(self) -> PointParameters: ...
     @property
-    def settings(self) -> dict: ...
+    def settings(self) -> dict[str, str]: ...
 
 
 class ResultStore(Protocol):
@@ -274,8 +279,8 @@ class ResultStore(Protocol):
         name: str,
         spec_path: str | Path,
         spec_text: str,
-        target: dict,
-        environment: dict,
+        target: Mapping[str, object],
+        environment: Mapping[str, object],
         points: Iterable[PointToStore],
         study: str,
     ) -> str:
@@ -294,7 +299,9 @@ class ResultStore(Protocol):
         """Insert or replace: a retried repetition is present exactly once."""
         ...
 
-    def record_server_settings(self, run_id: str, point_index: int, settings: dict) -> None: ...
+    def record_server_settings(
+        self, run_id: str, point_index: int, settings: ServerSettings
+    ) -> None: ...
 
     def record_snapshots(
         self, run_id: str, point_index: int, repetition: int, snapshots: Sequence[StoredSnapshot]
@@ -307,7 +314,7 @@ class ResultStore(Protocol):
         run: Run,
         points: Sequence[StoredPoint],
         measurements: Sequence[Measurement],
-        server_settings: dict[int, dict],
+        server_settings: dict[int, ServerSettings],
         snapshots: Sequence[StoredSnapshot] = (),
     ) -> bool:
         """Write a run read from another store, in one transaction; True if it was new here."""
@@ -330,7 +337,7 @@ class ResultStore(Protocol):
         """(point, repetition) pairs measured successfully: what a resume skips."""
         ...
 
-    def server_settings(self, run_id: str) -> dict[int, dict]: ...
+    def server_settings(self, run_id: str) -> dict[int, ServerSettings]: ...
 
     def snapshots(self, run_id: str) -> list[StoredSnapshot]: ...
 

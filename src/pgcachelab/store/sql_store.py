@@ -9,10 +9,11 @@ search_path, transactions, migrations) lives in store/sqlite.py and store/postgr
 
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import fields
 from pathlib import Path
+from typing import Any, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -33,6 +34,7 @@ from pgcachelab.store.records import (
     pick_metrics,
     to_json,
 )
+from pgcachelab.store.run_types import ServerSettings
 from pgcachelab.workloads.parameters import PointParameters, stored_parameters
 
 # A table's columns are its record's fields, in order (the measurement's tables have run_id
@@ -50,7 +52,9 @@ def _names(columns: Sequence[str]) -> str:
     return ", ".join(columns)
 
 
-def insert(table: str, columns: Sequence[str], key: Sequence[str], update: Sequence[str] = ()):
+def insert(
+    table: str, columns: Sequence[str], key: Sequence[str], update: Sequence[str] = ()
+) -> str:
     """`insert` of every column; on a row with the same `key`, `update` those columns from the
     new row, or (none given) keep the row that is there."""
     on_conflict = (
@@ -104,18 +108,33 @@ _JSON_COLUMNS = {
 }
 
 
+# A stored record, one of a table's rows
+StoredRecord = TypeVar("StoredRecord", Run, StoredPoint, Measurement, StoredSnapshot)
+
+
+class Cursor(Protocol):
+    """What a statement returns (a DB-API cursor of sqlite3 or psycopg). A row's values are
+    the driver's, of the types of the columns the statement selects: the record built from
+    them (or the JSON decoded from them) gives them their types."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
 class SqlResultStore:
     """The ResultStore protocol (store/records.py) on a DB-API connection; a subclass connects,
     migrates, and provides `_execute`, `_executemany` and `_transaction`."""
 
-    def _execute(self, statement: str, params: Sequence = ()):
+    def _execute(self, statement: str, params: Sequence[object] = ()) -> Cursor:
         """Run one statement (qmark placeholders); the cursor, to fetch from."""
         raise NotImplementedError
 
-    def _executemany(self, statement: str, rows: Iterable[Sequence]) -> None:
+    def _executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
         raise NotImplementedError
 
-    def _transaction(self) -> AbstractContextManager:
+    def _transaction(self) -> AbstractContextManager[object]:
         """One transaction: committed when the block ends, rolled back if it raises."""
         raise NotImplementedError
 
@@ -134,34 +153,41 @@ class SqlResultStore:
         name: str,
         spec_path: str | Path,
         spec_text: str,
-        target: dict,
-        environment: dict,
+        target: Mapping[str, object],
+        environment: Mapping[str, object],
         points: Iterable[PointToStore],
         study: str,
     ) -> str:
-        run = Run(
-            run_id=new_run_id(),
-            name=name,
-            spec_path=str(spec_path),
-            spec_text=spec_text,
-            target=target,
-            environment=environment,
-            status="running",
-            lab_pid=None,
-            work_dir=None,
-            created_at=time.time(),
-            finished_at=None,
-            failure=None,
-            study=study,
-        )
+        # The row as a Run would give it: the target and environment are the JSON their
+        # writers made (clusters/targets.py, probes/environment.py), typed when read back.
+        run_id = new_run_id()
+        row: dict[str, object] = {
+            "run_id": run_id,
+            "name": name,
+            "spec_path": str(spec_path),
+            "spec_text": spec_text,
+            "target": to_json(target),
+            "environment": to_json(environment),
+            "status": "running",
+            "lab_pid": None,
+            "work_dir": None,
+            "created_at": time.time(),
+            "finished_at": None,
+            "failure": None,
+            "study": study,
+        }
         stored = [StoredPoint(p.index, p.label, p.swept, p.workload, p.settings) for p in points]
         with self._transaction():
-            self._write_run(run, stored)
-        return run.run_id
+            self._execute(_INSERT_RUN, tuple(row[column] for column in RUN_COLUMNS))
+            self._write_points(run_id, stored)
+        return run_id
 
     def _write_run(self, run: Run, points: Sequence[StoredPoint]) -> None:
         self._execute(_INSERT_RUN, _values(run, RUN_COLUMNS))
-        rows = [(run.run_id, *_values(p, POINT_COLUMNS[1:])) for p in points]
+        self._write_points(run.run_id, points)
+
+    def _write_points(self, run_id: str, points: Sequence[StoredPoint]) -> None:
+        rows = [(run_id, *_values(p, POINT_COLUMNS[1:])) for p in points]
         self._executemany(_INSERT_POINT, rows)
 
     def mark_running(self, run_id: str, lab_pid: int, work_dir: str | None) -> None:
@@ -198,7 +224,9 @@ class SqlResultStore:
         )
         return found.rowcount == 1
 
-    def record_server_settings(self, run_id: str, point_index: int, settings: dict) -> None:
+    def record_server_settings(
+        self, run_id: str, point_index: int, settings: ServerSettings
+    ) -> None:
         self._execute(_INSERT_SERVER_SETTINGS, (run_id, point_index, to_json(settings)))
 
     def record_snapshots(
@@ -208,7 +236,13 @@ class SqlResultStore:
         with self._transaction():
             self._write_snapshots(run_id, point_index, repetition, snapshots)
 
-    def _write_snapshots(self, run_id, point_index, repetition, snapshots) -> None:
+    def _write_snapshots(
+        self,
+        run_id: str,
+        point_index: int,
+        repetition: int,
+        snapshots: Sequence[StoredSnapshot],
+    ) -> None:
         self._execute(_DELETE_SNAPSHOTS, (run_id, point_index, repetition))
         columns = SNAPSHOT_COLUMNS[3:]  # run, point and repetition: this measurement's
         rows = [(run_id, point_index, repetition, *_values(s, columns)) for s in snapshots]
@@ -219,7 +253,7 @@ class SqlResultStore:
         run: Run,
         points: Sequence[StoredPoint],
         measurements: Sequence[Measurement],
-        server_settings: dict[int, dict],
+        server_settings: dict[int, ServerSettings],
         snapshots: Sequence[StoredSnapshot] = (),
     ) -> bool:
         """Write a run read from another store, in one transaction; True if it was new here.
@@ -272,8 +306,12 @@ class SqlResultStore:
                 m.metrics = pick_metrics(m.metrics, paths)
             return everything
         # each row's last column, the JSON of the picked paths, becomes the nested metrics
+        # the JSON array of the picked paths, one value a path
         return [
-            dataclasses.replace(Measurement(*row), metrics=nest_metrics(paths, from_json(row[-1])))
+            dataclasses.replace(
+                Measurement(*row),
+                metrics=nest_metrics(paths, cast(list[object], from_json(row[-1]))),
+            )
             for row in rows
         ]
 
@@ -283,19 +321,27 @@ class SqlResultStore:
         rows = self._execute(select("measurements", columns, where), (run_id,)).fetchall()
         return {(point, repetition) for point, repetition in rows}
 
-    def server_settings(self, run_id: str) -> dict[int, dict]:
+    def server_settings(self, run_id: str) -> dict[int, ServerSettings]:
         statement = select("point_server_settings", SERVER_SETTINGS_COLUMNS[1:], _BY_RUN)
         rows = self._execute(statement, (run_id,)).fetchall()
-        return {point: from_json(settings) for point, settings in rows}
+        # the JSON probes/settings.py's collect_settings wrote
+        return {point: cast(ServerSettings, from_json(settings)) for point, settings in rows}
 
     def snapshots(self, run_id: str) -> list[StoredSnapshot]:
         order = ("point_index", "repetition", "seq")
         return self._records(StoredSnapshot, SNAPSHOT_COLUMNS[1:], _BY_RUN, (run_id,), order)
 
-    def _records(self, record, columns, where, params, order_by=()) -> list:
+    def _records(
+        self,
+        record: type[StoredRecord],
+        columns: Sequence[str],
+        where: str | None,
+        params: Sequence[object],
+        order_by: Sequence[str] = (),
+    ) -> list[StoredRecord]:
         """Rows of `columns` as `record` values, their JSON columns decoded."""
         rows = self._execute(select(_TABLES[record], columns, where, order_by), params)
-        found = []
+        found: list[StoredRecord] = []
         for row in rows.fetchall():
             values = dict(zip(columns, row, strict=True))
             for column in _JSON_COLUMNS[record]:
@@ -312,10 +358,11 @@ class SqlResultStore:
         return abandoned(self.runs())
 
 
-def _point_parameters(values: dict) -> PointParameters:
+def _point_parameters(values: Mapping[str, object]) -> PointParameters:
     """A stored point's parameters, typed; a point no model reads is a UserError."""
     try:
-        return stored_parameters(values["workload"])
+        # the point's JSON as stored: its parameters' record()
+        return stored_parameters(cast(dict[str, object], values["workload"]))
     except ValidationError as error:
         detail = error.errors()[0]
         why = f"{'.'.join(map(str, detail['loc']))}: {detail['msg'].lower()}"
@@ -328,7 +375,9 @@ def _point_parameters(values: dict) -> PointParameters:
     )
 
 
-def _values(record, columns: Sequence[str]) -> tuple:
+def _values(
+    record: Run | StoredPoint | Measurement | StoredSnapshot, columns: Sequence[str]
+) -> tuple[object, ...]:
     """The record's `columns` as a row to write, its JSON columns encoded (a point's
     parameters as their record())."""
     encoded = _JSON_COLUMNS[type(record)]
@@ -342,10 +391,9 @@ def _values(record, columns: Sequence[str]) -> tuple:
     )
 
 
-def _target_without_secrets(target):
+def _target_without_secrets(target: object) -> object:
     """A run's target as read back: a --dsn run stored before issue 48 kept sslpassword in its
     conninfo, and no report, export or show may print it."""
-    conninfo = target.get("conninfo") if isinstance(target, dict) else None
-    if isinstance(conninfo, dict):
+    if isinstance(target, dict) and isinstance(conninfo := target.get("conninfo"), dict):
         return {**target, "conninfo": split_secrets(conninfo)[0]}
     return target

@@ -15,6 +15,7 @@ from pgcachelab.analysis.steps import (
 )
 from pgcachelab.analysis.summary import summarise
 from pgcachelab.analysis.sweep_advice import cell_without
+from pgcachelab.store.records import Cell
 from pgcachelab.units import format_bytes
 
 
@@ -37,16 +38,18 @@ def _where(step: Step, data: RunData) -> str:
     return "at no boundary of this run"
 
 
-def _steps_of_cell(
-    results: list[PointResult], cell: tuple[object, ...], data: RunData
-) -> list[Advice]:
+def _steps_of_cell(results: list[PointResult], cell: Cell, data: RunData) -> list[Advice]:
     finding = points_steps(results, data.memory_available_bytes)
     if finding is None:
         return []
     where = swept_text(cell)
     caveats = (
         repetition_caveats(
-            {r.point.label: summarise([m.tps for m in r.ok if m.tps]) for r in results if r.ok}
+            {
+                r.point.label: summary
+                for r in results
+                if (summary := summarise([m.tps for m in r.ok if m.tps])) is not None
+            }
         )
         if results
         else []
@@ -106,7 +109,7 @@ def _steps_of_cell(
 def scale_advice(data: RunData) -> list[Advice]:
     """Seed 004: where throughput falls as the data grows, and the boundary it matches (the
     step finder of the report's steps section, per combination of the other swept values)."""
-    by_cell: dict[tuple[object, ...], list[PointResult]] = {}
+    by_cell: dict[Cell, list[PointResult]] = {}
     for result in data.points:
         if "scale" in result.point.swept:
             by_cell.setdefault(cell_without(result, "scale"), []).append(result)

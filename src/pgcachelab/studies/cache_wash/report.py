@@ -14,12 +14,15 @@ import functools
 import itertools
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from markupsafe import Markup
 from matplotlib import cbook, ticker
+from matplotlib.figure import Figure
 
+from pgcachelab.analysis.cache_composition import Sample
 from pgcachelab.analysis.cache_split import (
     CLIENT_TIMING,
     PHASES,
@@ -40,7 +43,7 @@ from pgcachelab.analysis.claims import BadFigure, Verdict, noise
 from pgcachelab.analysis.memory_accounting import same_ram_check
 from pgcachelab.analysis.run_data import RunData, measured_memory
 from pgcachelab.analysis.run_order import order_note
-from pgcachelab.analysis.summary import hit_ratio, summarise
+from pgcachelab.analysis.summary import Effect, Summary, hit_ratio, summarise
 from pgcachelab.report.cache_composition import samples as snapshot_samples
 from pgcachelab.report.plots import MAX_FLIERS, save_figure, thin_by_rank
 from pgcachelab.report.pyplot import plt
@@ -119,7 +122,9 @@ def _means(phase: str, group: list[Repetition]) -> np.ndarray:
     return np.fromiter((r.mean(phase) for r in group), dtype=float)
 
 
-def _box_figure(reps: list[Repetition], values_of) -> tuple:
+def _box_figure(
+    reps: list[Repetition], values_of: Callable[[list[Repetition]], np.ndarray]
+) -> tuple[Figure, bool]:
     """(figure, whether outliers were thinned): one box per shared_buffers and huge pages
     value, side by side, of `values_of(repetitions of the point)`; the caller titles it."""
     sizes = sorted({r.shared_buffers_bytes for r in reps})
@@ -219,12 +224,13 @@ def phase_cache_plot(data: RunData, out_dir: Path) -> list[Path]:
     return save_figure(figure, out_dir, "cache-wash-blocks")
 
 
-def _level(summary) -> str:
+def _level(summary: Summary) -> str:
     coverage = summary.median_coverage
+    assert coverage is not None  # asked only of a median with an interval, which has one
     return "95% CI" if coverage >= 0.95 else f"min..max, a {coverage:.0%} interval"
 
 
-def _ms(summary) -> str:
+def _ms(summary: Summary) -> str:
     text = f"median {summary.median:.3f} ms"
     if summary.median_low is not None:
         low, high = summary.median_low, summary.median_high
@@ -232,7 +238,7 @@ def _ms(summary) -> str:
     return text
 
 
-def _part(name: str, *args) -> str:
+def _part(name: str, *args: object) -> str:
     """A part of the section as templates/cache_wash.html.j2's macro `name` renders it: text
     escaped there, what is already HTML passed as Markup."""
     return str(macro("cache_wash.html.j2", name)(*args))
@@ -310,19 +316,19 @@ def timing_html(data: RunData, reps: list[Repetition]) -> str:
     return _part("notes", parts)
 
 
-def _ratio_text(summary) -> str:
+def _ratio_text(summary: Summary | None) -> str:
     if summary is None:
         return "–"
     return f"{summary.median:.2f}"
 
 
-def _interval_text(summary, digits: int = 2) -> str:
+def _interval_text(summary: Summary | None, digits: int = 2) -> str:
     if summary is None or summary.median_low is None:
         return "one repetition: no interval"
     return f"{summary.median_low:.{digits}f}..{summary.median_high:.{digits}f} ({_level(summary)})"
 
 
-def _geometric_text(effect) -> str:
+def _geometric_text(effect: Effect | None) -> str:
     if effect is None or effect.ci_low is None:
         return "–"
     return f"{effect.ratio:.2f} ({effect.ci_low:.2f}..{effect.ci_high:.2f})"
@@ -409,10 +415,12 @@ def _neither_text(residency: Residency) -> str:
     return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}..{high:.0%}"
 
 
-def point_residencies(data: RunData, sizes: WashData) -> list[tuple[int, str, dict]]:
+def point_residencies(
+    data: RunData, sizes: WashData
+) -> list[tuple[int, str, dict[tuple[str, str], Residency]]]:
     """(shared_buffers, huge pages, {(relation, moment): Residency}) per point with snapshots
     around the scan, by huge pages then shared_buffers."""
-    by_point: dict[int, list] = {}
+    by_point: dict[int, list[Sample]] = {}
     for sample in snapshot_samples(data):
         if sample.label in SCAN_MOMENTS:
             by_point.setdefault(sample.point_index, []).append(sample)
@@ -487,7 +495,8 @@ def residency_html(data: RunData, reps: list[Repetition], sizes: WashData) -> st
     if not found:
         return _part("residency_not_measured")
     ratios = {(row.huge_pages, row.shared_buffers_bytes): row for row in survival_table(reps)}
-    tables: dict[str, list] = {"index": [], "table": []}  # one each: thirteen columns do not fit
+    # one each: thirteen columns do not fit
+    tables: dict[str, list[list[str]]] = {"index": [], "table": []}
     for size, mode, by_key in point_residencies(data, sizes):
         row = ratios.get((mode, size))
         for relation, rows in tables.items():
@@ -587,7 +596,7 @@ def claims_html(data: RunData) -> str:
     return _part("claims", judged)
 
 
-def _judged(judge, data: RunData) -> Verdict:
+def _judged(judge: Callable[[RunData], Verdict], data: RunData) -> Verdict:
     """A figure the rules refuse leaves the claim undecided, as in `reproduce`."""
     try:
         return judge(data)

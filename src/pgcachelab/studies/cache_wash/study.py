@@ -9,7 +9,7 @@ from pgcachelab.report.render import Section
 from pgcachelab.store.records import ResultStore
 from pgcachelab.studies.cache_wash import claims as c
 from pgcachelab.studies.cache_wash.advice import cache_wash_advice
-from pgcachelab.studies.cache_wash.figures import SEED_HUGE_PAGES_RATIO
+from pgcachelab.studies.cache_wash.figures import SEED_HUGE_PAGES_RATIO, SEED_WARMUP_PER_INDEX_PAGE
 from pgcachelab.studies.kind import PublishedClaim, Reproduction, Study
 
 SEED = "000_80b0f9f99e057656.txt"
@@ -31,7 +31,7 @@ class CacheWash(Study):
             "read of the table washes the index out of the cache, which the long repeated index "
             "lookup shows",
             figure=f"{c.WASHED}, per huge pages value, after a warm-up of the seed's ~"
-            f"{c.SEED_WARMUP_PER_INDEX_PAGE:g} lookups per index page (the geometric mean of "
+            f"{SEED_WARMUP_PER_INDEX_PAGE:g} lookups per index page (the geometric mean of "
             "the repetitions' ratios of median lookups)",
             rule=f"{c.rule(c.WASHED_WORD, c.WASHED)}, with huge pages on and off; decided only "
             f"at the seed's warm-up, {c.SEED_WARMUP_BAND[0]:.2g}–{c.SEED_WARMUP_BAND[1]:.2g} "

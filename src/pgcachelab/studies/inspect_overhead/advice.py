@@ -3,6 +3,7 @@ the interval of the report's sag table, and how far each extension mode misplace
 
 from pgcachelab.analysis.advice import Advice
 from pgcachelab.analysis.inspect_accuracy import accuracy_finding
+from pgcachelab.analysis.inspect_overhead import Sag
 from pgcachelab.analysis.run_data import RunData, swept_text
 from pgcachelab.studies.inspect_overhead.sags import (
     METHOD_NAMES,
@@ -13,7 +14,9 @@ from pgcachelab.studies.inspect_overhead.sags import (
 )
 
 
-def sag_text(sag) -> str:
+def sag_text(sag: Sag | None) -> str:
+    # method_advice writes only the sags its lists were filtered on having
+    assert sag is not None, "a sag to write"
     interval = sag.sag_ci_percent
     if interval is None:
         return f"{sag.sag_percent:+.1f}% (no interval)"

@@ -46,9 +46,13 @@ from pgcachelab.analysis.versions import (
     version_order,
     welch_log_ratio,
 )
+from pgcachelab.store.records import Cell as SweptCell
 from pgcachelab.studies.versions.advice import version_samples
 
-Samples = dict[tuple, dict[str, list[float]]]
+Samples = dict[SweptCell, dict[str, list[float]]]
+# The run's values of the keys a claim looks at that it did not sweep (FIXED_KEYS, as the
+# workload stored them), and "versions", "unavailable", "cores" and "compilers" (fixed_values)
+Fixed = dict[str, object]
 
 FULL_SPEC = "archaeology.toml sweeps every major version from 8.3 to 18"
 # The article's machine: 2 x E5-2620 v4, 16 cores and 32 threads. Its read-only gains in 9.2
@@ -87,7 +91,7 @@ class Cell:
         return f"{mode}, {self.scale_class}" + (", SATA RAID" if self.sata else "")
 
 
-def _fits(cell: tuple, wanted: Cell, fixed: dict) -> bool:
+def _fits(cell: SweptCell, wanted: Cell, fixed: Fixed) -> bool:
     values = {**fixed, **dict(cell)}
     disk = str(values.get("disk") or "host")
     return (
@@ -97,7 +101,7 @@ def _fits(cell: tuple, wanted: Cell, fixed: dict) -> bool:
     )
 
 
-def pick_cell(samples: Samples, wanted: Cell, fixed: dict | None = None) -> tuple | None:
+def pick_cell(samples: Samples, wanted: Cell, fixed: Fixed | None = None) -> SweptCell | None:
     """The cell with the most clients among those matching `wanted` (the NVMe preset before
     other disks); `fixed`: the run's values of the keys it did not sweep."""
     fixed = fixed or {}
@@ -105,14 +109,14 @@ def pick_cell(samples: Samples, wanted: Cell, fixed: dict | None = None) -> tupl
     if not matching:
         return None
 
-    def key(cell: tuple) -> tuple:
+    def key(cell: SweptCell) -> tuple[bool, bool, float]:
         values = {**fixed, **dict(cell)}
         # the NVMe preset before other disks, -M simple before the others (archaeology.toml
         # sweeps both protocols), then the most clients
         return (
             values.get("disk") == "nvme",
             values.get("protocol", "simple") == "simple",
-            float(values.get("clients") or 0),
+            _number(values.get("clients")),
         )
 
     return max(matching, key=key)
@@ -126,7 +130,7 @@ def _measured(by_version: dict[str, list[float]], newest_at_most: str | None) ->
     return [v for v in measured if order.index(v) <= order.index(newest_at_most)]
 
 
-def _where(cell: tuple, fixed: dict) -> str:
+def _where(cell: SweptCell, fixed: Fixed) -> str:
     values = {**fixed, **dict(cell)}
     clients = values.get("clients")
     disk, protocol = values.get("disk"), values.get("protocol")
@@ -140,17 +144,42 @@ def _where(cell: tuple, fixed: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def _number(value: object) -> float:
+    """A stored count ("clients") as a number to order by; 0 for none."""
+    return float(value) if isinstance(value, int | float | str) and value else 0.0
+
+
+def _unavailable(fixed: Fixed) -> dict[str, str]:
+    """Version -> why the machine could not obtain it."""
+    found = fixed.get("unavailable")
+    return found if isinstance(found, dict) else {}
+
+
+def _swept_versions(fixed: Fixed) -> list[str] | None:
+    """The versions the run's spec swept; None when not known."""
+    found = fixed.get("versions")
+    return found if isinstance(found, list) else None
+
+
+def _compilers(fixed: Fixed) -> dict[str, str]:
+    """Version -> the compiler that built its server."""
+    found = fixed.get("compilers")
+    return found if isinstance(found, dict) else {}
+
+
 def _mode_text(mode: str) -> str:
     return "read-only" if mode == READ_ONLY else "read-write"
 
 
-def missing_versions(needed: list[str], by_version: dict[str, list[float]], fixed: dict):
+def missing_versions(
+    needed: list[str], by_version: dict[str, list[float]], fixed: Fixed
+) -> Verdict | None:
     """None when the cell has measurements of every version in `needed`; else the verdict
     that says why not, version by version: a version the machine could not obtain makes the
     claim "cannot be shown here" (with the install's reason), one the spec does not sweep "not
     measured", one swept whose points all failed noise."""
-    unavailable = fixed.get("unavailable") or {}
-    swept = fixed.get("versions")
+    unavailable = _unavailable(fixed)
+    swept = _swept_versions(fixed)
     missing = [v for v in needed if not by_version.get(v)]
     if not missing:
         return None
@@ -175,7 +204,7 @@ def step_figure(
     wanted: Cell,
     after: str,
     before: list[str],
-    fixed: dict,
+    fixed: Fixed,
     falling: bool = False,
 ) -> tuple[Figure | Verdict, str]:
     """tps of version `after` against the first of `before` the cell has (the version just
@@ -230,7 +259,7 @@ def _oriented(
 def trend_figure(
     samples: Samples,
     wanted: Cell,
-    fixed: dict | None = None,
+    fixed: Fixed | None = None,
     newest_at_most: str | None = ARTICLE_NEWEST,
     falling: bool = False,
 ) -> Figure | str:
@@ -287,7 +316,7 @@ def gain_over_gain(
     first: Cell,
     second_scale_class: str | None = None,
     second_mode: str | None = None,
-    fixed: dict | None = None,
+    fixed: Fixed | None = None,
     oldest_at_least: str | None = None,
 ) -> Figure | str:
     """The first cell's newest/oldest tps (newest up to 13) over the second's, at the same
@@ -324,7 +353,7 @@ def gain_over_gain(
 
 
 def read_write_over_read_only(
-    samples: Samples, scale_class: str, fixed: dict | None = None
+    samples: Samples, scale_class: str, fixed: Fixed | None = None
 ) -> Figure | str:
     """Read-write's newest/oldest ratio over read-only's, at the same clients and versions."""
     return gain_over_gain(
@@ -345,7 +374,7 @@ class VersionClaim:
     article: str  # the article's own figure
     qualifier: str  # its word's key in analysis/qualifiers.py
     gist: str  # the claim in a few words, for the rule's text
-    decide: Callable[["VersionClaim", Samples, dict], Verdict]
+    decide: Callable[["VersionClaim", Samples, Fixed], Verdict]
     n: float | None = None  # the article's number the qualifier needs ("about" 2)
     caveat: str = ""  # what the rule adds to the table's band
 
@@ -368,7 +397,7 @@ def _judged_step(claim: VersionClaim, figure: Figure | Verdict, note: str) -> Ve
     return with_reason(verdict, note) if note else verdict
 
 
-def _on_few_cores(verdict: Verdict, fixed: dict) -> Verdict:
+def _on_few_cores(verdict: Verdict, fixed: Fixed) -> Verdict:
     """A scalability gain short of the article's band on fewer cores than the article's is
     the machine's doing: not a contradiction."""
     cores = fixed.get("cores")
@@ -381,8 +410,10 @@ def _on_few_cores(verdict: Verdict, fixed: dict) -> Verdict:
     return verdict
 
 
-def _read_only_step(after: str, scale_class: str):
-    def decide(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _read_only_step(
+    after: str, scale_class: str
+) -> Callable[[VersionClaim, Samples, Fixed], Verdict]:
+    def decide(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
         figure, note = step_figure(
             samples, Cell(READ_ONLY, scale_class), after, older_than(after), fixed
         )
@@ -391,7 +422,7 @@ def _read_only_step(after: str, scale_class: str):
     return decide
 
 
-def _group_commit(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _group_commit(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
     cell = pick_cell(samples, Cell(READ_WRITE, "small", sata=True), fixed)
     if cell is None:
         return not_measured(
@@ -422,8 +453,8 @@ def _oldest_in(figure: Figure) -> str:
     return pair.split("/")[1]
 
 
-def _rise(scale_class: str) -> Callable[[VersionClaim, Samples, dict], Verdict]:
-    def decide(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _rise(scale_class: str) -> Callable[[VersionClaim, Samples, Fixed], Verdict]:
+    def decide(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
         figure = trend_figure(samples, Cell(READ_WRITE, scale_class), fixed)
         if isinstance(figure, str):
             return _not_in_run(figure)
@@ -432,14 +463,14 @@ def _rise(scale_class: str) -> Callable[[VersionClaim, Samples, dict], Verdict]:
     return decide
 
 
-def _read_write_outgrew_read_only(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _read_write_outgrew_read_only(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
     figure = read_write_over_read_only(samples, "medium", fixed)
     if isinstance(figure, str):
         return _not_in_run(figure)
     return claim.graded(figure)
 
 
-def _large_read_write_regressed(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _large_read_write_regressed(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
     """9.5 against 11 where the run has both; else the nearest it has (the oldest version up
     to 11 for 9.5, the newest up to 11 for 11), saying which stood in and why."""
     cell = pick_cell(samples, Cell(READ_WRITE, "large"), fixed)
@@ -462,14 +493,14 @@ def _large_read_write_regressed(claim: VersionClaim, samples: Samples, fixed: di
     return with_reason(verdict, f"other versions stand in: {lacking.reason}")
 
 
-def _sata_read_only_fell(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _sata_read_only_fell(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
     figure = trend_figure(samples, Cell(READ_ONLY, "large", sata=True), fixed, falling=True)
     if isinstance(figure, str):
         return not_measured(f'{figure} (disk = "{SATA_RAID}"): {NOT_IN_QUICK}')
     return claim.graded(figure)
 
 
-def _sata_gains_smaller(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _sata_gains_smaller(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
     parts = []
     for scale_class in ("medium", "large"):
         figure = gain_over_gain(
@@ -490,7 +521,7 @@ SMALLER_MACHINE_REASON = (
 )
 
 
-def _smaller_machine(claim: VersionClaim, samples: Samples, fixed: dict) -> Verdict:
+def _smaller_machine(claim: VersionClaim, samples: Samples, fixed: Fixed) -> Verdict:
     return not_measured(SMALLER_MACHINE_REASON)
 
 
@@ -685,12 +716,12 @@ def compiler_release(words: str) -> str:
     return f"{name} {major}.{minor}" if int(major) < 5 else f"{name} {major}"
 
 
-def with_compilers(verdict: Verdict, fixed: dict) -> Verdict:
+def with_compilers(verdict: Verdict, fixed: Fixed) -> Verdict:
     """Two versions built by different compilers differ by the compiler too: the article built
     every version with one (gcc 9.2.0), and otj's 9.3 and 9.5 (gcc 4.1), zonky's 9.6 and 10
     (gcc 4.4) and 11 to 17 (gcc 7.5) and the wheel's 18 (gcc 14) do not; a deciding verdict
     between two of them is not the versions' alone."""
-    compilers = fixed.get("compilers") or {}
+    compilers = _compilers(fixed)
     if verdict.outcome not in DECIDING or verdict.figure is None:
         return verdict
     pair = _PAIR.search(verdict.figure.what)
@@ -710,7 +741,7 @@ def with_compilers(verdict: Verdict, fixed: dict) -> Verdict:
     )
 
 
-def judge(claim: VersionClaim, samples: Samples, fixed: dict | None = None) -> Verdict:
+def judge(claim: VersionClaim, samples: Samples, fixed: Fixed | None = None) -> Verdict:
     """The claim's verdict on the samples; `fixed`: the run's values of unswept keys (and the
     run's versions, those it could not obtain, the compilers, this machine's cores)."""
     fixed = fixed or {}
@@ -726,14 +757,14 @@ def judge(claim: VersionClaim, samples: Samples, fixed: dict | None = None) -> V
 FIXED_KEYS = ("mode", "scale_class", "clients", "disk", "protocol")
 
 
-def fixed_values(data: RunData) -> dict:
+def fixed_values(data: RunData) -> Fixed:
     """The run's values of the keys a claim looks at that it did not sweep; and what a claim
     about particular versions needs to say why one is missing: the versions the spec swept,
     those the machine could not obtain (with the install's reason), this machine's cores."""
     if not data.points:
         return {}
     workload = data.points[0].point.workload.record()  # the keys as stored, by name
-    fixed = {k: workload.get(k) for k in FIXED_KEYS if k not in data.swept_keys}
+    fixed: Fixed = {k: workload.get(k) for k in FIXED_KEYS if k not in data.swept_keys}
     target = data.run.target or {}
     fixed["versions"] = sorted({str(r.point.swept.get("version")) for r in data.points})
     fixed["unavailable"] = dict(target.get("unavailable") or {})

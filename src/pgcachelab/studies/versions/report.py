@@ -3,9 +3,11 @@ for each scale class and mode; and the version-to-version table with its interva
 
 import itertools
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 from markupsafe import Markup
+from matplotlib.axes import Axes
 
 from pgcachelab.analysis.run_data import PointResult, RunData, swept_text
 from pgcachelab.analysis.versions import (
@@ -23,6 +25,7 @@ from pgcachelab.report.html import readable_setting
 from pgcachelab.report.plots import TPS_LABEL, progress_plot, save_figure
 from pgcachelab.report.pyplot import plt
 from pgcachelab.report.render import ALL_COLUMNS, Row, Section, render, table
+from pgcachelab.store.records import Cell
 from pgcachelab.studies.versions.advice import version_samples
 from pgcachelab.studies.versions.claims import compiled_by, compiler_release
 from pgcachelab.units import format_bytes
@@ -35,7 +38,7 @@ def is_version_run(data: RunData) -> bool:
     return "version" in data.swept_keys
 
 
-def _cell(result: PointResult, leave_out: tuple[str, ...] = ("version",)) -> tuple:
+def _cell(result: PointResult, leave_out: tuple[str, ...] = ("version",)) -> Cell:
     return tuple((k, v) for k, v in result.point.swept.items() if k not in leave_out)
 
 
@@ -45,7 +48,7 @@ def version_label(data: RunData, version: str) -> str:
     return f"PostgreSQL {known.get('server_version') or version}{twin}"
 
 
-def _panel_title(panel: tuple, results: list[PointResult]) -> str:
+def _panel_title(panel: Cell, results: list[PointResult]) -> str:
     """The cell, and what a scale class came to: its scale and the database's size."""
     title = swept_text(panel)
     scales = {(m.metrics.get("data") or {}).get("scale") for r in results for m in r.ok}
@@ -56,7 +59,9 @@ def _panel_title(panel: tuple, results: list[PointResult]) -> str:
     return title
 
 
-def _label_panel(axis, data: RunData, panel: tuple, results: list[PointResult], x_label: str):
+def _label_panel(
+    axis: Axes, data: RunData, panel: Cell, results: list[PointResult], x_label: str
+) -> None:
     """A throughput panel's title, axes, grid and legend."""
     axis.set_title(_panel_title(panel, results) or data.run.name, fontsize=9)
     axis.set_xlabel(x_label)
@@ -66,15 +71,16 @@ def _label_panel(axis, data: RunData, panel: tuple, results: list[PointResult], 
     axis.legend(fontsize=7)
 
 
-def _hide_unused(axes, used: int) -> None:
-    for axis in list(axes.flat)[used:]:
+def _hide_unused(axes: Iterable[Axes], used: int) -> None:
+    """`axes`: a figure's grid of panels, flat; those past the `used` ones are hidden."""
+    for axis in list(axes)[used:]:
         axis.set_visible(False)
 
 
-def clients_panels(data: RunData) -> dict[tuple, list[PointResult]]:
+def clients_panels(data: RunData) -> dict[Cell, list[PointResult]]:
     """The points of each panel: one per combination of the swept keys other than version and
     clients (scale class x mode, x storage with a disk sweep: the seed's charts)."""
-    panels: dict[tuple, list[PointResult]] = {}
+    panels: dict[Cell, list[PointResult]] = {}
     for result in data.points:
         panels.setdefault(_cell(result, ("version", X_KEY)), []).append(result)
     return panels
@@ -126,7 +132,7 @@ def clients_plot(data: RunData, out_dir: Path) -> list[Path]:
         axis.set_xticks(clients, [str(c) for c in clients])
         axis.minorticks_off()
         _label_panel(axis, data, panel, results, "clients (log scale)")
-    _hide_unused(axes, len(panels))
+    _hide_unused(axes.flat, len(panels))
     figure.suptitle(
         f"{data.run.name}: throughput against clients per version "
         "(line: median, band: min..max of the repetitions)",
@@ -187,7 +193,7 @@ def version_plot(data: RunData, out_dir: Path) -> list[Path]:
             fontsize=8,
         )
         _label_panel(axis, data, panel, results, "PostgreSQL major version (release order)")
-    _hide_unused(axes, len(panels))
+    _hide_unused(axes.flat, len(panels))
     missing = f"; not installed here: {', '.join(sorted(unavailable))}" if unavailable else ""
     figure.suptitle(
         f"{data.run.name}: throughput by version (point: median, bar: min..max of the "
@@ -286,7 +292,7 @@ def _control_rows(changes: list[VersionChange]) -> list[Row]:
     ]
 
 
-def _agreement(changes: list[VersionChange], previous: RunData | None) -> dict:
+def _agreement(changes: list[VersionChange], previous: RunData | None) -> dict[str, object]:
     """Whether the previous run of the spec found its significant changes in the same
     direction as this one; the disagreements listed when it did not."""
     if previous is None or not is_version_run(previous):
