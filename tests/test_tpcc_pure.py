@@ -15,6 +15,7 @@ from pgcachelab.report.tpcc_text import format_run, run_json
 from pgcachelab.workloads.pgbench_log import LoggedTransaction, parse_transaction_log
 from pgcachelab.workloads.pgbench_output import StatementLatency
 from pgcachelab.workloads.tpcc import client_scripts, differences
+from pgcachelab.workloads.tpcc.deck import check_mix
 from pgcachelab.workloads.tpcc.driver import (
     RunOptions,
     TpccRun,
@@ -154,17 +155,17 @@ def test_home_warehouse_uses_the_client_id():
     assert "+ 100) % 1000) + 0" in render_scripts(_params())["payment"]  # C-Run for C_LAST
 
 
-def test_pgbench_args_skip_zero_weights_and_retry_from_15():
-    files = {name: Path(f"/s/{name}.sql") for name in TRANSACTIONS}
+def test_pgbench_args_send_one_script_with_its_deck_and_retry_from_15():
     weights = {**DEFAULT_WEIGHTS, "order_status": 0, "payment": 47}
     options = RunOptions(clients=3, threads=8, duration_s=5, weights=weights, rate_tpm=600)
-    args, names = pgbench_args(options, files, Path("/s/tpcc"), 18)
-    assert names == ["new_order", "payment", "delivery", "stock_level"]
-    assert "/s/payment.sql@47" in args and not any("order_status" in a for a in args)
+    variables = {"deck_seed": 7, "deck_left": 0}
+    args = pgbench_args(options, Path("/s/tpcc.sql"), Path("/s/tpcc"), 18, variables)
+    assert args[args.index("-f") + 1] == "/s/tpcc.sql" and args.count("-f") == 1
+    assert "deck_seed=7" in args and "deck_left=0" in args
     assert args[args.index("-j") + 1] == "3"  # no more threads than clients
     assert args[args.index("-R") + 1] == "10"
     assert args[args.index("--max-tries") + 1] == "10"
-    assert "--max-tries" not in pgbench_args(options, files, Path("/s/tpcc"), 14)[0]
+    assert "--max-tries" not in pgbench_args(options, Path("/s/t.sql"), Path("/s/t"), 14, {})
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -281,17 +282,21 @@ def test_scripts_follow_the_mode_and_the_terminal_times():
     client = transaction_scripts(params, RunOptions(mode="client"))
     assert client["payment"] == client_scripts.payment(params)
     timed = transaction_scripts(params, RunOptions(mode="client", terminal_times="spec"))
-    think = "\\set think_ms int(least(-ln(random(1, 1000000) / 1000000.0) * {}, {}))\n"
+    think = "\\set think_ms_{} int(least(-ln(random(1, 1000000) / 1000000.0) * {}, {}))\n"
     assert timed["payment"] == (
-        think.format(12000, 120000) + "\\sleep :think_ms ms\n\\sleep 3000 ms\n" + client["payment"]
+        think.format("payment", 12000, 120000)
+        + "\\sleep :think_ms_payment ms\n\\set keying_ms_payment 3000\n"
+        + "\\sleep :keying_ms_payment ms\n"
+        + client["payment"]
     )
-    assert timed["new_order"].startswith(think.format(12000, 120000))
-    assert "\\sleep :think_ms ms\n\\sleep 18000 ms\nbegin;" not in timed["new_order"]
-    assert "\\sleep 18000 ms\n" + client["new_order"].split("begin;")[0] in timed["new_order"]
-    assert timed["delivery"].startswith(think.format(5000, 50000))
-    files = {name: Path(f"/s/{name}.sql") for name in TRANSACTIONS}
-    args, _ = pgbench_args(RunOptions(terminal_times="spec"), files, Path("/s/tpcc"), 18)
-    assert "-r" in args and "-r" not in pgbench_args(RunOptions(), files, Path("/s/t"), 18)[0]
+    assert timed["new_order"].startswith(think.format("new_order", 12000, 120000))
+    assert "\\sleep :keying_ms_new_order ms\nbegin;" not in timed["new_order"]
+    keyed = "\\sleep :keying_ms_new_order ms\n" + client["new_order"].split("begin;")[0]
+    assert keyed in timed["new_order"]
+    assert timed["delivery"].startswith(think.format("delivery", 5000, 50000))
+    file, prefix = Path("/s/tpcc.sql"), Path("/s/tpcc")
+    assert "-r" in pgbench_args(RunOptions(terminal_times="spec"), file, prefix, 18, {})
+    assert "-r" not in pgbench_args(RunOptions(), file, prefix, 18, {})
 
 
 def test_ten_terminals_per_warehouse_make_at_most_the_specs_tpmc():
@@ -303,13 +308,16 @@ def test_ten_terminals_per_warehouse_make_at_most_the_specs_tpmc():
 
 def test_response_time_is_the_cycle_less_the_sleeps():
     statements = [
-        StatementLatency(18003.0, 0, 0, "\\sleep 18000 ms"),
+        StatementLatency(18003.0, 0, 0, "\\sleep :keying_ms_new_order ms"),
         StatementLatency(2.5, 0, 0, "select tpcc.new_order(...);"),
-        StatementLatency(0.01, 0, 0, "\\set think_ms int(...)"),
-        StatementLatency(11990.0, 0, 0, "\\sleep :think_ms ms"),
+        StatementLatency(0.01, 0, 0, "\\set think_ms_new_order int(...)"),
+        StatementLatency(11990.0, 0, 0, "\\sleep :think_ms_new_order ms"),
+        StatementLatency(2001.0, 0, 0, "\\sleep :keying_ms_stock_level ms"),
     ]
-    assert mean_sleep_ms(statements) == 18003.0 + 11990.0
-    assert math.isnan(mean_sleep_ms(statements[1:3]))
+    # one script holds every type: each one's sleeps are told apart by their names
+    assert mean_sleep_ms(statements, "new_order") == 18003.0 + 11990.0
+    assert mean_sleep_ms(statements, "stock_level") == 2001.0
+    assert math.isnan(mean_sleep_ms(statements[1:3], "new_order"))
 
     def logged(latency_us):
         return LoggedTransaction(0, 1, latency_us, 0, 1000, 0)
@@ -368,7 +376,8 @@ def test_the_text_report_names_the_mode_and_the_terminal_times():
     run = TpccRun(summary=summary, warehouses=1, c_last_load=1, c_last_run=70, rollbacks=0,
                   retries=0, failures_by_kind={}, client_cpu_s=0.01, rate_limited=False,
                   pgbench_version="18.1", options=options, settings={}, checks=[],
-                  script_names=["new_order", "payment"])  # fmt: skip
+                  script_names=["new_order", "payment"],
+                  mix=check_mix({"new_order": 1, "payment": 1}, standard=False))  # fmt: skip
     text = format_run(run)
     assert "mode client, terminal times spec" in text
     assert "latencies are mean response times" in text
@@ -414,7 +423,8 @@ def test_a_run_that_completed_no_new_order_says_so_and_writes_no_nan():
     run = TpccRun(summary=summary, warehouses=1, c_last_load=1, c_last_run=70, rollbacks=0,
                   retries=0, failures_by_kind={}, client_cpu_s=0.01, rate_limited=False,
                   pgbench_version="18.1", options=options, settings={}, checks=[],
-                  script_names=["new_order", "payment"])  # fmt: skip
+                  script_names=["new_order", "payment"],
+                  mix=check_mix({}, standard=True))  # fmt: skip
     assert summary.by_type["new_order"].latency_ms == {}
     text = format_run(run)
     assert "nan" not in text.lower()

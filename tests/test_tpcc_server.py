@@ -297,6 +297,58 @@ def test_client_mode_runs_the_mix_and_stays_consistent(loaded):
     assert run.options.mode == "client"
 
 
+def _function_calls(conn) -> dict[str, int]:
+    rows = conn.execute(
+        "select funcname, calls from pg_stat_user_functions where schemaname = 'tpcc'"
+    ).fetchall()
+    return dict(rows)
+
+
+def _calls_after(cluster, before: dict[str, int], expected_total: int) -> dict[str, int]:
+    """Calls per function since `before`, once the ended sessions' statistics are in (they
+    reach the shared statistics when each backend exits, a moment after pgbench does)."""
+    names = ("new_order", "payment", "order_status", "delivery", "stock_level")
+    deadline = time.monotonic() + 30
+    while True:
+        with cluster.connect() as conn:
+            calls = _function_calls(conn)
+        counts = {name: calls.get(name, 0) - before.get(name, 0) for name in names}
+        if sum(counts.values()) >= expected_total or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", ["procedures", "client"])
+def test_each_terminal_is_dealt_whole_decks(loaded, mode):
+    """Issue 51: three whole decks of clause 5.2.4.2 per terminal, exactly 10/10/1/1/1 each;
+    what the server ran (its function calls, its new orders and payments) is what the driver
+    names each logged transaction by dealing the same decks again."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    terminals, decks = 3, 3
+    with cluster.connect() as conn:
+        before = _function_calls(conn)
+        orders_before = _count(conn, "select count(*) from tpcc.orders")
+        history_before = _count(conn, "select count(*) from tpcc.history")
+    options = driver.RunOptions(clients=terminals, threads=1, transactions=23 * decks,
+                                warehouses=1, mode=mode)  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(51), settings={"track_functions": "all"})  # fmt: skip
+    summary = run.summary
+    assert summary.failed == 0 and all(c.passed for c in run.checks)
+    completed = {name: stats.completed for name, stats in summary.by_type.items()}
+    whole = terminals * decks
+    assert completed == {"new_order": 10 * whole, "payment": 10 * whole, "order_status": whole,
+                         "delivery": whole, "stock_level": whole}  # fmt: skip
+    assert run.mix.met and run.mix.standard
+    with cluster.connect() as conn:
+        orders = _count(conn, "select count(*) from tpcc.orders") - orders_before
+        payments = _count(conn, "select count(*) from tpcc.history") - history_before
+    assert orders + run.rollbacks == 10 * whole and payments == 10 * whole
+    if mode == "procedures":
+        assert _calls_after(cluster, before, 23 * whole) == completed
+
+
 def test_terminal_times_leave_the_response_time(loaded):
     """A think time (mean 5 s) and the keying time (2 s) of Stock-Level run inside pgbench's
     transaction; what the run reports is the response time without them."""
