@@ -440,3 +440,16 @@ def test_a_run_that_completed_no_new_order_says_so_and_writes_no_nan():
     )
     assert no_new_order(dataclasses.replace(run, options=RunOptions(
         weights=parse_weights("0,100,0,0,0")))) is None  # fmt: skip
+
+
+def test_a_phase_clock_adds_its_phases_up_to_its_total():
+    from pgcachelab.workloads.tpcc.loader import PhaseClock
+
+    clock = PhaseClock(already_s=0.25)
+    clock.lap("first")
+    clock.lap("second")
+    clock.lap("first")  # a phase met twice adds up
+    assert list(clock.seconds) == ["start-up", "first", "second"]
+    assert clock.seconds["start-up"] == 0.25
+    assert sum(clock.seconds.values()) == pytest.approx(clock.total_s, abs=1e-9)
+    assert clock.total_s >= 0.25

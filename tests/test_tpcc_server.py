@@ -3,6 +3,7 @@ its rollbacks, and the CLI refusing bad input before anything is half-done."""
 
 import json
 import random
+import re
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -74,6 +75,31 @@ def test_load_has_the_specified_rows(loaded):
         indexes = {row[0] for row in conn.execute(
             "select indexname from pg_indexes where schemaname = 'tpcc'")}  # fmt: skip
         assert "customer_last_name" in indexes and len(indexes) == 10
+
+
+def test_load_reports_its_phases_end_to_end(loaded):
+    """Issue 51: the phases add up to the load's whole time; the per-table tasks overlap."""
+    _, result = loaded
+    phases = ["schema and sessions", "data", "keys and indexes", "vacuum analyze",
+              "consistency checks", "size"]  # fmt: skip
+    assert list(result.seconds_by_phase) == phases
+    assert sum(result.seconds_by_phase.values()) == pytest.approx(result.total_s, abs=1e-6)
+    assert {"stock w1", "orders w1", "customer w1", "item", "keys stock", "analyze stock"} <= set(
+        result.seconds_by_task
+    )
+
+
+_LOAD_LINE = re.compile(r"^loaded 1 warehouse\(s\) in (?P<total>[\d.]+) s \((?P<phases>.*)\)$")
+
+
+def _reported_phases(stdout: str) -> tuple[float, dict[str, float]]:
+    match = _LOAD_LINE.match(stdout.splitlines()[0])
+    assert match, stdout
+    phases = {}
+    for part in match["phases"].split(", "):
+        name, _, seconds = part.rpartition(" ")[0].rpartition(" ")
+        phases[name] = float(seconds)
+    return float(match["total"]), phases
 
 
 def test_load_passes_the_consistency_checks(loaded):
@@ -409,7 +435,11 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
     dsn = dsn_of(running_cluster)
     load = run_cli("tpcc", "load", "--dsn", dsn, "--warehouses", "1", tmpdir=lab_tmp)
     assert load.returncode == 0, load.stderr
-    assert load.stdout.startswith("loaded 1 warehouse(s) in ")
+    total_s, phases = _reported_phases(load.stdout)
+    assert list(phases)[:3] == ["start-up", "server connection", "schema and sessions"]
+    # rounded to tenths: each phase is off by at most 0.05 s
+    assert sum(phases.values()) == pytest.approx(total_s, abs=0.05 * (len(phases) + 1))
+    assert "tasks, on parallel sessions: " in load.stdout
     run = run_cli("tpcc", "run", "--dsn", dsn, "--duration", "2", "--clients", "2",
                   "--weights", "50,50,0,0,0", "--mode", "client", "--json",
                   tmpdir=lab_tmp)  # fmt: skip
@@ -421,6 +451,19 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
     assert document["disclaimer"].startswith("TPC-C-like")
     assert document["run"]["summary"]["tpmc"] > 0
     assert document["run"]["script_names"] == ["new_order", "payment"]
+
+
+def test_cli_load_on_a_managed_cluster_reports_its_whole_time(lab_tmp):
+    """Issue 51: 8.8 s reported of a 14.3 s command. Now the cluster's creation and removal
+    and the start-up are phases, and the total is all but the process's exit."""
+    started = time.monotonic()
+    load = run_cli("tpcc", "load", "--warehouses", "1", tmpdir=lab_tmp)
+    wall_s = time.monotonic() - started
+    assert load.returncode == 0, load.stderr
+    total_s, phases = _reported_phases(load.stdout)
+    assert {"start-up", "cluster creation", "data", "cluster removal"} <= set(phases)
+    assert sum(phases.values()) == pytest.approx(total_s, abs=0.05 * (len(phases) + 1))
+    assert wall_s * 0.9 - 0.5 <= total_s <= wall_s
 
 
 @pytest.mark.parametrize(
