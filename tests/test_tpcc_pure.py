@@ -233,24 +233,61 @@ def _sql_lines(text: str) -> list[str]:
 def test_client_scripts_send_statements_in_one_transaction_each():
     params = _params()
     for name, render in client_scripts.RENDERERS.items():
-        sql = _sql_lines(render(params))
-        assert len(sql) > 1 and not any("tpcc." + name + "(" in line for line in sql), name
-        if name != "stock_level":  # clause 2.8.2.3: each statement may see its own snapshot
+        text = render(params)
+        sql = _sql_lines(text)
+        assert not any("tpcc." + name + "(" in line for line in sql), name
+        assert text.count("\\startpipeline") == text.count("\\endpipeline") <= 1, name
+        if name in ("order_status", "stock_level"):  # one read: one statement, one snapshot
+            assert len(sql) == 1, name
+        else:
             assert sql[0] == "begin;" and sql[-1] in ("commit;", "rollback;"), name
+            assert text.index("\\startpipeline\nbegin;") >= 0, name
+
+
+def test_client_scripts_send_few_round_trips():
+    """Issue 51: a statement per step, and a pipeline for what the script need not read.
+    Round trips outside a pipeline: each SQL line, plus one per pipeline."""
+
+    def round_trips(text: str) -> int:
+        inside = False
+        count = 0
+        for line in text.splitlines():
+            if line == "\\startpipeline":
+                inside, count = True, count + 1
+            elif line == "\\endpipeline":
+                inside = False
+            elif not line.startswith("\\") and not inside:
+                count += 1
+        return count
+
+    params = _params()
+    # New-Order: the pipeline, its line count, commit or rollback (one of the two is sent)
+    assert round_trips(client_scripts.new_order(params)) == 4
+    assert round_trips(client_scripts.payment(params)) == 1
+    assert round_trips(client_scripts.order_status(params)) == 1
+    assert round_trips(client_scripts.delivery(params)) == 1
+    assert round_trips(client_scripts.stock_level(params)) == 1
+    # pgbench allows no \gset inside a pipeline
+    for render in client_scripts.RENDERERS.values():
+        text = render(params)
+        for piped in text.split("\\startpipeline")[1:]:
+            assert "\\gset" not in piped.split("\\endpipeline")[0]
 
 
 def test_client_new_order_writes_each_line_and_rolls_back_on_the_unused_item():
     text = client_scripts.new_order(_params())
     assert text.count("insert into tpcc.order_line") == MAX_ORDER_LINES
-    assert "\\if :found = 1 and :ol_cnt >= 15" in text and "\\if :ol_cnt >= 16" not in text
-    assert text.endswith(
-        "\\if :found = 1\ncommit;\n\\else\nselect nextval('tpcc.rollbacks');\nrollback;\n\\endif\n"
-    )
+    assert "\\if :ol_cnt >= 15\n" in text and "\\if :ol_cnt >= 16" not in text
+    # an unused item touches no stock; the lines written decide commit or rollback
+    assert text.count("and exists (select from item)") == MAX_ORDER_LINES
+    assert "then nextval('tpcc.rollbacks') else 0 end as rolled_back" in text
+    assert text.endswith("\\if :lines = :ol_cnt\ncommit;\n\\else\nrollback;\n\\endif\n")
     # the inputs are those of the procedures mode: same mix of items, unused item, supply
     assert text.startswith("\n".join(new_order_inputs(_params())))
     # O_ALL_LOCAL looks at the used lines only; one warehouse: always local
     assert "\\set all_local case when :ol_cnt >= 15 and :s15 <> :w_id then 0" in text
-    assert "\\set all_local 1\nbegin;" in client_scripts.new_order(_params(warehouses=1))
+    one_warehouse = client_scripts.new_order(_params(warehouses=1))
+    assert "\\set all_local 1\n\\startpipeline\nbegin;" in one_warehouse
 
 
 def test_client_scripts_pass_inputs_as_variables_not_text():

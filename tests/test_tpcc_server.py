@@ -259,13 +259,15 @@ def test_concurrent_deliveries_wait_and_leave_no_gap_after_a_rollback(loaded):
         assert all(c.passed for c in run_checks(observer))
 
 
-def test_many_terminals_on_one_warehouse_stay_consistent(loaded):
+@pytest.mark.parametrize("mode", ["procedures", "client"])
+def test_many_terminals_on_one_warehouse_stay_consistent(loaded, mode):
     """Issue 39: eight terminals on one warehouse, half of them Deliveries, queue on the same
-    new-order rows (lock contention on purpose); the run finishes and every condition holds."""
+    new-order rows (lock contention on purpose); the run finishes and every condition holds.
+    In the client mode New-Orders deadlock on stock rows inside pipelines: pgbench retries."""
     cluster, _ = loaded
     target = ExistingTarget(dsn_of(cluster))
     options = driver.RunOptions(clients=8, threads=2, transactions=15, warehouses=1,
-                                weights=parse_weights("30,20,0,50,0"))  # fmt: skip
+                                weights=parse_weights("30,20,0,50,0"), mode=mode)  # fmt: skip
     run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
                      random.Random(7))  # fmt: skip
     assert run.summary.completed + run.summary.failed == 8 * 15
