@@ -155,3 +155,15 @@ def test_a_run_below_a_minimum_says_so_in_text_json_and_the_store():
     fine = _run(dict(STANDARD_DECK))
     assert "minimums met" in format_run(fine) and "warning: the run's mix" not in format_run(fine)
     assert json.loads(run_json(fine))["mix_meets_minimums"] is True
+
+
+def test_the_study_report_says_which_runs_fell_below_the_minimums():
+    from pgcachelab.studies.tpcc.report import mix_text
+
+    met = {"mix": {"shares": {}, "below_minimums": {}, "standard_deck": True}}
+    below = {"mix": {"shares": {}, "below_minimums": {"payment": 0.4273}, "standard_deck": False}}
+    assert mix_text([{}]) == ""  # stored before issue 51
+    assert mix_text([met, met]) == "; the mix of every run (2) met clause 5.2.3's minimums"
+    text = mix_text([met, below, {}])
+    assert text.startswith("; the mix of 1 of 2 runs was BELOW clause 5.2.3's minimums")
+    assert "(lowest: payment 42.73%)" in text
