@@ -276,7 +276,11 @@ def test_client_scripts_send_few_round_trips():
 
 def test_client_new_order_writes_each_line_and_rolls_back_on_the_unused_item():
     text = client_scripts.new_order(_params())
-    assert text.count("insert into tpcc.order_line") == MAX_ORDER_LINES
+    # all the lines in one statement; line by line when one item comes twice from a warehouse
+    assert text.count("insert into tpcc.order_line") == MAX_ORDER_LINES + 1
+    assert "\\if :repeated = 1\n" in text and text.count("\\else\nwith line as (") == 1
+    assert "\\set k15 case when :ol_cnt >= 15 then :s15 * 1000000 + :i15 else -15 end" in text
+    assert text.count(":k14 = :k15") == 1 and ":k15 = :k14" not in text
     assert "\\if :ol_cnt >= 15\n" in text and "\\if :ol_cnt >= 16" not in text
     # an unused item touches no stock; the lines written decide commit or rollback
     assert text.count("and exists (select from item)") == MAX_ORDER_LINES
@@ -287,7 +291,7 @@ def test_client_new_order_writes_each_line_and_rolls_back_on_the_unused_item():
     # O_ALL_LOCAL looks at the used lines only; one warehouse: always local
     assert "\\set all_local case when :ol_cnt >= 15 and :s15 <> :w_id then 0" in text
     one_warehouse = client_scripts.new_order(_params(warehouses=1))
-    assert "\\set all_local 1\n\\startpipeline\nbegin;" in one_warehouse
+    assert "\\set all_local 1\n\\set k1 " in one_warehouse
 
 
 def test_client_scripts_pass_inputs_as_variables_not_text():

@@ -24,7 +24,7 @@ from pgcachelab.workloads.tpcc import client_scripts, driver, loader
 from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consistent, run_checks
 from pgcachelab.workloads.tpcc.loader import read_load_info
 from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts, parse_weights
-from pgcachelab.workloads.tpcc.scripts import ScriptParameters
+from pgcachelab.workloads.tpcc.scripts import ScriptParameters, new_order_inputs
 from pgcachelab.workloads.tpcc.terminal_times import KEYING_TIME_S
 
 pytestmark = pytest.mark.server
@@ -302,6 +302,52 @@ def test_client_new_order_with_the_unused_item_rolls_back_its_work(loaded, tmp_p
     assert run.result.transactions_processed == 3
     with cluster.connect() as conn:
         assert _state(conn) == (*before[:3], before[3] + 3)
+
+
+@pytest.mark.parametrize(
+    ("items", "quantities"),
+    [
+        ([5, 90_000, 17, 3, 2_024], [10, 1, 7, 3, 9]),  # all the lines in one statement
+        ([8, 8, 41, 8, 12, 77], [6, 10, 2, 9, 1, 4]),  # an item thrice: line by line
+    ],
+)
+def test_client_new_order_writes_what_the_function_does(loaded, tmp_path, items, quantities):
+    """Issue 51: the client mode's New-Order, its lines in one statement or line by line,
+    writes the order lines and stock changes tpcc.new_order writes."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+        expected = _new_order_writes(conn, "new_order", items, quantities)
+    params = ScriptParameters(1, info.constants, 100, True)
+    script = client_scripts.new_order(params)
+    drawn = "\n".join(new_order_inputs(params))
+    padded = (
+        [(items + [1] * 15)[n] for n in range(15)],
+        [(quantities + [1] * 15)[n] for n in range(15)],
+    )
+    given = ["\\set w_id 1", "\\set d_id 4", "\\set c_id 11", f"\\set ol_cnt {len(items)}",
+             "\\set rollback 0"]  # fmt: skip
+    for n in range(1, 16):
+        given += [f"\\set i{n} {padded[0][n - 1]}", f"\\set s{n} 1",
+                  f"\\set q{n} {padded[1][n - 1]}"]  # fmt: skip
+    (tmp_path / "new_order.sql").write_text(script.replace(drawn, "\n".join(given)))
+    run = run_pgbench(find_pgbench(cluster.install),
+                      ["-n", "-M", "prepared", "-t", "1", "-f", str(tmp_path / "new_order.sql")],
+                      ExistingTarget(dsn_of(cluster)).pgbench_target({}))  # fmt: skip
+    assert run.result.transactions_processed == 1
+    with cluster.connect() as conn:
+        lines = conn.execute(
+            "select ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info"
+            " from tpcc.order_line where (ol_w_id, ol_d_id, ol_o_id) = (select 1, 4, max(o_id)"
+            " from tpcc.orders where o_w_id = 1 and o_d_id = 4) order by ol_number"
+        ).fetchall()
+        stock = conn.execute(
+            "select s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt from tpcc.stock"
+            " where s_w_id = 1 and s_i_id = any(%s) order by s_i_id",
+            [items],
+        ).fetchall()
+        assert all(c.passed for c in run_checks(conn))
+    assert (lines, stock) == expected[1:] and len(lines) == len(items)
 
 
 def test_client_mode_runs_the_mix_and_stays_consistent(loaded):
