@@ -24,7 +24,7 @@ from pgcachelab.workloads.tpcc import client_scripts, driver, loader
 from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consistent, run_checks
 from pgcachelab.workloads.tpcc.loader import read_load_info
 from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts, parse_weights
-from pgcachelab.workloads.tpcc.scripts import ScriptParameters, new_order_inputs
+from pgcachelab.workloads.tpcc.scripts import ScriptParameters, delivery_inputs, new_order_inputs
 from pgcachelab.workloads.tpcc.terminal_times import KEYING_TIME_S
 
 pytestmark = pytest.mark.server
@@ -256,6 +256,64 @@ def test_concurrent_deliveries_wait_and_leave_no_gap_after_a_rollback(loaded):
             [[d for d, _ in oldest], [o for _, o in oldest]],
         ).fetchall()
         assert carriers == [(2,)]  # delivered by the second, whose carrier id was 2
+        assert all(c.passed for c in run_checks(observer))
+
+
+@pytest.mark.parametrize("first_ends_with", ["rollback", "commit"])
+def test_the_client_delivery_waits_for_a_locked_order(loaded, tmp_path, first_ends_with):
+    """Issue 51: the client mode's Delivery, a statement per district, waits for a concurrent
+    Delivery's lock on the oldest new-order (clause 2.7.4.2). When the first rolls back, the
+    second delivers those orders; when it commits, the second delivers the next ones, none
+    twice, and NEW-ORDER keeps no gap."""
+    cluster, _ = loaded
+    oldest_sql = (
+        "select no_d_id, min(no_o_id) from tpcc.new_order where no_w_id = 1"
+        " group by no_d_id order by no_d_id"
+    )
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+    params = ScriptParameters(1, info.constants, 100, True)
+    script = client_scripts.delivery(params).replace(
+        "\n".join(delivery_inputs(params)), "\\set w_id 1\n\\set carrier_id 2"
+    )
+    (tmp_path / "delivery.sql").write_text(script)
+    args = ["-n", "-M", "prepared", "-t", "1", "-f", str(tmp_path / "delivery.sql")]
+    with cluster.connect() as first, cluster.connect() as observer:
+        oldest = observer.execute(oldest_sql).fetchall()
+        first.execute("begin")
+        assert first.execute("select tpcc.delivery(1, 1)").fetchone()[0] == 10
+        with ThreadPoolExecutor(1) as pool:
+            second = pool.submit(run_pgbench, find_pgbench(cluster.install), args,
+                                 ExistingTarget(dsn_of(cluster)).pgbench_target({}))  # fmt: skip
+            deadline = time.monotonic() + 60
+            blocked = False
+            while not blocked and not second.done() and time.monotonic() < deadline:
+                blocked = observer.execute(
+                    "select count(*) > 0 from pg_stat_activity"
+                    " where application_name = 'pgbench' and wait_event_type = 'Lock'"
+                ).fetchone()[0]
+                time.sleep(0.05)
+            first.execute(first_ends_with)
+            assert blocked, "the client's Delivery did not wait for the first one's lock"
+            assert second.result().result.transactions_processed == 1
+        step = 1 if first_ends_with == "rollback" else 2
+        assert observer.execute(oldest_sql).fetchall() == [
+            (district, o_id + step) for district, o_id in oldest
+        ]
+        carriers = observer.execute(
+            "select o_d_id, o_id, o_carrier_id from tpcc.orders o join unnest(%s::integer[],"
+            " %s::integer[]) as t(d, o) on o.o_w_id = 1 and o.o_d_id = t.d and o.o_id = t.o"
+            " order by 1, 2",
+            [
+                [d for d, o in oldest for _ in range(step)],
+                [o + k for _, o in oldest for k in range(step)],
+            ],  # fmt: skip
+        ).fetchall()
+        if step == 1:  # the second delivered the orders the first gave back
+            assert {carrier for *_, carrier in carriers} == {2}
+        else:  # the first delivered the oldest (carrier 1), the second the next (carrier 2)
+            assert [carrier for *_, carrier in carriers] == [1, 2] * len(oldest)
+        assert observer.execute(CONDITION_3_GAPS).fetchone()[0] == 0
         assert all(c.passed for c in run_checks(observer))
 
 
