@@ -12,13 +12,14 @@ New-Order and 42 per Delivery. It now sends fewer (BenchmarkSQL batches a New-Or
 updates and order lines the same way):
 - what one step of a transaction reads and writes goes in one statement (data-modifying
   CTEs): a New-Order's district, order and new-order rows with the warehouse's and the
-  customer's look-ups; each of its lines' item, stock and order line; a Delivery's district;
-  Payment whole; Order-Status and Stock-Level as one read each;
+  customer's look-ups; all its lines' items, stock and order lines (line by line when an item
+  comes twice from one warehouse); a Delivery's district; Payment whole, so that it needs no
+  BEGIN or COMMIT; Order-Status and Stock-Level as one read each;
 - statements whose results the script does not need go in one pipeline (pgbench's
   \\startpipeline, one round trip at its \\endpipeline): a New-Order's BEGIN, header and
-  lines, Payment from BEGIN to COMMIT, Delivery from BEGIN to COMMIT. pgbench allows no
-  \\gset in a pipeline: New-Order reads its line count after the pipeline, to commit or roll
-  back (clause 2.4.2.3), three round trips in all.
+  lines, Delivery from BEGIN to COMMIT. pgbench allows no \\gset in a pipeline: New-Order
+  reads its line count after the pipeline, to commit or roll back (clause 2.4.2.3), three
+  round trips in all.
 A script cannot loop, so New-Order's fifteen possible lines and Delivery's ten districts are
 written out, the lines each behind an `\\if`. Pure: text in, text out.
 """
@@ -196,10 +197,9 @@ def new_order(params: ScriptParameters) -> str:
 
 def payment(params: ScriptParameters) -> str:
     amount = ":amount_cents::integer / 100.0"
+    # One statement is one transaction: no BEGIN or COMMIT to send.
     lines = [
         *payment_inputs(params),
-        "\\startpipeline",
-        "begin;",
         f"with warehouse as (update tpcc.warehouse set w_ytd = w_ytd + {amount}"
         " where w_id = :w_id returning w_name),"
         f" district as (update tpcc.district set d_ytd = d_ytd + {amount}"
@@ -217,8 +217,6 @@ def payment(params: ScriptParameters) -> str:
         " select c_id, :c_d_id::integer, :c_w_id::integer, :d_id::integer, :w_id::integer,"
         f" localtimestamp, {amount}, w_name || '    ' || d_name from warehouse, district, paid)"
         " select c_id, c_first, c_middle, c_last, c_balance, c_credit from paid;",
-        "commit;",
-        "\\endpipeline",
     ]
     return _script(lines)
 
