@@ -293,7 +293,7 @@ def run(
     deck_seed = (rng or random.Random()).randrange(1 << 31)
     with owned.scratch_dir("pgcachelab-tpcc-") as scratch_dir:
         script_text, cards = run_script(params, options)
-        script_file = scratch_dir / "mix.sql"  # not tpcc.*: the logs are
+        script_file = scratch_dir / "mix.sql"  # not tpcc.*, the names of pgbench's logs
         script_file.write_text(script_text)
         script_names = list(cards)
         log_prefix = scratch_dir / LOG_PREFIX
