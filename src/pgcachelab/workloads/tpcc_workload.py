@@ -183,6 +183,8 @@ def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
     summary = f"{measured.summary.tpmc:,.0f} tpmC, {measured.summary.tpm_total:,.0f} tpmTOTAL"
     if measured.rate_limited:
         summary += " (at its rate limit)"
+    if not measured.mix.met:  # issue 51: marked, not silently reported
+        summary += ", mix BELOW clause 5.2.3's minimums"
     # tps is all five transactions per second; latencies are per transaction type, in metrics
     return Outcome(
         metrics={"tpcc": tpcc_metrics(measured)},
