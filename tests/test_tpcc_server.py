@@ -408,6 +408,37 @@ def test_client_new_order_writes_what_the_function_does(loaded, tmp_path, items,
     assert (lines, stock) == expected[1:] and len(lines) == len(items)
 
 
+def test_client_new_orders_that_deadlock_in_a_pipeline_are_retried(loaded, tmp_path):
+    """Issue 51: two New-Orders of the client mode, each with an item twice (line by line, in
+    line order) and in two districts, lock two stock rows in opposite orders inside their
+    pipelines; the deadlocks are retried (pgbench 15+), none fails, the database stays
+    consistent."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+    params = ScriptParameters(1, info.constants, 100, True)
+    given = ["\\set w_id 1", "\\set d_id :client_id + 1", "\\set c_id 11",
+             "\\set ol_cnt 6", "\\set rollback 0"]  # fmt: skip
+    for n in range(1, 16):
+        first, second = (101, 202) if n % 2 else (202, 101)
+        given += [f"\\set i{n} case when :client_id = 0 then {first} else {second} end",
+                  f"\\set s{n} 1", f"\\set q{n} 1"]  # fmt: skip
+    script = client_scripts.new_order(params).replace(
+        "\n".join(new_order_inputs(params)), "\n".join(given)
+    )
+    (tmp_path / "new_order.sql").write_text(script)
+    run = run_pgbench(find_pgbench(cluster.install),
+                      ["-n", "-M", "prepared", "-c", "2", "-j", "2", "-t", "200",
+                       "--max-tries", "10", "-f", str(tmp_path / "new_order.sql")],
+                      ExistingTarget(dsn_of(cluster)).pgbench_target(
+                          {"deadlock_timeout": "10ms"}))  # fmt: skip
+    result = run.result
+    assert result.transactions_processed == 400 and result.transactions_failed == 0
+    assert result.total_retries > 0  # the deadlocks happened, and were retried
+    with cluster.connect() as conn:
+        assert all(c.passed for c in run_checks(conn))
+
+
 def test_client_mode_runs_the_mix_and_stays_consistent(loaded):
     """Issue 39: the same mix with each statement sent by pgbench; every New-Order that did
     not roll back left one order, and every condition holds."""
