@@ -17,6 +17,7 @@ from pgcachelab.studies.tpcc.text import format_run
 from pgcachelab.workloads.pgbench_log import LoggedTransaction, parse_transaction_log
 from pgcachelab.workloads.pgbench_output import StatementLatency
 from pgcachelab.workloads.tpcc import client_scripts, differences
+from pgcachelab.workloads.tpcc.deck import check_mix
 from pgcachelab.workloads.tpcc.driver import (
     RunOptions,
     TpccRun,
@@ -163,17 +164,17 @@ def test_home_warehouse_uses_the_client_id():
     assert "+ 100) % 1000) + 0" in render_scripts(_params())["payment"]  # C-Run for C_LAST
 
 
-def test_pgbench_args_skip_zero_weights_and_retry_from_15():
-    files = {name: Path(f"/s/{name}.sql") for name in TRANSACTIONS}
+def test_pgbench_args_send_one_script_with_its_deck_and_retry_from_15():
     weights = {**DEFAULT_WEIGHTS, "order_status": 0, "payment": 47}
     options = RunOptions(clients=3, threads=8, duration_s=5, weights=weights, rate_tpm=600)
-    args, names = pgbench_args(options, files, Path("/s/tpcc"), 18)
-    assert names == ["new_order", "payment", "delivery", "stock_level"]
-    assert "/s/payment.sql@47" in args and not any("order_status" in a for a in args)
+    variables = {"deck_seed": 7, "deck_left": 0}
+    args = pgbench_args(options, Path("/s/tpcc.sql"), Path("/s/tpcc"), 18, variables)
+    assert args[args.index("-f") + 1] == "/s/tpcc.sql" and args.count("-f") == 1
+    assert "deck_seed=7" in args and "deck_left=0" in args
     assert args[args.index("-j") + 1] == "3"  # no more threads than clients
     assert args[args.index("-R") + 1] == "10"
     assert args[args.index("--max-tries") + 1] == "10"
-    assert "--max-tries" not in pgbench_args(options, files, Path("/s/tpcc"), 14)[0]
+    assert "--max-tries" not in pgbench_args(options, Path("/s/t.sql"), Path("/s/t"), 14, {})
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -241,24 +242,65 @@ def _sql_lines(text: str) -> list[str]:
 def test_client_scripts_send_statements_in_one_transaction_each():
     params = _params()
     for name, render in client_scripts.RENDERERS.items():
-        sql = _sql_lines(render(params))
-        assert len(sql) > 1 and not any("tpcc." + name + "(" in line for line in sql), name
-        if name != "stock_level":  # clause 2.8.2.3: each statement may see its own snapshot
+        text = render(params)
+        sql = _sql_lines(text)
+        assert not any("tpcc." + name + "(" in line for line in sql), name
+        assert text.count("\\startpipeline") == text.count("\\endpipeline") <= 1, name
+        if name in ("payment", "order_status", "stock_level"):  # one statement: atomic
+            assert len(sql) == 1 and "begin" not in sql[0], name
+        else:
             assert sql[0] == "begin;" and sql[-1] in ("commit;", "rollback;"), name
+            assert text.index("\\startpipeline\nbegin;") >= 0, name
+
+
+def test_client_scripts_send_few_round_trips():
+    """Issue 51: a statement per step, and a pipeline for what the script need not read.
+    Round trips outside a pipeline: each SQL line, plus one per pipeline."""
+
+    def round_trips(text: str) -> int:
+        inside = False
+        count = 0
+        for line in text.splitlines():
+            if line == "\\startpipeline":
+                inside, count = True, count + 1
+            elif line == "\\endpipeline":
+                inside = False
+            elif not line.startswith("\\") and not inside:
+                count += 1
+        return count
+
+    params = _params()
+    # New-Order: the pipeline, its line count, commit or rollback (one of the two is sent)
+    assert round_trips(client_scripts.new_order(params)) == 4
+    assert round_trips(client_scripts.payment(params)) == 1
+    assert round_trips(client_scripts.order_status(params)) == 1
+    assert round_trips(client_scripts.delivery(params)) == 1
+    assert round_trips(client_scripts.stock_level(params)) == 1
+    # pgbench allows no \gset inside a pipeline
+    for render in client_scripts.RENDERERS.values():
+        text = render(params)
+        for piped in text.split("\\startpipeline")[1:]:
+            assert "\\gset" not in piped.split("\\endpipeline")[0]
 
 
 def test_client_new_order_writes_each_line_and_rolls_back_on_the_unused_item():
     text = client_scripts.new_order(_params())
-    assert text.count("insert into tpcc.order_line") == MAX_ORDER_LINES
-    assert "\\if :found = 1 and :ol_cnt >= 15" in text and "\\if :ol_cnt >= 16" not in text
-    assert text.endswith(
-        "\\if :found = 1\ncommit;\n\\else\nselect nextval('tpcc.rollbacks');\nrollback;\n\\endif\n"
-    )
+    # all the lines in one statement; line by line when one item comes twice from a warehouse
+    assert text.count("insert into tpcc.order_line") == MAX_ORDER_LINES + 1
+    assert "\\if :repeated = 1\n" in text and text.count("\\else\nwith line as (") == 1
+    assert "\\set k15 case when :ol_cnt >= 15 then :s15 * 1000000 + :i15 else -15 end" in text
+    assert text.count(":k14 = :k15") == 1 and ":k15 = :k14" not in text
+    assert "\\if :ol_cnt >= 15\n" in text and "\\if :ol_cnt >= 16" not in text
+    # an unused item touches no stock; the lines written decide commit or rollback
+    assert text.count("and exists (select from item)") == MAX_ORDER_LINES
+    assert "then nextval('tpcc.rollbacks') else 0 end as rolled_back" in text
+    assert text.endswith("\\if :lines = :ol_cnt\ncommit;\n\\else\nrollback;\n\\endif\n")
     # the inputs are those of the procedures mode: same mix of items, unused item, supply
     assert text.startswith("\n".join(new_order_inputs(_params())))
     # O_ALL_LOCAL looks at the used lines only; one warehouse: always local
     assert "\\set all_local case when :ol_cnt >= 15 and :s15 <> :w_id then 0" in text
-    assert "\\set all_local 1\nbegin;" in client_scripts.new_order(_params(warehouses=1))
+    one_warehouse = client_scripts.new_order(_params(warehouses=1))
+    assert "\\set all_local 1\n\\set k1 " in one_warehouse
 
 
 def test_client_scripts_pass_inputs_as_variables_not_text():
@@ -290,17 +332,21 @@ def test_scripts_follow_the_mode_and_the_terminal_times():
     client = transaction_scripts(params, RunOptions(mode="client"))
     assert client["payment"] == client_scripts.payment(params)
     timed = transaction_scripts(params, RunOptions(mode="client", terminal_times="spec"))
-    think = "\\set think_ms int(least(-ln(random(1, 1000000) / 1000000.0) * {}, {}))\n"
+    think = "\\set think_ms_{} int(least(-ln(random(1, 1000000) / 1000000.0) * {}, {}))\n"
     assert timed["payment"] == (
-        think.format(12000, 120000) + "\\sleep :think_ms ms\n\\sleep 3000 ms\n" + client["payment"]
+        think.format("payment", 12000, 120000)
+        + "\\sleep :think_ms_payment ms\n\\set keying_ms_payment 3000\n"
+        + "\\sleep :keying_ms_payment ms\n"
+        + client["payment"]
     )
-    assert timed["new_order"].startswith(think.format(12000, 120000))
-    assert "\\sleep :think_ms ms\n\\sleep 18000 ms\nbegin;" not in timed["new_order"]
-    assert "\\sleep 18000 ms\n" + client["new_order"].split("begin;")[0] in timed["new_order"]
-    assert timed["delivery"].startswith(think.format(5000, 50000))
-    files = {name: Path(f"/s/{name}.sql") for name in TRANSACTIONS}
-    args, _ = pgbench_args(RunOptions(terminal_times="spec"), files, Path("/s/tpcc"), 18)
-    assert "-r" in args and "-r" not in pgbench_args(RunOptions(), files, Path("/s/t"), 18)[0]
+    assert timed["new_order"].startswith(think.format("new_order", 12000, 120000))
+    assert "\\sleep :keying_ms_new_order ms\nbegin;" not in timed["new_order"]
+    keyed = "\\sleep :keying_ms_new_order ms\n" + client["new_order"].split("begin;")[0]
+    assert keyed in timed["new_order"]
+    assert timed["delivery"].startswith(think.format("delivery", 5000, 50000))
+    file, prefix = Path("/s/tpcc.sql"), Path("/s/tpcc")
+    assert "-r" in pgbench_args(RunOptions(terminal_times="spec"), file, prefix, 18, {})
+    assert "-r" not in pgbench_args(RunOptions(), file, prefix, 18, {})
 
 
 def test_ten_terminals_per_warehouse_make_at_most_the_specs_tpmc():
@@ -312,13 +358,16 @@ def test_ten_terminals_per_warehouse_make_at_most_the_specs_tpmc():
 
 def test_response_time_is_the_cycle_less_the_sleeps():
     statements = [
-        StatementLatency(18003.0, 0, 0, "\\sleep 18000 ms"),
+        StatementLatency(18003.0, 0, 0, "\\sleep :keying_ms_new_order ms"),
         StatementLatency(2.5, 0, 0, "select tpcc.new_order(...);"),
-        StatementLatency(0.01, 0, 0, "\\set think_ms int(...)"),
-        StatementLatency(11990.0, 0, 0, "\\sleep :think_ms ms"),
+        StatementLatency(0.01, 0, 0, "\\set think_ms_new_order int(...)"),
+        StatementLatency(11990.0, 0, 0, "\\sleep :think_ms_new_order ms"),
+        StatementLatency(2001.0, 0, 0, "\\sleep :keying_ms_stock_level ms"),
     ]
-    assert mean_sleep_ms(statements) == 18003.0 + 11990.0
-    assert math.isnan(mean_sleep_ms(statements[1:3]))
+    # one script holds every type: each one's sleeps are told apart by their names
+    assert mean_sleep_ms(statements, "new_order") == 18003.0 + 11990.0
+    assert mean_sleep_ms(statements, "stock_level") == 2001.0
+    assert math.isnan(mean_sleep_ms(statements[1:3], "new_order"))
 
     def logged(latency_us):
         return LoggedTransaction(0, 1, latency_us, 0, 1000, 0)
@@ -377,7 +426,8 @@ def test_the_text_report_names_the_mode_and_the_terminal_times():
     run = TpccRun(summary=summary, warehouses=1, c_last_load=1, c_last_run=70, rollbacks=0,
                   retries=0, failures_by_kind={}, client_cpu_s=0.01, rate_limited=False,
                   pgbench_version="18.1", options=options, settings={}, checks=[],
-                  script_names=["new_order", "payment"])  # fmt: skip
+                  script_names=["new_order", "payment"],
+                  mix=check_mix({"new_order": 1, "payment": 1}, standard=False))  # fmt: skip
     text = format_run(run)
     assert "mode client, terminal times spec" in text
     assert "latencies are mean response times" in text
@@ -423,7 +473,8 @@ def test_a_run_that_completed_no_new_order_says_so_and_writes_no_nan():
     run = TpccRun(summary=summary, warehouses=1, c_last_load=1, c_last_run=70, rollbacks=0,
                   retries=0, failures_by_kind={}, client_cpu_s=0.01, rate_limited=False,
                   pgbench_version="18.1", options=options, settings={}, checks=[],
-                  script_names=["new_order", "payment"])  # fmt: skip
+                  script_names=["new_order", "payment"],
+                  mix=check_mix({}, standard=True))  # fmt: skip
     assert summary.by_type["new_order"].latency_ms == {}
     text = format_run(run)
     assert "nan" not in text.lower()
@@ -439,3 +490,16 @@ def test_a_run_that_completed_no_new_order_says_so_and_writes_no_nan():
     )
     assert no_new_order(dataclasses.replace(run, options=RunOptions(
         weights=parse_weights("0,100,0,0,0")))) is None  # fmt: skip
+
+
+def test_a_phase_clock_adds_its_phases_up_to_its_total():
+    from pgcachelab.workloads.tpcc.loader import PhaseClock
+
+    clock = PhaseClock(already_s=0.25)
+    clock.lap("first")
+    clock.lap("second")
+    clock.lap("first")  # a phase met twice adds up
+    assert list(clock.seconds) == ["start-up", "first", "second"]
+    assert clock.seconds["start-up"] == 0.25
+    assert sum(clock.seconds.values()) == pytest.approx(clock.total_s, abs=1e-9)
+    assert clock.total_s >= 0.25

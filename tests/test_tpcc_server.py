@@ -3,6 +3,7 @@ its rollbacks, and the CLI refusing bad input before anything is half-done."""
 
 import json
 import random
+import re
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,7 +24,7 @@ from pgcachelab.workloads.tpcc import client_scripts, driver, loader
 from pgcachelab.workloads.tpcc.checks import ConsistencyError, require_consistent, run_checks
 from pgcachelab.workloads.tpcc.loader import read_load_info
 from pgcachelab.workloads.tpcc.params import UNUSED_ITEM_ID, expected_row_counts, parse_weights
-from pgcachelab.workloads.tpcc.scripts import ScriptParameters
+from pgcachelab.workloads.tpcc.scripts import ScriptParameters, delivery_inputs, new_order_inputs
 from pgcachelab.workloads.tpcc.terminal_times import KEYING_TIME_S
 
 pytestmark = pytest.mark.server
@@ -74,6 +75,31 @@ def test_load_has_the_specified_rows(loaded):
         indexes = {row[0] for row in conn.execute(
             "select indexname from pg_indexes where schemaname = 'tpcc'")}  # fmt: skip
         assert "customer_last_name" in indexes and len(indexes) == 10
+
+
+def test_load_reports_its_phases_end_to_end(loaded):
+    """Issue 51: the phases add up to the load's whole time; the per-table tasks overlap."""
+    _, result = loaded
+    phases = ["schema and sessions", "data", "keys and indexes", "vacuum analyze",
+              "consistency checks", "size"]  # fmt: skip
+    assert list(result.seconds_by_phase) == phases
+    assert sum(result.seconds_by_phase.values()) == pytest.approx(result.total_s, abs=1e-6)
+    assert {"stock w1", "orders w1", "customer w1", "item", "keys stock", "analyze stock"} <= set(
+        result.seconds_by_task
+    )
+
+
+_LOAD_LINE = re.compile(r"^loaded 1 warehouse\(s\) in (?P<total>[\d.]+) s \((?P<phases>.*)\)$")
+
+
+def _reported_phases(stdout: str) -> tuple[float, dict[str, float]]:
+    match = _LOAD_LINE.match(stdout.splitlines()[0])
+    assert match, stdout
+    phases = {}
+    for part in match["phases"].split(", "):
+        name, _, seconds = part.rpartition(" ")[0].rpartition(" ")
+        phases[name] = float(seconds)
+    return float(match["total"]), phases
 
 
 def test_load_passes_the_consistency_checks(loaded):
@@ -233,13 +259,73 @@ def test_concurrent_deliveries_wait_and_leave_no_gap_after_a_rollback(loaded):
         assert all(c.passed for c in run_checks(observer))
 
 
-def test_many_terminals_on_one_warehouse_stay_consistent(loaded):
+@pytest.mark.parametrize("first_ends_with", ["rollback", "commit"])
+def test_the_client_delivery_waits_for_a_locked_order(loaded, tmp_path, first_ends_with):
+    """Issue 51: the client mode's Delivery, a statement per district, waits for a concurrent
+    Delivery's lock on the oldest new-order (clause 2.7.4.2). When the first rolls back, the
+    second delivers those orders; when it commits, the second delivers the next ones, none
+    twice, and NEW-ORDER keeps no gap."""
+    cluster, _ = loaded
+    oldest_sql = (
+        "select no_d_id, min(no_o_id) from tpcc.new_order where no_w_id = 1"
+        " group by no_d_id order by no_d_id"
+    )
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+    params = ScriptParameters(1, info.constants, 100, True)
+    script = client_scripts.delivery(params).replace(
+        "\n".join(delivery_inputs(params)), "\\set w_id 1\n\\set carrier_id 2"
+    )
+    (tmp_path / "delivery.sql").write_text(script)
+    args = ["-n", "-M", "prepared", "-t", "1", "-f", str(tmp_path / "delivery.sql")]
+    with cluster.connect() as first, cluster.connect() as observer:
+        oldest = observer.execute(oldest_sql).fetchall()
+        first.execute("begin")
+        assert first.execute("select tpcc.delivery(1, 1)").fetchone()[0] == 10
+        with ThreadPoolExecutor(1) as pool:
+            second = pool.submit(run_pgbench, find_pgbench(cluster.install), args,
+                                 ExistingTarget(dsn_of(cluster)).pgbench_target({}))  # fmt: skip
+            deadline = time.monotonic() + 60
+            blocked = False
+            while not blocked and not second.done() and time.monotonic() < deadline:
+                blocked = observer.execute(
+                    "select count(*) > 0 from pg_stat_activity"
+                    " where application_name = 'pgbench' and wait_event_type = 'Lock'"
+                ).fetchone()[0]
+                time.sleep(0.05)
+            first.execute(first_ends_with)
+            assert blocked, "the client's Delivery did not wait for the first one's lock"
+            assert second.result().result.transactions_processed == 1
+        step = 1 if first_ends_with == "rollback" else 2
+        assert observer.execute(oldest_sql).fetchall() == [
+            (district, o_id + step) for district, o_id in oldest
+        ]
+        carriers = observer.execute(
+            "select o_d_id, o_id, o_carrier_id from tpcc.orders o join unnest(%s::integer[],"
+            " %s::integer[]) as t(d, o) on o.o_w_id = 1 and o.o_d_id = t.d and o.o_id = t.o"
+            " order by 1, 2",
+            [
+                [d for d, o in oldest for _ in range(step)],
+                [o + k for _, o in oldest for k in range(step)],
+            ],  # fmt: skip
+        ).fetchall()
+        if step == 1:  # the second delivered the orders the first gave back
+            assert {carrier for *_, carrier in carriers} == {2}
+        else:  # the first delivered the oldest (carrier 1), the second the next (carrier 2)
+            assert [carrier for *_, carrier in carriers] == [1, 2] * len(oldest)
+        assert observer.execute(CONDITION_3_GAPS).fetchone()[0] == 0
+        assert all(c.passed for c in run_checks(observer))
+
+
+@pytest.mark.parametrize("mode", ["procedures", "client"])
+def test_many_terminals_on_one_warehouse_stay_consistent(loaded, mode):
     """Issue 39: eight terminals on one warehouse, half of them Deliveries, queue on the same
-    new-order rows (lock contention on purpose); the run finishes and every condition holds."""
+    new-order rows (lock contention on purpose); the run finishes and every condition holds.
+    In the client mode New-Orders deadlock on stock rows inside pipelines: pgbench retries."""
     cluster, _ = loaded
     target = ExistingTarget(dsn_of(cluster))
     options = driver.RunOptions(clients=8, threads=2, transactions=15, warehouses=1,
-                                weights=parse_weights("30,20,0,50,0"))  # fmt: skip
+                                weights=parse_weights("30,20,0,50,0"), mode=mode)  # fmt: skip
     run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
                      random.Random(7))  # fmt: skip
     assert run.summary.completed + run.summary.failed == 8 * 15
@@ -276,6 +362,83 @@ def test_client_new_order_with_the_unused_item_rolls_back_its_work(loaded, tmp_p
         assert _state(conn) == (*before[:3], before[3] + 3)
 
 
+@pytest.mark.parametrize(
+    ("items", "quantities"),
+    [
+        ([5, 90_000, 17, 3, 2_024], [10, 1, 7, 3, 9]),  # all the lines in one statement
+        ([8, 8, 41, 8, 12, 77], [6, 10, 2, 9, 1, 4]),  # an item thrice: line by line
+    ],
+)
+def test_client_new_order_writes_what_the_function_does(loaded, tmp_path, items, quantities):
+    """Issue 51: the client mode's New-Order, its lines in one statement or line by line,
+    writes the order lines and stock changes tpcc.new_order writes."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+        expected = _new_order_writes(conn, "new_order", items, quantities)
+    params = ScriptParameters(1, info.constants, 100, True)
+    script = client_scripts.new_order(params)
+    drawn = "\n".join(new_order_inputs(params))
+    padded = (
+        [(items + [1] * 15)[n] for n in range(15)],
+        [(quantities + [1] * 15)[n] for n in range(15)],
+    )
+    given = ["\\set w_id 1", "\\set d_id 4", "\\set c_id 11", f"\\set ol_cnt {len(items)}",
+             "\\set rollback 0"]  # fmt: skip
+    for n in range(1, 16):
+        given += [f"\\set i{n} {padded[0][n - 1]}", f"\\set s{n} 1",
+                  f"\\set q{n} {padded[1][n - 1]}"]  # fmt: skip
+    (tmp_path / "new_order.sql").write_text(script.replace(drawn, "\n".join(given)))
+    run = run_pgbench(find_pgbench(cluster.install),
+                      ["-n", "-M", "prepared", "-t", "1", "-f", str(tmp_path / "new_order.sql")],
+                      ExistingTarget(dsn_of(cluster)).pgbench_target({}))  # fmt: skip
+    assert run.result.transactions_processed == 1
+    with cluster.connect() as conn:
+        lines = conn.execute(
+            "select ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info"
+            " from tpcc.order_line where (ol_w_id, ol_d_id, ol_o_id) = (select 1, 4, max(o_id)"
+            " from tpcc.orders where o_w_id = 1 and o_d_id = 4) order by ol_number"
+        ).fetchall()
+        stock = conn.execute(
+            "select s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt from tpcc.stock"
+            " where s_w_id = 1 and s_i_id = any(%s) order by s_i_id",
+            [items],
+        ).fetchall()
+        assert all(c.passed for c in run_checks(conn))
+    assert (lines, stock) == expected[1:] and len(lines) == len(items)
+
+
+def test_client_new_orders_that_deadlock_in_a_pipeline_are_retried(loaded, tmp_path):
+    """Issue 51: two New-Orders of the client mode, each with an item twice (line by line, in
+    line order) and in two districts, lock two stock rows in opposite orders inside their
+    pipelines; the deadlocks are retried (pgbench 15+), none fails, the database stays
+    consistent."""
+    cluster, _ = loaded
+    with cluster.connect() as conn:
+        info = read_load_info(conn)
+    params = ScriptParameters(1, info.constants, 100, True)
+    given = ["\\set w_id 1", "\\set d_id :client_id + 1", "\\set c_id 11",
+             "\\set ol_cnt 6", "\\set rollback 0"]  # fmt: skip
+    for n in range(1, 16):
+        first, second = (101, 202) if n % 2 else (202, 101)
+        given += [f"\\set i{n} case when :client_id = 0 then {first} else {second} end",
+                  f"\\set s{n} 1", f"\\set q{n} 1"]  # fmt: skip
+    script = client_scripts.new_order(params).replace(
+        "\n".join(new_order_inputs(params)), "\n".join(given)
+    )
+    (tmp_path / "new_order.sql").write_text(script)
+    run = run_pgbench(find_pgbench(cluster.install),
+                      ["-n", "-M", "prepared", "-c", "2", "-j", "2", "-t", "200",
+                       "--max-tries", "10", "-f", str(tmp_path / "new_order.sql")],
+                      ExistingTarget(dsn_of(cluster)).pgbench_target(
+                          {"deadlock_timeout": "10ms"}))  # fmt: skip
+    result = run.result
+    assert result.transactions_processed == 400 and result.transactions_failed == 0
+    assert result.total_retries > 0  # the deadlocks happened, and were retried
+    with cluster.connect() as conn:
+        assert all(c.passed for c in run_checks(conn))
+
+
 def test_client_mode_runs_the_mix_and_stays_consistent(loaded):
     """Issue 39: the same mix with each statement sent by pgbench; every New-Order that did
     not roll back left one order, and every condition holds."""
@@ -295,6 +458,58 @@ def test_client_mode_runs_the_mix_and_stays_consistent(loaded):
     assert orders == summary.new_orders - run.rollbacks
     assert summary.by_type["new_order"].latency_ms["p50"] > 0
     assert run.options.mode == "client"
+
+
+def _function_calls(conn) -> dict[str, int]:
+    rows = conn.execute(
+        "select funcname, calls from pg_stat_user_functions where schemaname = 'tpcc'"
+    ).fetchall()
+    return dict(rows)
+
+
+def _calls_after(cluster, before: dict[str, int], expected_total: int) -> dict[str, int]:
+    """Calls per function since `before`, once the ended sessions' statistics are in (they
+    reach the shared statistics when each backend exits, a moment after pgbench does)."""
+    names = ("new_order", "payment", "order_status", "delivery", "stock_level")
+    deadline = time.monotonic() + 30
+    while True:
+        with cluster.connect() as conn:
+            calls = _function_calls(conn)
+        counts = {name: calls.get(name, 0) - before.get(name, 0) for name in names}
+        if sum(counts.values()) >= expected_total or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", ["procedures", "client"])
+def test_each_terminal_is_dealt_whole_decks(loaded, mode):
+    """Issue 51: three whole decks of clause 5.2.4.2 per terminal, exactly 10/10/1/1/1 each;
+    what the server ran (its function calls, its new orders and payments) is what the driver
+    names each logged transaction by dealing the same decks again."""
+    cluster, _ = loaded
+    target = ExistingTarget(dsn_of(cluster))
+    terminals, decks = 3, 3
+    with cluster.connect() as conn:
+        before = _function_calls(conn)
+        orders_before = _count(conn, "select count(*) from tpcc.orders")
+        history_before = _count(conn, "select count(*) from tpcc.history")
+    options = driver.RunOptions(clients=terminals, threads=1, transactions=23 * decks,
+                                warehouses=1, mode=mode)  # fmt: skip
+    run = driver.run(target, find_pgbench(cluster.install), options, LineProgress(), "test",
+                     random.Random(51), settings={"track_functions": "all"})  # fmt: skip
+    summary = run.summary
+    assert summary.failed == 0 and all(c.passed for c in run.checks)
+    completed = {name: stats.completed for name, stats in summary.by_type.items()}
+    whole = terminals * decks
+    assert completed == {"new_order": 10 * whole, "payment": 10 * whole, "order_status": whole,
+                         "delivery": whole, "stock_level": whole}  # fmt: skip
+    assert run.mix.met and run.mix.standard
+    with cluster.connect() as conn:
+        orders = _count(conn, "select count(*) from tpcc.orders") - orders_before
+        payments = _count(conn, "select count(*) from tpcc.history") - history_before
+    assert orders + run.rollbacks == 10 * whole and payments == 10 * whole
+    if mode == "procedures":
+        assert _calls_after(cluster, before, 23 * whole) == completed
 
 
 def test_terminal_times_leave_the_response_time(loaded):
@@ -357,7 +572,11 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
     dsn = dsn_of(running_cluster)
     load = run_cli("tpcc", "load", "--dsn", dsn, "--warehouses", "1", tmpdir=lab_tmp)
     assert load.returncode == 0, load.stderr
-    assert load.stdout.startswith("loaded 1 warehouse(s) in ")
+    total_s, phases = _reported_phases(load.stdout)
+    assert list(phases)[:3] == ["start-up", "server connection", "schema and sessions"]
+    # rounded to tenths: each phase is off by at most 0.05 s
+    assert sum(phases.values()) == pytest.approx(total_s, abs=0.05 * (len(phases) + 1))
+    assert "tasks, on parallel sessions: " in load.stdout
     run = run_cli("tpcc", "run", "--dsn", dsn, "--duration", "2", "--clients", "2",
                   "--weights", "50,50,0,0,0", "--mode", "client", "--json",
                   tmpdir=lab_tmp)  # fmt: skip
@@ -369,6 +588,19 @@ def test_cli_load_and_run_into_an_existing_server(running_cluster, lab_tmp):
     assert document["disclaimer"].startswith("TPC-C-like")
     assert document["run"]["summary"]["tpmc"] > 0
     assert document["run"]["script_names"] == ["new_order", "payment"]
+
+
+def test_cli_load_on_a_managed_cluster_reports_its_whole_time(lab_tmp):
+    """Issue 51: 8.8 s reported of a 14.3 s command. Now the cluster's creation and removal
+    and the start-up are phases, and the total is all but the process's exit."""
+    started = time.monotonic()
+    load = run_cli("tpcc", "load", "--warehouses", "1", tmpdir=lab_tmp)
+    wall_s = time.monotonic() - started
+    assert load.returncode == 0, load.stderr
+    total_s, phases = _reported_phases(load.stdout)
+    assert {"start-up", "cluster creation", "data", "cluster removal"} <= set(phases)
+    assert sum(phases.values()) == pytest.approx(total_s, abs=0.05 * (len(phases) + 1))
+    assert wall_s * 0.9 - 0.5 <= total_s <= wall_s
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,7 @@ def tpcc_run(run, load, out: TextIO) -> None:
         "run": dataclasses.asdict(run),
         "rollback_share": run.rollback_share,
         "client_cpu_ms_per_transaction": run.client_cpu_ms_per_transaction,
+        "mix_meets_minimums": run.mix.met,
     }
     if load is not None:
         document["load"] = dataclasses.asdict(load)

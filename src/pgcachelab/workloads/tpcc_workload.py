@@ -144,6 +144,12 @@ def tpcc_metrics(run: driver.TpccRun) -> dict:
         "by_type": {name: dataclasses.asdict(stats) for name, stats in summary.by_type.items()},
         "series": [dataclasses.asdict(p) for p in summary.series],
         "checks": [{"name": c.name, "violations": c.violations} for c in run.checks],
+        # the achieved mix and the clause 5.2.3 minimums it missed (issue 51)
+        "mix": {
+            "shares": run.mix.shares,
+            "below_minimums": run.mix.below,
+            "standard_deck": run.mix.standard,
+        },
         "warehouses": run.warehouses,
         "c_last_load": run.c_last_load,
         "c_last_run": run.c_last_run,
@@ -177,6 +183,8 @@ def run(bench: Bench, point, conn: psycopg.Connection, mark=None) -> Outcome:
     summary = f"{measured.summary.tpmc:,.0f} tpmC, {measured.summary.tpm_total:,.0f} tpmTOTAL"
     if measured.rate_limited:
         summary += " (at its rate limit)"
+    if not measured.mix.met:  # issue 51: marked, not silently reported
+        summary += ", mix BELOW clause 5.2.3's minimums"
     # tps is all five transactions per second; latencies are per transaction type, in metrics
     return Outcome(
         metrics={"tpcc": tpcc_metrics(measured)},

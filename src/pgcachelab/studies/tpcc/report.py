@@ -3,6 +3,7 @@ repetitions' spread, each step's settings diff and warnings, the tpmC series ove
 latencies per transaction type."""
 
 import itertools
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -267,6 +268,32 @@ def _changes_text(result: StepResult) -> str:
     return "; ".join(changed) if changed else "none"
 
 
+def mix_text(runs: Sequence[Mapping[str, object]]) -> str:
+    """The runs whose mix fell below clause 5.2.3's minimums (issue 51); runs stored before
+    the mix was checked say nothing of it."""
+    checked: list[Mapping[str, object]] = []
+    below: list[dict[str, float]] = []
+    for run in runs:
+        mix = run.get("mix")
+        if isinstance(mix, dict):
+            checked.append(mix)
+            if isinstance(mix.get("below_minimums"), dict) and mix["below_minimums"]:
+                below.append(mix["below_minimums"])
+    if not checked:
+        return ""
+    if not below:
+        return f"; the mix of every run ({len(checked)}) met clause 5.2.3's minimums"
+    worst: dict[str, float] = {}
+    for shares in below:
+        for name, share in shares.items():
+            worst[name] = min(share, worst.get(name, share))
+    lowest = ", ".join(f"{name} {share * 100:.2f}%" for name, share in worst.items())
+    return (
+        f"; the mix of {len(below)} of {len(checked)} runs was BELOW clause 5.2.3's minimums"
+        f" (lowest: {lowest}): their tpmC is not a TPC-C figure"
+    )
+
+
 def tpcc_section(data: RunData, out_dir: Path) -> Section:
     """Plots and the section's HTML, which stand for the generic plots; empty for runs that
     are not TPC-C."""
@@ -287,6 +314,7 @@ def tpcc_section(data: RunData, out_dir: Path) -> Section:
         if not checks
         else "FAILED consistency checks: " + "; ".join(f"{k} ({v})" for k, v in checks.items())
     )
+    checks_text += mix_text([run for r in data.points for run in tpcc_runs(r)])
     # runs stored before issue 39 had one shape: procedures, no terminal times
     shapes = sorted(
         {

@@ -6,6 +6,7 @@ import math
 from pgcachelab.report.tables import format_table
 from pgcachelab.units import format_bytes
 from pgcachelab.workloads.tpcc import differences
+from pgcachelab.workloads.tpcc.deck import describe
 from pgcachelab.workloads.tpcc.driver import TpccRun
 from pgcachelab.workloads.tpcc.loader import LoadResult
 from pgcachelab.workloads.tpcc.params import format_weights
@@ -29,13 +30,16 @@ def format_load(result: LoadResult) -> str:
         f"{name} {seconds:.1f} s" for name, seconds in result.seconds_by_phase.items()
     )
     checks = ", ".join("ok" if c.passed else f"FAILED ({c.violations})" for c in result.checks)
-    return "\n".join(
-        [
-            f"loaded {result.info.warehouses} warehouse(s) in {result.total_s:.1f} s ({phases})",
-            f"size {format_bytes(result.database_bytes)}; C-Load for C_LAST"
-            f" {result.info.constants.c_last_load}; consistency checks: {checks}",
-        ]
-    )
+    lines = [
+        f"loaded {result.info.warehouses} warehouse(s) in {result.total_s:.1f} s ({phases})",
+        f"size {format_bytes(result.database_bytes)}; C-Load for C_LAST"
+        f" {result.info.constants.c_last_load}; consistency checks: {checks}",
+    ]
+    if result.seconds_by_task:
+        # the tasks of a phase run side by side: their seconds overlap and exceed the phase's
+        tasks = ", ".join(f"{name} {s:.1f} s" for name, s in result.seconds_by_task.items())
+        lines.append(f"tasks, on parallel sessions: {tasks}")
+    return "\n".join(lines)
 
 
 def _length(run: TpccRun) -> str:
@@ -96,6 +100,12 @@ def format_run(run: TpccRun) -> str:
         lines.append(
             f"warning: the run reached its rate limit ({options.rate_tpm:,.0f} transactions per"
             " minute): the figures show the limit, not the server; raise or drop --rate-tpm"
+        )
+    lines.append(describe(run.mix))
+    if not run.mix.met:
+        lines.append(
+            "warning: the run's mix is below clause 5.2.3's minimums: its tpmC is not a TPC-C"
+            " figure; run longer (whole decks meet them) or with the standard --weights"
         )
     lines.append(
         "consistency checks after the run: "

@@ -8,6 +8,8 @@ whatever the run asks for (see differences()).
 
 _COMMON = (
     "terminals are pgbench clients; the pgbench scripts generate the terminal inputs",
+    "each terminal deals the mix from clause 5.2.4.2's deck; a card whose transaction failed"
+    " after its retries is dealt again",
     "Delivery runs in the terminal's transaction, not deferred to a queue",
     "random strings are substrings of a random pool, not independent characters",
     "an extra index on orders (warehouse, district, customer, order) serves Order-Status",
@@ -16,7 +18,8 @@ _COMMON = (
 _BY_MODE = {
     "procedures": "transactions are server-side PL/pgSQL functions, one round trip each",
     "client": "transactions are sent statement by statement from pgbench scripts, which"
-    " cannot loop: New-Order's lines and Delivery's districts are written out",
+    " cannot loop: New-Order's lines and Delivery's districts are written out; a step of a"
+    " transaction is one statement and what the script need not read is pipelined",
 }
 _BY_TERMINAL_TIMES = {
     "off": "no keying or think times: each terminal submits its next transaction at once",

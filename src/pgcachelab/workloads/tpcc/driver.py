@@ -22,6 +22,15 @@ from pgcachelab.workloads.pgbench_output import parse_progress_line
 from pgcachelab.workloads.rate_schedule import kept_to_schedule
 from pgcachelab.workloads.tpcc import client_scripts
 from pgcachelab.workloads.tpcc.checks import CheckResult, require_consistent
+from pgcachelab.workloads.tpcc.deck import (
+    MixCheck,
+    check_mix,
+    deck_of,
+    dispatcher,
+    initial_variables,
+    is_standard,
+    label,
+)
 from pgcachelab.workloads.tpcc.loader import LoadInfo, read_load_info
 from pgcachelab.workloads.tpcc.params import (
     DEFAULT_WEIGHTS,
@@ -126,7 +135,8 @@ class TpccRun:
     options: RunOptions
     settings: dict[str, str]
     checks: list[CheckResult]
-    script_names: list[str]  # the transaction of each script number in pgbench's log
+    script_names: list[str]  # the deck's transactions: script numbers once labelled
+    mix: MixCheck  # the achieved mix against clause 5.2.3's minimums
 
     @property
     def rollback_share(self) -> float:
@@ -172,6 +182,12 @@ def transaction_scripts(params: ScriptParameters, options: RunOptions) -> dict[s
     return scripts
 
 
+def run_script(params: ScriptParameters, options: RunOptions) -> tuple[str, dict[str, int]]:
+    """The run's one pgbench script, dealing the deck of its weights, and that deck."""
+    cards = deck_of(options.weights)
+    return dispatcher(cards, transaction_scripts(params, options)), cards
+
+
 def check_pgbench_for_mode(options: RunOptions, version: str, major: int) -> None:
     if options.mode == "client" and major < CLIENT_MODE_MIN_PGBENCH:
         raise UserError(
@@ -187,9 +203,13 @@ def pgbench_version(pgbench: Path) -> tuple[str, int]:
 
 
 def pgbench_args(
-    options: RunOptions, script_files: dict[str, Path], log_prefix: Path, pgbench_major: int
-) -> tuple[list[str], list[str]]:
-    """pgbench's options, and the transaction name of each script number in its log."""
+    options: RunOptions,
+    script_file: Path,
+    log_prefix: Path,
+    pgbench_major: int,
+    variables: dict[str, int],
+) -> list[str]:
+    """pgbench's options for the run's one dispatcher script and its deck's `variables`."""
     args = [
         "-n",
         "-M",
@@ -207,20 +227,18 @@ def pgbench_args(
         str(int(SERIES_INTERVAL_S)),
         "--log",
         f"--log-prefix={log_prefix}",
+        "-f",
+        str(script_file),
     ]
-    names = []
-    for name in TRANSACTIONS:
-        weight = options.weights[name]
-        if weight:  # a zero weight leaves the script out, so script numbers skip it
-            args += ["-f", f"{script_files[name]}@{weight}"]
-            names.append(name)
+    for name, value in variables.items():
+        args += ["-D", f"{name}={value}"]
     if options.rate_tpm is not None:
         args += ["-R", f"{options.rate_tpm / 60.0:.6g}"]
     if pgbench_major >= 15 and options.max_tries > 1:
         args += ["--max-tries", str(options.max_tries)]
     if options.terminal_times == "spec":
         args.append("-r")  # the sleeps' means, to take out of the logged latency
-    return args, names
+    return args
 
 
 def _rollbacks(conn: psycopg.Connection) -> int:
@@ -271,13 +289,17 @@ def run(
     params = ScriptParameters(info.warehouses, info.constants, c_last_run, options.home_warehouse)
     version, major = pgbench_version(pgbench)
     check_pgbench_for_mode(options, version, major)
+    # the deck's draws: a seed per run, so that two runs deal different decks
+    deck_seed = (rng or random.Random()).randrange(1 << 31)
     with owned.scratch_dir("pgcachelab-tpcc-") as scratch_dir:
-        script_files = {}
-        for name, text in transaction_scripts(params, options).items():
-            script_files[name] = scratch_dir / f"{name}.sql"
-            script_files[name].write_text(text)
+        script_text, cards = run_script(params, options)
+        script_file = scratch_dir / "mix.sql"  # not tpcc.*, the names of pgbench's logs
+        script_file.write_text(script_text)
+        script_names = list(cards)
         log_prefix = scratch_dir / LOG_PREFIX
-        args, script_names = pgbench_args(options, script_files, log_prefix, major)
+        args = pgbench_args(
+            options, script_file, log_prefix, major, initial_variables(cards, deck_seed)
+        )
         progress.start(
             0 if options.transactions else math.ceil(options.duration_s / SERIES_INTERVAL_S), 0
         )
@@ -300,7 +322,8 @@ def run(
         if keep_logs_in is not None:
             for path in log_files:
                 shutil.copy(path, keep_logs_in / path.name)
-    logged = [t for text in logs for t in parse_transaction_log(text)]
+    # pgbench logs script 0 for every transaction: the deck, dealt again, names each one
+    logged = label([t for text in logs for t in parse_transaction_log(text)], cards, deck_seed)
     transactions = logged
     if options.terminal_times == "spec" and not options.transactions:
         transactions = within(logged, options.duration_s)
@@ -309,10 +332,8 @@ def run(
     summary = summarise(transactions, script_names, float(duration_s))
     result = pgbench_run.result
     if options.terminal_times == "spec":
-        sleeps = {
-            name: mean_sleep_ms(script.statements)
-            for name, script in zip(script_names, result.scripts, strict=False)
-        }
+        statements = result.scripts[0].statements if result.scripts else []
+        sleeps = {name: mean_sleep_ms(statements, name) for name in script_names}
         summary = response_times(summary, mean_latency_ms(logged, script_names), sleeps)
     with target.connect() as conn:
         rollbacks = _rollbacks(conn) - rollbacks_before
@@ -338,4 +359,8 @@ def run(
         settings=dict(settings or {}),
         checks=checks,
         script_names=script_names,
+        mix=check_mix(
+            {name: stats.completed for name, stats in summary.by_type.items()},
+            is_standard(cards),
+        ),
     )

@@ -46,11 +46,16 @@ def with_terminal_times(name: str, script: str) -> str:
     """`script` after a think time and the keying time of `name`."""
     keying_ms = KEYING_TIME_S[name] * 1000
     mean_ms = MEAN_THINK_TIME_S[name] * 1000
+    # Named per transaction: the run's one script (deck.py) holds all five, and each type's
+    # sleeps are told apart in pgbench's per-command report by their variables' names.
     think = (
-        f"\\set think_ms int(least(-ln(random(1, {UNIFORM_STEPS}) / {UNIFORM_STEPS}.0)"
+        f"\\set think_ms_{name} int(least(-ln(random(1, {UNIFORM_STEPS}) / {UNIFORM_STEPS}.0)"
         f" * {mean_ms}, {THINK_TIME_CAP * mean_ms}))"
     )
-    return f"{think}\n\\sleep :think_ms ms\n\\sleep {keying_ms} ms\n{script}"
+    return (
+        f"{think}\n\\sleep :think_ms_{name} ms\n\\set keying_ms_{name} {keying_ms}\n"
+        f"\\sleep :keying_ms_{name} ms\n{script}"
+    )
 
 
 def mean_cycle_s(weights: dict[str, int]) -> float:
@@ -80,8 +85,12 @@ def suggested_duration_s(weights: dict[str, int], cycles: int = 10) -> int:
     return max(60, math.ceil(cycles * mean_cycle_s(weights) / 60) * 60)
 
 
-def mean_sleep_ms(statements: list[StatementLatency]) -> float:
-    """The script's mean time asleep per transaction: its \\sleep commands, each run once per
-    transaction, from pgbench's per-command report."""
-    sleeps = [s.latency_ms for s in statements if s.command.lstrip().startswith("\\sleep")]
+def mean_sleep_ms(statements: list[StatementLatency], name: str) -> float:
+    """The mean time a transaction `name` sleeps: its \\sleep commands, each run once per
+    transaction of that type, from pgbench's per-command report."""
+    sleeps = [
+        s.latency_ms
+        for s in statements
+        if s.command.lstrip().startswith("\\sleep") and s.command.rstrip().endswith(f"_{name} ms")
+    ]
     return sum(sleeps) if sleeps else math.nan
