@@ -10,10 +10,11 @@ from markupsafe import Markup
 from pgcachelab.analysis.inspect_accuracy import ModeAccuracy
 from pgcachelab.analysis.inspect_overhead import (
     BASELINE,
+    Sag,
     interval_above,
     sag_above,
 )
-from pgcachelab.analysis.run_data import RunData
+from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.analysis.summary import Summary, summarise
 from pgcachelab.analysis.versions import version_order
 from pgcachelab.analysis.wait_events import (
@@ -26,9 +27,11 @@ from pgcachelab.analysis.wait_events import (
 from pgcachelab.report.plots import save_figure
 from pgcachelab.report.pyplot import plt
 from pgcachelab.report.render import Section, macro, table
+from pgcachelab.store.records import Cell
 from pgcachelab.studies.inspect_overhead.sags import (
     KEY,
     METHOD_NAMES,
+    MethodSag,
     cell_accuracy,
     cell_text,
     cells,
@@ -70,7 +73,7 @@ def _pct(value: float) -> str:
     return f"{value:+.2f}"
 
 
-def _sag_cells(sag) -> list[str]:
+def _sag_cells(sag: Sag | None) -> list[str]:
     """Sag %, its 95% interval, and how many ratios it averages (rounds or window pairs)."""
     if sag is None:
         return ["–", "–", "–"]
@@ -93,7 +96,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return table(head, rows, range(2))
 
 
-def sag_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]) -> str:
+def sag_table(data: RunData, accuracy: dict[Cell, dict[str, ModeAccuracy]]) -> str:
     """The sag per method with its interval (within runs first: the figure to quote), the
     snapshot's time and CPU share; the rest of each point's figures in a detail table."""
     cores = data.run.environment.get("cores") or 1
@@ -184,7 +187,7 @@ def accuracy_cells(accuracy: ModeAccuracy | None) -> list[str]:
     return [f"{_share(accuracy.misplaced_share_median)} / {_share(accuracy.misplaced_share_max)}"]
 
 
-def accuracy_table(data: RunData, accuracy: dict[tuple, dict[str, ModeAccuracy]]) -> str:
+def accuracy_table(data: RunData, accuracy: dict[Cell, dict[str, ModeAccuracy]]) -> str:
     rows = []
     old_pairs = False
     for cell, modes in accuracy.items():
@@ -274,10 +277,10 @@ def inspect_overhead_section(data: RunData, out_dir: Path) -> Section:
     return Section(TITLE, body, time_plot(data, out_dir))
 
 
-def _part(name: str, *args) -> Markup:
+def _part(name: str, *args: object) -> Markup:
     """A part of the section as templates/inspect_overhead.html.j2's macro `name` renders it:
     text escaped there, what is already HTML passed as Markup."""
-    return macro("inspect_overhead.html.j2", name)(*args)
+    return Markup(macro("inspect_overhead.html.j2", name)(*args))
 
 
 # Seed 003's lock, as PostgreSQL's history records its removal (issue 22).
@@ -293,8 +296,9 @@ LOCKS_REMOVED_NOTE = (
 )
 
 
-def _version_of(cell: tuple) -> str | None:
-    return dict(cell).get("version")
+def _version_of(cell: Cell) -> str | None:
+    version = dict(cell).get("version")
+    return None if version is None else str(version)
 
 
 def _takes_the_locks(version: str) -> bool:
@@ -302,17 +306,17 @@ def _takes_the_locks(version: str) -> bool:
     return version != LOCKS_REMOVED_IN and version_order([version, LOCKS_REMOVED_IN])[0] == version
 
 
-def _excess(result) -> Summary | None:
+def _excess(result: PointResult) -> Summary | None:
     """Backends waiting on buffer mapping, polled window minus its quiet neighbour, over all
     pairs of the point's repetitions."""
     return summarise([e for m in result.ok for e in buffer_mapping_excess(m.metrics)])
 
 
-def _interval(summary: Summary | None) -> tuple | None:
+def _interval(summary: Summary | None) -> tuple[float | None, float | None] | None:
     return None if summary is None else (summary.ci_low, summary.ci_high)
 
 
-def _figure(value: float, interval: tuple | None, digits: int) -> str:
+def _figure(value: float, interval: tuple[float | None, float | None] | None, digits: int) -> str:
     if interval is None or None in interval:
         return f"{value:+.{digits}f}"
     return f"{value:+.{digits}f} ({interval[0]:+.{digits}f}..{interval[1]:+.{digits}f})"
@@ -330,7 +334,7 @@ def versions_note(data: RunData) -> str:
     swept keys, e.g. shared_buffers), the grouped view's sag and the buffer-mapping waits
     polling adds; whether each version before 10 is above each later one beyond the noise, in
     both; and when its sag is not, what the wait events say of why."""
-    groups: dict[tuple, dict[str, object]] = {}
+    groups: dict[Cell, dict[str, MethodSag]] = {}
     for sag in method_sags(data):
         version = _version_of(sag.cell)
         if sag.method == "pg_buffercache" and version and sag.quoted:
@@ -345,12 +349,19 @@ def versions_note(data: RunData) -> str:
     return str(_part("versions", LOCKS_REMOVED_NOTE, items))
 
 
-def _version_lines(data: RunData, points: dict, prefix: str) -> list[str]:
+def _quoted(sag: MethodSag) -> Sag:
+    """The sag's figure to quote; versions_note keeps only the sags that have one."""
+    quoted = sag.quoted
+    assert quoted is not None
+    return quoted
+
+
+def _version_lines(data: RunData, points: dict[str, MethodSag], prefix: str) -> list[str]:
     ordered = version_order(points)
     excess = {version: _excess(points[version].result) for version in ordered}
     figures = []
     for version in ordered:
-        sag = points[version].quoted
+        sag = _quoted(points[version])
         line = f"{prefix}{version}: sag {_figure(sag.sag_percent, sag.sag_ci_percent, 2)}%"
         view_ms = _median(_times_ms(data, points[version].result.point.point_index))
         line += "" if view_ms is None else f"; the view took {view_ms:.0f} ms (median)"
@@ -366,7 +377,7 @@ def _version_lines(data: RunData, points: dict, prefix: str) -> list[str]:
     for old in (v for v in ordered if _takes_the_locks(v)):
         sag_larger, waits_larger = True, True
         for new in (v for v in ordered if not _takes_the_locks(v)):
-            above = sag_above(points[old].quoted, points[new].quoted)
+            above = sag_above(_quoted(points[old]), _quoted(points[new]))
             sag_larger = sag_larger and above is True
             line = f"{prefix}{old} against {new}: sag {VERDICTS[above]}"
             if excess[old] is not None and excess[new] is not None:
@@ -380,7 +391,7 @@ def _version_lines(data: RunData, points: dict, prefix: str) -> list[str]:
 
 
 def _why_no_larger_sag(
-    data: RunData, prefix: str, old: str, points: dict, waits_larger: bool
+    data: RunData, prefix: str, old: str, points: dict[str, MethodSag], waits_larger: bool
 ) -> list[str]:
     """The wait events' account of an old version whose sag is not above the newer ones':
     how many backends the view's locks held up while it polled, against the sags' noise."""
@@ -398,7 +409,7 @@ def _why_no_larger_sag(
         f" {polled.buffer_mapping:.3f} of them ({share:.1f}%) waited on a buffer-mapping"
         f" lock (most waited: {top})."
     )
-    newer = [points[v].quoted for v in version_order(points) if not _takes_the_locks(v)]
+    newer = [_quoted(points[v]) for v in version_order(points) if not _takes_the_locks(v)]
     if waits_larger:
         widths = [s.sag_ci_percent[1] - s.sag_ci_percent[0] for s in newer if s.sag_ci_percent]
         width = f" (the newer versions' intervals are {min(widths):.1f} points wide or more)"
