@@ -97,7 +97,7 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	@# worker's load inflated (a 2 ms fdatasync measured 3.7 ms beside it).
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
 	trap 'flock -w 300 "$$base/workers.lock" true 2>/dev/null; rm -rf "$$base"; \
-	      rmdir /run/pgcachelab 2>/dev/null || true' EXIT; \
+	      rmdir /run/pgcachelab/owned /run/pgcachelab 2>/dev/null || true' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
 	status=0; \
 	PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" --durations=25 \
