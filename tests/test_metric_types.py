@@ -2,6 +2,7 @@
 TypedDict names exactly the keys of the one table of them (store/metric_keys.py), and the
 groups' types hold for the values real runs stored (the fixture store)."""
 
+import json
 import sqlite3
 import types
 import typing
@@ -11,8 +12,19 @@ import pytest
 
 from pgcachelab.store import metric_types
 from pgcachelab.store.metric_keys import METRICS
-from pgcachelab.store.metric_types import MeasurementMetrics, percentile_ms, wash_phase_ms
+from pgcachelab.store.metric_types import (
+    MeasurementMetrics,
+    TpccMetrics,
+    percentile_ms,
+    wash_phase_ms,
+)
 from pgcachelab.store.records import from_json
+from pgcachelab.workloads.pgbench_log import LoggedTransaction
+from pgcachelab.workloads.tpcc.checks import CheckResult
+from pgcachelab.workloads.tpcc.deck import check_mix
+from pgcachelab.workloads.tpcc.driver import RunOptions, TpccRun
+from pgcachelab.workloads.tpcc.results import summarise
+from pgcachelab.workloads.tpcc_workload import tpcc_metrics
 
 FIXTURE_STORE = Path(__file__).parent / "data" / "report-runs" / "results.sqlite"
 
@@ -38,7 +50,8 @@ def _mismatches(value: object, kind: object, where: str) -> list[str]:
         if not isinstance(value, dict):
             return [f"{where}: not a table"]
         hints = typing.get_type_hints(kind)
-        return [
+        missing = [f"{where}.{key}: missing" for key in sorted(kind.__required_keys__ - set(value))]
+        return missing + [
             problem
             for key, item in value.items()
             if key in hints
@@ -78,7 +91,37 @@ def test_the_fixture_runs_metrics_are_of_their_types():
         seen |= set(metrics)
         assert _mismatches(metrics, MeasurementMetrics, "metrics") == []
     # the groups the read side reads most were there to check
-    assert {"pgbench", "latency", "cache_wash", "resources", "probes", "disk"} <= seen
+    assert {"pgbench", "latency", "cache_wash", "resources", "probes", "disk", "tpcc"} <= seen
+
+
+def _tpcc_run() -> TpccRun:
+    """A small TPC-C run, as the driver returns it (one New-Order and one Payment logged)."""
+    names = ["new_order", "payment"]
+    logged = [LoggedTransaction(0, n, 1000, n, 1000, n) for n in range(len(names))]
+    return TpccRun(
+        summary=summarise(logged, names, 60.0),
+        warehouses=1,
+        c_last_load=1,
+        c_last_run=70,
+        rollbacks=0,
+        retries=None,
+        failures_by_kind={},
+        client_cpu_s=0.01,
+        rate_limited=False,
+        pgbench_version="15.8",
+        options=RunOptions(rate_tpm=300.0),
+        settings={},
+        checks=[CheckResult("warehouse ytd", 0)],
+        script_names=names,
+        mix=check_mix({"new_order": 1, "payment": 1}, standard=True),
+    )
+
+
+def test_the_typed_tpcc_metrics_name_every_key_the_workload_stores():
+    stored = json.loads(json.dumps(tpcc_metrics(_tpcc_run())))  # as the store reads it back
+    assert set(TpccMetrics.__annotations__) == set(stored)
+    assert stored["series"] and stored["checks"] and stored["by_type"]  # their items checked
+    assert _mismatches(stored, TpccMetrics, "tpcc") == []
 
 
 def test_the_checker_finds_a_wrong_type():

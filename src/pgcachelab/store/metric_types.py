@@ -128,6 +128,75 @@ def wash_phase_ms(wash: CacheWashMetrics, phase: str) -> list[float]:
     return by_phase.get(phase) or []
 
 
+class TpccTransactionStats(TypedDict):
+    """One transaction type's figures in a TPC-C run (workloads/tpcc/results.py's
+    TransactionStats as a dict)."""
+
+    name: str
+    completed: int
+    failed: int
+    latency_ms: dict[str, float]  # mean, p50 .. p99, max; empty when none completed
+
+
+class TpccSeriesPoint(TypedDict):
+    """tpmC in one interval of a TPC-C run (workloads/tpcc/results.py's SeriesPoint)."""
+
+    start_s: float
+    end_s: float
+    new_orders: int
+    tpmc: float
+
+
+class TpccCheck(TypedDict):
+    """A consistency condition checked after a TPC-C run, and what broke it."""
+
+    name: str
+    violations: int
+
+
+class TpccMix(TypedDict):
+    """A TPC-C run's achieved mix against clause 5.2.3's minimums (issue 51)."""
+
+    shares: dict[str, float]
+    below_minimums: dict[str, float]  # the types under their minimum, with their share
+    standard_deck: bool
+
+
+class TpccMetrics(TypedDict, total=False):
+    """metrics["tpcc"]: a TPC-C run (workloads/tpcc_workload.py's tpcc_metrics), every key it
+    writes. Runs stored before issue 39 lack mode and terminal_times, before issue 51 mix; a
+    run stored before issue 48 may hold NaN where a share or a CPU time had nothing to divide."""
+
+    tpmc: float
+    tpm_total: float
+    new_orders: int
+    completed: int
+    failed: int
+    rollbacks: int
+    rollback_share: float | None  # None: no New-Order
+    retries: int | None  # None: the pgbench cannot retry (before 15)
+    failures_by_kind: dict[str, int]
+    client_cpu_ms_per_transaction: float | None
+    rate_tpm: float | None  # None: no limit
+    rate_limited: bool
+    by_type: dict[str, TpccTransactionStats]
+    series: list[TpccSeriesPoint]
+    checks: list[TpccCheck]
+    mix: TpccMix
+    warehouses: int
+    c_last_load: int
+    c_last_run: int
+    pgbench_version: str
+    clients: int
+    threads: int
+    duration_s: int
+    home_warehouse: bool
+    weights: dict[str, int]
+    mode: str
+    terminal_times: str
+    differences: list[str]
+
+
 class ResourcesMetrics(TypedDict, total=False):
     """metrics["resources"]: the machine's resources once a second (issue 32)."""
 
@@ -233,7 +302,7 @@ class MeasurementMetrics(TypedDict, total=False):
     pgbench_wall_s: float
     latency: LatencyMetrics
     cache_wash: CacheWashMetrics
-    tpcc: dict[str, object]
+    tpcc: TpccMetrics
     data: dict[str, object]
     warm: dict[str, object]
     caches: dict[str, object]

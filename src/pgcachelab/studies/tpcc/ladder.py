@@ -3,10 +3,12 @@ point), the settings in force, and advice on which steps mattered. No plotting h
 `advise` and `doctor` do not load matplotlib."""
 
 import statistics
+from collections.abc import Sequence
 
 from pgcachelab.analysis.advice import MIN_REPETITIONS, Advice
 from pgcachelab.analysis.run_data import PointResult, RunData
 from pgcachelab.spec.load import stored_spec
+from pgcachelab.store.metric_types import TpccMetrics
 from pgcachelab.studies.tpcc.step_results import StepSamples, ladder_results
 from pgcachelab.workloads.parameters import TpccParameters
 
@@ -28,7 +30,7 @@ def is_tpcc_run(data: RunData) -> bool:
     return any("tpcc" in m.metrics for r in data.points for m in r.ok)
 
 
-def tpcc_runs(result: PointResult) -> list[dict]:
+def tpcc_runs(result: PointResult) -> list[TpccMetrics]:
     return [m.metrics["tpcc"] for m in result.ok if "tpcc" in m.metrics]
 
 
@@ -41,11 +43,11 @@ def _descriptions(data: RunData) -> dict[str, str]:
     return {step.name: step.description for step in spec.ladder} if spec else {}
 
 
-def _limit(rate_tpm) -> float | None:
+def _limit(rate_tpm: object) -> float | None:
     return float(rate_tpm) if isinstance(rate_tpm, int | float) else None  # "off": no limit
 
 
-def median_of(values: list) -> float | None:
+def median_of(values: Sequence[float | None]) -> float | None:
     """The median of the values present (None for none)."""
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
@@ -78,7 +80,7 @@ def _emulated_disk(result: PointResult) -> str | None:
     return None
 
 
-def _count(value) -> int | None:
+def _count(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
@@ -128,12 +130,12 @@ def step_samples(data: RunData) -> list[StepSamples]:
     return steps
 
 
-def figure(value, digits: int = 0) -> str:
+def figure(value: float | None, digits: int = 0) -> str:
     """A count or rate with thousands separators; a dash for none."""
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
-def ladder_advice(data: RunData) -> list:
+def ladder_advice(data: RunData) -> list[Advice]:
     """`advise` on a TPC-C run: which steps mattered, and the best step that keeps durability."""
     results = ladder_results(step_samples(data))
     advice = []

@@ -3,7 +3,7 @@ repetitions' spread, each step's settings diff and warnings, the tpmC series ove
 latencies per transaction type."""
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,6 +17,7 @@ from pgcachelab.analysis.step_resources import step_explanation
 from pgcachelab.report.plots import MAX_DOTS, save_figure, thin_by_rank
 from pgcachelab.report.pyplot import plt
 from pgcachelab.report.render import ALL_COLUMNS, Section, render, table
+from pgcachelab.store.metric_types import TpccMetrics, TpccMix
 from pgcachelab.studies.tpcc.ladder import (
     figure,
     is_tpcc_run,
@@ -164,8 +165,8 @@ def _step_table(data: RunData, results: list[StepResult]) -> str:
         runs = by_name.get(result.name, [])
         new_order_p90 = median_of(
             [
-                (run["by_type"].get("new_order") or {}).get("latency_ms", {}).get("p90")
-                for run in runs
+                stats.get("latency_ms", {}).get("p90") if stats else None
+                for stats in (run["by_type"].get("new_order") for run in runs)
             ]
         )
         change = (
@@ -252,8 +253,8 @@ def _latency_table(data: RunData) -> str:
             quantiles = [
                 median_of(
                     [
-                        ((run["by_type"].get(name) or {}).get("latency_ms") or {}).get(q)
-                        for run in runs
+                        (stats.get("latency_ms") or {}).get(q) if stats else None
+                        for stats in (run["by_type"].get(name) for run in runs)
                     ]
                 )
                 for q in ("p50", "p90", "p99")
@@ -281,10 +282,10 @@ def _differences(data: RunData, shapes: list[tuple[str, str]]) -> list[str]:
     return recorded or [d for shape in shapes for d in differences(*shape)]
 
 
-def mix_text(runs: Sequence[Mapping[str, object]]) -> str:
+def mix_text(runs: Sequence[TpccMetrics]) -> str:
     """The runs whose mix fell below clause 5.2.3's minimums (issue 51); runs stored before
     the mix was checked say nothing of it."""
-    checked: list[Mapping[str, object]] = []
+    checked: list[TpccMix] = []
     below: list[dict[str, float]] = []
     for run in runs:
         mix = run.get("mix")
