@@ -74,6 +74,41 @@ def test_what_a_dead_lab_recorded_is_reaped_and_a_live_labs_is_kept(tmp_path, mo
     assert [e.path for e in owned.entries()] == [str(mine)]
 
 
+def test_entries_a_killed_lab_did_not_rename_are_reaped_and_the_registry_can_go(
+    tmp_path, monkeypatch
+):
+    """A lab killed between writing an entry and renaming it (`record`) left a .partial that
+    no reaper read, and the registry's directory never went."""
+    registry = tmp_path / "owned"
+    monkeypatch.setattr(owned, "registry_dir", lambda: registry)
+    theirs, mine = tmp_path / "theirs", tmp_path / "mine"
+    theirs.mkdir()
+    dead, me = _finished_pid(), owned.Owner.me()
+    whole = owned.record("dir", theirs)
+    text = whole.read_text().replace(f'"pid": {me.pid}', f'"pid": {dead}')
+    (registry / f"{dead}-1-dir-0a0a0a0a.partial").write_text(text)  # written, not renamed
+    whole.unlink()
+    (registry / f"{dead}-1-dir-half.partial").write_text('{"kind": "dir", "pa')
+    living_half = registry / f"{me.pid}-{me.start_time}-dir-half.partial"
+    living_half.write_text('{"kind": "dir", "pa')  # a live lab's, being written: kept
+    my_entry = owned.record("dir", mine)
+    [done] = owned.reap({"dir": owned.remove_dir})
+    assert done.startswith(f"removed {theirs}, left by a killed lab (pid {dead})")
+    assert not theirs.exists()
+    left = {path.name for path in registry.iterdir()}
+    assert left == {owned.LOCK_FILE, living_half.name, my_entry.name}
+    owned.forget(my_entry)
+    living_half.unlink()
+    owned.remove_if_empty()
+    assert not registry.exists()
+
+
+def test_an_entrys_owner_is_in_its_file_name():
+    assert owned.owner_from_name("4242-987654-dir-0a0a0a0a.partial") == owned.Owner(4242, 987654)
+    assert owned.owner_from_name("lock") is None
+    assert owned.owner_from_name("٣-1-dir-x.partial") is None
+
+
 def test_a_scratch_dir_and_its_entry_go_with_it(tmp_path, monkeypatch):
     monkeypatch.setattr(owned, "registry_dir", lambda: tmp_path / "owned")
     with owned.scratch_dir(str(tmp_path / "scratch-")) as scratch:

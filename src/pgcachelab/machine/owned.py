@@ -138,14 +138,42 @@ def forget(entry_file: Path | None) -> None:
 
 
 def entries() -> list[Entry]:
+    """Every entry, those a lab killed between writing and renaming them (`record`) included:
+    a whole one is the lab's as much as a renamed one, and goes the same way."""
     directory = registry_dir()
     found = []
-    for file in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+    files = sorted(directory.glob("*.json")) + sorted(directory.glob("*.partial"))
+    for file in files if directory.is_dir() else []:
         with contextlib.suppress(OSError):
             entry = parse_entry(file.read_text(), file)
             if entry is not None:
                 found.append(entry)
     return found
+
+
+def owner_from_name(name: str) -> Owner | None:
+    """The owner an entry's file name gives (`record`: PID-START-KIND-ID.json)."""
+    pid, _, rest = name.partition("-")
+    start_time, _, _ = rest.partition("-")
+    if pid.isascii() and pid.isdigit() and start_time.isascii() and start_time.isdigit():
+        return Owner(int(pid), int(start_time))
+    return None
+
+
+def drop_dead_fragments() -> None:
+    """Half-written entries of labs killed while writing them: nothing in them can be reaped,
+    and left there they kept the registry's directory from ever going (`remove_if_empty`; a
+    lab killed by the suite at 13:03 left one in /run/pgcachelab/owned)."""
+    directory = registry_dir()
+    for file in directory.glob("*.partial") if directory.is_dir() else []:
+        owner = owner_from_name(file.name)
+        with contextlib.suppress(OSError):
+            if (
+                owner is not None
+                and not owner.alive()
+                and parse_entry(file.read_text(), file) is None
+            ):
+                file.unlink()
 
 
 class StillNeeded(Exception):
@@ -242,6 +270,7 @@ def reap(reapers: dict[str, Callable[[Entry], str | None]]) -> list[str]:
             if said:
                 done.append(said)
             forget(entry.file)
+        drop_dead_fragments()
     return done
 
 
