@@ -13,6 +13,7 @@ MYPY := $(VENV)/bin/mypy
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test,docs]'
+	$(BYTECODE) $(VENV)/bin/python -m compileall -q -j 0 $(VENV)/lib src tests >/dev/null
 	touch $(INSTALLED)
 
 # As root the quick run emulates seed 004's small machine (a memory cgroup and a slow FUSE
@@ -79,9 +80,19 @@ debian-python-venv:
 		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
 
-# pytest-xdist's workers for `make test` (PARALLEL= runs the suite in one process)
-TEST_WORKERS ?= 2
-PARALLEL ?= --tx $(TEST_WORKERS)*popen//python=tests/xdist-worker --dist loadscope
+# pytest-xdist's workers (PARALLEL= runs a suite in one process): `make test` has three on two
+# cores, as much of it waits (servers starting, the fleet's leases and outages, pgbench's timed
+# runs): 489 s against 574 s on two; `make test-fast`, all CPU, was slower on three than on two.
+TEST_WORKERS ?= 3
+FAST_WORKERS ?= 2
+xdist = --tx $(1)*popen//python=tests/xdist-worker --dist loadscope
+PARALLEL ?= $(call xdist,$(TEST_WORKERS))
+FAST_PARALLEL ?= $(if $(PARALLEL),$(call xdist,$(FAST_WORKERS)))
+# The suite's bytecode, kept in the virtualenv (not beside the sources) and compiled when it is
+# installed (15 s): with PYTHONDONTWRITEBYTECODE set, every worker and each of the CLI's few
+# hundred processes compiled the lab's and the tests' modules again (collecting the suite:
+# 12 s a process, 6 s from this cache).
+BYTECODE = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/bytecode
 
 test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(VENV)/bin/ruff check src tests bench docs/hooks
@@ -91,8 +102,9 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(MAKE) --no-print-directory docs-strict
 	@# pytest's temporary directories live in one of our own, removed whatever the outcome
 	@# (Ctrl-C and SIGTERM included: make's Interrupt used to leave it)
-	@# Two workers (pytest-xdist), each with its own lab registry (tests/xdist-worker); the
-	@# tests that share the machine's state run on one of them (conftest.py MACHINE_MODULES).
+	@# Three workers (pytest-xdist), each with its own lab registry (tests/xdist-worker); the
+	@# tests that share the machine's state run on one of them (conftest.py MACHINE_MODULES),
+	@# the three-host fleet's on one (NETWORK_MODULES).
 	@# Then, alone, the tests marked `quiet`: the emulated disk's latencies, which the other
 	@# worker's load inflated (a 2 ms fdatasync measured 3.7 ms beside it).
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
@@ -100,9 +112,10 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	      rmdir /run/pgcachelab/owned /run/pgcachelab 2>/dev/null || true' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
 	status=0; \
-	PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" --durations=25 \
-		-m "not source_build and not quiet" $(PARALLEL) || status=$$?; \
-	$(VENV)/bin/pytest --basetemp="$$base/q" -m "quiet and not source_build" || status=$$?; \
+	$(BYTECODE) PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" \
+		--durations=25 -m "not source_build and not quiet" $(PARALLEL) || status=$$?; \
+	$(BYTECODE) $(VENV)/bin/pytest --basetemp="$$base/q" -m "quiet and not source_build" \
+		|| status=$$?; \
 	exit $$status
 
 # PostgreSQL built from Debian's source package end to end (tests/test_source_build.py; about
@@ -115,13 +128,14 @@ test-source-build: $(INSTALLED)
 
 # The tests that start no server (pure functions, parsers on captured outputs, bad input through
 # the CLI, reports from the fixture store): those not marked `server` (tests/fix_clusters.py marks
-# every user of a server fixture) or `browser` (headless Chromium), on the same workers as
-# `make test`; under a minute on 2 cores. pytest exits 5 when the selection is empty, so a broken
+# every user of a server fixture) or `browser` (headless Chromium), on two workers; under a
+# minute on 2 cores. pytest exits 5 when the selection is empty, so a broken
 # marker expression fails here instead of passing with nothing run.
 test-fast: $(INSTALLED)
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
-	PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" \
-		-m "not server and not browser and not quiet" $(PARALLEL); status=$$?; \
+	$(BYTECODE) PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" \
+		-m "not server and not browser and not quiet" \
+		$(FAST_PARALLEL); status=$$?; \
 	flock -w 300 "$$base/workers.lock" true 2>/dev/null; rm -rf "$$base"; exit $$status
 
 # The whole fault suite (tests/test_faults.py): 20 random kill -9s of a lab then --resume, where

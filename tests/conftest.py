@@ -15,7 +15,10 @@ settings.load_profile("lab")
 # (tests/xdist-worker), but the machine itself is shared: memory cgroups, vm.nr_hugepages,
 # drop_caches, block-device settings, network namespaces, the emulated disks' daemons. The
 # modules whose tests change or check those run one after another on one worker; the other
-# tests spread over the workers one by one.
+# tests spread over the workers one by one. The three-host fleet (its network namespaces,
+# their names and subnet its own, its hosts' registries in the worker's mount namespace) is
+# a scope of its own: mostly leases and outages waited out, it runs beside the rest.
+NETWORK_MODULES = {"test_fleet_hosts"}
 MACHINE_MODULES = {
     "test_cluster_on_disk",
     "test_disk_profiles",
@@ -24,7 +27,6 @@ MACHINE_MODULES = {
     "test_emulated_disk_run",
     "test_emulated_machine",
     "test_faults",
-    "test_fleet_hosts",
     "test_fusedisk",
     "test_host_rung",
     "test_hugepages_estimate",
@@ -38,7 +40,8 @@ MACHINE_MODULES = {
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """The machine's modules as one scope (one worker, in order); every other test its own.
+    """The machine's modules as one scope (one worker, in order), the network's as another;
+    every other test its own.
     (xdist's loadgroup, by marker, would do the same, but it renames node ids in a way pytest
     9 ignores: its groups came apart.)"""
     from xdist.scheduler import LoadScopeScheduling
@@ -46,6 +49,8 @@ def pytest_xdist_make_scheduler(config, log):
     class MachineScopeScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-            return "machine" if module in MACHINE_MODULES else nodeid
+            if module in MACHINE_MODULES:
+                return "machine"
+            return "network" if module in NETWORK_MODULES else nodeid
 
     return MachineScopeScheduling(config, log)
