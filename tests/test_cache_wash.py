@@ -24,6 +24,9 @@ def _measurements(lab_dir: Path) -> list[tuple[int, str, dict]]:
     return [(p, s, json.loads(m)) for p, s, m in rows]
 
 
+# its lookups' client timing must stay within the cross-check's tolerance of the wall time,
+# which a CPU shared with other tests' servers broke once (a 13% loop overhead)
+@pytest.mark.quiet
 def test_every_phase_keeps_every_sample(tmp_path, lab_tmp):
     lab_dir = tmp_path / "lab"
     result = run_cli("run", SPEC, "--lab-dir", lab_dir, tmpdir=lab_tmp)
