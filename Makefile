@@ -94,6 +94,10 @@ FAST_PARALLEL ?= $(if $(PARALLEL),$(call xdist,$(FAST_WORKERS)))
 # 12 s a process, 6 s from this cache).
 BYTECODE = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/bytecode
 
+# The machine's registry of what labs made, if the suite's in-process labs left it empty (a
+# lab command removes it when it ends; a test's fixtures are not one).
+RMDIR_REGISTRY = rmdir /run/pgcachelab/owned /run/pgcachelab 2>/dev/null || true
+
 test: $(INSTALLED) chromium pg15-headers fusedisk
 	$(VENV)/bin/ruff check src tests bench docs/hooks
 	$(VENV)/bin/ruff format --check src tests bench docs/hooks
@@ -110,7 +114,7 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 	@# 3.7 ms beside it; a 13% timing loop overhead, over the cross-check's tolerance).
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
 	trap 'flock -w 300 "$$base/workers.lock" true 2>/dev/null; rm -rf "$$base"; \
-	      rmdir /run/pgcachelab/owned /run/pgcachelab 2>/dev/null || true' EXIT; \
+	      $(RMDIR_REGISTRY)' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
 	status=0; \
 	$(BYTECODE) PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" \
@@ -124,8 +128,8 @@ test: $(INSTALLED) chromium pg15-headers fusedisk
 # .ci/run as root after the root leg.
 test-source-build: $(INSTALLED)
 	base=$$(mktemp -d /tmp/pgcachelab-pytest-XXXXXX); \
-	trap 'rm -rf "$$base"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
-	$(VENV)/bin/pytest --basetemp="$$base/t" -m source_build
+	trap 'rm -rf "$$base"; $(RMDIR_REGISTRY)' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
+	$(BYTECODE) $(VENV)/bin/pytest --basetemp="$$base/t" -m source_build
 
 # The tests that start no server (pure functions, parsers on captured outputs, bad input through
 # the CLI, reports from the fixture store): those not marked `server` (tests/fix_clusters.py marks
@@ -137,7 +141,8 @@ test-fast: $(INSTALLED)
 	$(BYTECODE) PGCACHELAB_TEST_BASE="$$base" $(VENV)/bin/pytest --basetemp="$$base/t" \
 		-m "not server and not browser and not quiet" \
 		$(FAST_PARALLEL); status=$$?; \
-	flock -w 300 "$$base/workers.lock" true 2>/dev/null; rm -rf "$$base"; exit $$status
+	flock -w 300 "$$base/workers.lock" true 2>/dev/null; rm -rf "$$base"; $(RMDIR_REGISTRY); \
+	exit $$status
 
 # The whole fault suite (tests/test_faults.py): 20 random kill -9s of a lab then --resume, where
 # `make test` runs 3 (PGCACHELAB_FAULT_KILLS); PGCACHELAB_FAULT_SEED picks other moments.
