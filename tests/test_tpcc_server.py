@@ -133,6 +133,21 @@ def test_new_order_with_the_unused_item_rolls_back_its_work(loaded):
     assert status == "rolled back" and after == before
 
 
+def _last_new_order(conn, items: list[int]) -> tuple[list, list]:
+    """The lines of district (1, 4)'s newest order and the stock rows of `items`."""
+    lines = conn.execute(
+        "select ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info"
+        " from tpcc.order_line where (ol_w_id, ol_d_id, ol_o_id) = (select 1, 4, max(o_id)"
+        " from tpcc.orders where o_w_id = 1 and o_d_id = 4) order by ol_number"
+    ).fetchall()
+    stock = conn.execute(
+        "select s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt from tpcc.stock"
+        " where s_w_id = 1 and s_i_id = any(%s) order by s_i_id",
+        [items],
+    ).fetchall()
+    return lines, stock
+
+
 def _new_order_writes(conn, function: str, items: list[int], quantities: list[int]) -> tuple:
     """What one New-Order of `function` writes, rolled back afterwards: its lines and the
     stock rows of its items."""
@@ -141,16 +156,7 @@ def _new_order_writes(conn, function: str, items: list[int], quantities: list[in
             f"select tpcc.{function}(1, 4, 11, %s, %s, %s, %s)",
             [len(items), items, [1] * len(items), quantities],
         ).fetchone()[0]
-        lines = conn.execute(
-            "select ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info"
-            " from tpcc.order_line where (ol_w_id, ol_d_id, ol_o_id) = (select 1, 4, max(o_id)"
-            " from tpcc.orders where o_w_id = 1 and o_d_id = 4) order by ol_number"
-        ).fetchall()
-        stock = conn.execute(
-            "select s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt from tpcc.stock"
-            " where s_w_id = 1 and s_i_id = any(%s) order by s_i_id",
-            [items],
-        ).fetchall()
+        lines, stock = _last_new_order(conn, items)
     return status, lines, stock
 
 
@@ -394,16 +400,7 @@ def test_client_new_order_writes_what_the_function_does(loaded, tmp_path, items,
                       ExistingTarget(dsn_of(cluster)).pgbench_target({}))  # fmt: skip
     assert run.result.transactions_processed == 1
     with cluster.connect() as conn:
-        lines = conn.execute(
-            "select ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_dist_info"
-            " from tpcc.order_line where (ol_w_id, ol_d_id, ol_o_id) = (select 1, 4, max(o_id)"
-            " from tpcc.orders where o_w_id = 1 and o_d_id = 4) order by ol_number"
-        ).fetchall()
-        stock = conn.execute(
-            "select s_i_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt from tpcc.stock"
-            " where s_w_id = 1 and s_i_id = any(%s) order by s_i_id",
-            [items],
-        ).fetchall()
+        lines, stock = _last_new_order(conn, items)
         assert all(c.passed for c in run_checks(conn))
     assert (lines, stock) == expected[1:] and len(lines) == len(items)
 

@@ -162,8 +162,7 @@ def owner_from_name(name: str) -> Owner | None:
 
 def drop_dead_fragments() -> None:
     """Half-written entries of labs killed while writing them: nothing in them can be reaped,
-    and left there they kept the registry's directory from ever going (`remove_if_empty`; a
-    lab killed by the suite at 13:03 left one in /run/pgcachelab/owned)."""
+    and left there they kept the registry's directory from ever going (`remove_if_empty`)."""
     directory = registry_dir()
     for file in directory.glob("*.partial") if directory.is_dir() else []:
         owner = owner_from_name(file.name)
