@@ -103,6 +103,14 @@ def test_entries_a_killed_lab_did_not_rename_are_reaped_and_the_registry_can_go(
     assert not registry.exists()
 
 
+def test_an_empty_registry_goes_with_its_pgcachelab_directory(tmp_path, monkeypatch):
+    """`make quick` as root left an empty /run/pgcachelab once its registry had gone."""
+    monkeypatch.setattr(owned, "registry_dir", lambda: tmp_path / "pgcachelab" / "owned")
+    owned.forget(owned.record("dir", tmp_path / "x"))
+    owned.remove_if_empty()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_entrys_owner_is_in_its_file_name():
     assert owned.owner_from_name("4242-987654-dir-0a0a0a0a.partial") == owned.Owner(4242, 987654)
     assert owned.owner_from_name("lock") is None

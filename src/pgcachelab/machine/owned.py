@@ -242,6 +242,8 @@ def remove_if_empty() -> None:
             return
         lock_file.unlink()
         directory.rmdir()  # fails, and the directory stays, if an entry came meanwhile
+        if directory.parent.name == "pgcachelab":  # /run/pgcachelab: ours, and empty now
+            directory.parent.rmdir()
 
 
 def reap(reapers: dict[str, Callable[[Entry], str | None]]) -> list[str]:
